@@ -1,0 +1,36 @@
+"""ament_python build of cl_vision_nodes (colcon, rosdep) and pip install of the same tree."""
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = 'cl_vision_nodes'
+
+# Every node is an executable in lib/cl_vision_nodes (for ros2 run / launch) and on PATH for pip
+# installs; `cl-vision` is the command-line tool.
+NODES = {
+    'convert_node': 'cl_vision_nodes.ros.convert_node:main',
+}
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    package_data={PACKAGE: ['kernels/*.cl']},
+    data_files=[
+        ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE}']),
+        (f'share/{PACKAGE}', ['package.xml']),
+        (f'share/{PACKAGE}/launch', glob('launch/*.launch.xml')),
+        (f'share/{PACKAGE}/config', glob('config/*.yaml')),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=False,
+    maintainer='cl_vision_nodes maintainers',
+    maintainer_email='maintainers@cl-vision-nodes.invalid',
+    description='GPU-accelerated vision nodes in OpenCL: optical flow, SURF, ELAS stereo.',
+    license='Apache-2.0',
+    tests_require=['pytest'],
+    entry_points={
+        'console_scripts': [f'{name} = {target}' for name, target in NODES.items()]
+        + ['cl-vision = cl_vision_nodes.tools.cli:main'],
+    },
+)
