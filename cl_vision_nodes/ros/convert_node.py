@@ -1,0 +1,46 @@
+"""convert_node: decode any supported image encoding on the OpenCL device.
+
+Subscribes ``image`` (mono8/16, bgr8, rgb8, bgra8, rgba8, 32FC1, 32FC2, Bayer, YUV 4:2:2, padded
+rows, either byte order) and publishes ``image_out``: gray as mono8 or 32FC1 (times ``gain``),
+or the input encoding with packed little-endian rows (``passthrough``). It is the front end of
+the vision nodes on its own: useful to feed mono8 to consumers of a Bayer or YUV camera.
+"""
+from __future__ import annotations
+
+from sensor_msgs.msg import Image
+
+from cl_vision_nodes.imaging.device_image import OUTPUT_ENCODINGS, DeviceImages
+from cl_vision_nodes.params import ParameterSchema, ParamSpec, common_specs
+from cl_vision_nodes.ros.image_conversion import image_msg_to_raw, raw_to_msg
+from cl_vision_nodes.ros.node_base import VisionNode, main_for
+
+SCHEMA = ParameterSchema('convert_node', [
+    *common_specs(),
+    ParamSpec('output_encoding', 'mono8',
+              'mono8 or 32FC1 gray (BT.601, Bayer demosaiced, YUV luma), or passthrough: the '
+              'input encoding with packed little-endian rows', choices=OUTPUT_ENCODINGS),
+    ParamSpec('gain', 1.0, 'Multiplier applied to gray output (mono8 saturates at 255)',
+              min=0.0, max=255.0),
+])
+
+
+class ConvertNode(VisionNode):
+    def __init__(self, **node_kwargs):
+        super().__init__(SCHEMA, **node_kwargs)
+        self.images = DeviceImages(self.runtime)
+        self.publisher = self.output_publisher(Image, 'image_out')
+        self.subscribe_images(Image, 'image', self.on_image)
+
+    def on_image(self, msg: Image) -> None:
+        raw = image_msg_to_raw(msg)
+        with self.compute():
+            out = self.images.convert(raw, self.params['output_encoding'], self.params['gain'])
+        self.publisher.publish(raw_to_msg(out, msg.header))
+
+
+def main() -> None:
+    main_for(ConvertNode)
+
+
+if __name__ == '__main__':
+    main()

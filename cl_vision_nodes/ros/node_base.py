@@ -1,0 +1,152 @@
+"""What every cl_vision_nodes node shares: parameters, OpenCL runtime, QoS, timing, shutdown.
+
+A node subclasses ``VisionNode``, gives its ``ParameterSchema``, subscribes with
+``subscribe_images`` and does subscribe -> convert -> compute -> publish in its handler. Bad
+input raises a ``CLVisionError``: the base logs it (throttled), counts it and keeps serving.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from typing import Any, Callable, Iterator
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.publisher import Publisher
+from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy)
+from rclpy.qos_overriding_options import QoSOverridingOptions
+from rclpy.subscription import Subscription
+
+from cl_vision_nodes.errors import CLVisionError
+from cl_vision_nodes.opencl.runtime import ClRuntime
+from cl_vision_nodes.params import ParameterSchema, Value
+from cl_vision_nodes.ros.frame_stats import FrameStats
+from cl_vision_nodes.ros.parameters import ParameterBinding
+
+# Sensor-data semantics with depth 1: a slow device always gets the newest frame.
+IMAGE_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST,
+                       depth=1, durability=DurabilityPolicy.VOLATILE)
+BAD_INPUT_LOG_PERIOD_S = 5.0
+
+
+class VisionNode(Node):
+    """Base of every node: owns the parameter binding, the OpenCL runtime and frame statistics."""
+
+    def __init__(self, schema: ParameterSchema, **node_kwargs: Any):
+        super().__init__(schema.node_name, **node_kwargs)
+        self.binding = ParameterBinding(self, schema, self._on_parameters_changed)
+        self.runtime = ClRuntime(self.params['device'], profile=self.params['profile'])
+        self.get_logger().info(f'OpenCL device: {self.runtime.describe()}')
+        self.stats = FrameStats()
+        self._compute_s = 0.0
+        self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._diag_timer = None
+        self._schedule_diagnostics(float(self.params['diagnostics_period']))
+
+    @property
+    def params(self) -> dict[str, Value]:
+        """The accepted parameter values; changes land here before the next frame."""
+        return self.binding.values
+
+    def on_parameters_changed(self, values: dict[str, Value], changed: set[str]) -> None:
+        """Hook for nodes whose state depends on parameters (rebuild kernels, reset history)."""
+
+    def _on_parameters_changed(self, values: dict[str, Value], changed: set[str]) -> None:
+        if 'diagnostics_period' in changed:
+            self._schedule_diagnostics(float(values['diagnostics_period']))
+        self.on_parameters_changed(values, changed)
+
+    # -- topics --------------------------------------------------------------------------------
+    def subscribe_images(self, msg_type: type, topic: str,
+                         handler: Callable[[Any], None]) -> Subscription:
+        """Best-effort keep-last-1 subscription whose QoS users can override from YAML."""
+        return self.create_subscription(
+            msg_type, topic, self._guarded(handler), IMAGE_QOS,
+            qos_overriding_options=QoSOverridingOptions.with_default_policies())
+
+    def output_publisher(self, msg_type: type, topic: str) -> Publisher:
+        """Reliable publisher with the depth of ``output_queue_size``."""
+        qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
+                         depth=int(self.params['output_queue_size']))
+        return self.create_publisher(msg_type, topic, qos)
+
+    @staticmethod
+    def wanted(publisher: Publisher) -> bool:
+        """Visual topics are computed only when someone listens."""
+        return publisher.get_subscription_count() > 0
+
+    # -- per-frame accounting ------------------------------------------------------------------
+    @contextlib.contextmanager
+    def compute(self) -> Iterator[None]:
+        """Wrap the device work of a frame so that it is reported as compute time."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._compute_s += time.perf_counter() - start
+
+    def _guarded(self, handler: Callable[[Any], None]) -> Callable[[Any, Any], None]:
+        def on_message(msg: Any, info: Any) -> None:
+            start = time.perf_counter()
+            gid = info.get('publisher_gid') or {}
+            self.stats.note_sequence(bytes(gid.get('data', b'')),
+                                     info.get('publication_sequence_number'))
+            self._compute_s = 0.0
+            try:
+                handler(msg)
+            except CLVisionError as exc:
+                self.stats.frame_rejected()
+                self.get_logger().warning(f'frame skipped: {exc}',
+                                          throttle_duration_sec=BAD_INPUT_LOG_PERIOD_S)
+                return
+            self.stats.frame_done(time.perf_counter() - start, self._compute_s)
+        return on_message
+
+    # -- diagnostics ---------------------------------------------------------------------------
+    def _schedule_diagnostics(self, period: float) -> None:
+        if self._diag_timer is not None:
+            self.destroy_timer(self._diag_timer)
+            self._diag_timer = None
+        if period > 0:
+            self._diag_timer = self.create_timer(period, self.publish_diagnostics)
+
+    def publish_diagnostics(self) -> None:
+        report = self.stats.report()
+        if report.frames or report.dropped:
+            self.get_logger().info(report.line())
+        level = DiagnosticStatus.WARN if report.rejected else DiagnosticStatus.OK
+        status = DiagnosticStatus(
+            level=level, name=f'{self.get_fully_qualified_name()}: frames',
+            message='bad input frames skipped' if report.rejected else 'ok',
+            hardware_id=self.runtime.entry.name,
+            values=[KeyValue(key=k, value=v) for k, v in report.key_values().items()])
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self._diagnostics.publish(msg)
+
+
+def spin_node(factory: Callable[[], Node], args: list[str] | None = None) -> int:
+    """Run one node until Ctrl-C or shutdown; start-up errors become one log line and code 2."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = factory()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except CLVisionError as exc:
+        rclpy.logging.get_logger('cl_vision_nodes').fatal(f'cannot start: {exc}')
+        return 2
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+def main_for(factory: Callable[[], Node]) -> None:
+    """Console-script body shared by the node executables."""
+    sys.exit(spin_node(factory, sys.argv))

@@ -1,0 +1,81 @@
+"""ROS side of a ParameterSchema: descriptors, declaration and the set-parameters callbacks."""
+from __future__ import annotations
+
+from typing import Callable
+
+from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
+                                ParameterType, SetParametersResult)
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from cl_vision_nodes.errors import ParameterError
+from cl_vision_nodes.params import ParameterSchema, ParamSpec, Value
+
+ROS_TYPES = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
+             float: ParameterType.PARAMETER_DOUBLE, str: ParameterType.PARAMETER_STRING}
+
+
+def descriptor(spec: ParamSpec) -> ParameterDescriptor:
+    """What `ros2 param describe` shows: type, description, range, choices, read-only."""
+    desc = ParameterDescriptor(name=spec.name, type=ROS_TYPES[spec.type],
+                               description=spec.description, read_only=spec.read_only)
+    if spec.choices:
+        desc.additional_constraints = f"one of: {', '.join(spec.choices)}"
+    if spec.type is int and spec.min is not None and spec.max is not None:
+        desc.integer_range = [IntegerRange(from_value=int(spec.min), to_value=int(spec.max),
+                                           step=1)]
+    elif spec.type is float and spec.min is not None and spec.max is not None:
+        desc.floating_point_range = [FloatingPointRange(from_value=float(spec.min),
+                                                        to_value=float(spec.max), step=0.0)]
+    return desc
+
+
+class ParameterBinding:
+    """Declares a schema on a node and keeps ``values`` equal to the accepted parameters.
+
+    The set-parameters callback validates the whole merged set (ranges, choices, read-only and
+    cross-parameter checks) and refuses with the schema's reason, keeping the old value; the
+    post-set callback publishes the new snapshot and calls ``on_change`` so the node applies it
+    before its next frame (callbacks of one node run on one executor thread).
+    """
+
+    def __init__(self, node: Node, schema: ParameterSchema,
+                 on_change: Callable[[dict[str, Value], set[str]], None] | None = None):
+        self.node = node
+        self.schema = schema
+        self.on_change = on_change
+        self.values = self._declare()
+        node.add_on_set_parameters_callback(self._check)
+        node.add_post_set_parameters_callback(self._accept)
+
+    def _declare(self) -> dict[str, Value]:
+        declared: dict[str, Value] = {}
+        for spec in self.schema:
+            try:
+                param = self.node.declare_parameter(spec.name, spec.default, descriptor(spec))
+            except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
+                raise ParameterError(f'{self.schema.node_name}: {exc}') from None
+            declared[spec.name] = param.value
+        # Overrides from YAML/launch may be valid one by one but not together.
+        return self.schema.validate(self.schema.defaults(), declared, allow_read_only=True)
+
+    def _own(self, params: list[Parameter]) -> dict[str, Value]:
+        return {p.name: p.value for p in params if p.name in self.schema.specs}
+
+    def _check(self, params: list[Parameter]) -> SetParametersResult:
+        try:
+            self.schema.validate(self.values, self._own(params))
+        except ParameterError as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
+
+    def _accept(self, params: list[Parameter]) -> None:
+        changes = self._own(params)
+        if not changes:
+            return
+        self.values = {**self.values, **changes}
+        self.node.get_logger().info(
+            'parameters set: ' + ', '.join(f'{k}={v!r}' for k, v in changes.items()))
+        if self.on_change is not None:
+            self.on_change(self.values, set(changes))

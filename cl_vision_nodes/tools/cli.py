@@ -1,0 +1,75 @@
+"""`cl-vision`: the command-line face of the package (offline runs, devices, benchmarks).
+
+Every subcommand lives in its own module and registers itself through ``COMMANDS``; expected
+failures (``CLVisionError``) print one line on stderr and exit with code 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable, NoReturn, Sequence
+
+from cl_vision_nodes.errors import CLVisionError
+
+EXIT_BAD_INPUT = 2
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line (and exit code 2) like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f'{self.prog}: error: {message} (see --help)\n')
+
+
+def add_device_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--device', default='auto',
+                        help='OpenCL device: auto, gpu, cpu, P:D or a name substring '
+                             '(default: $CL_VISION_DEVICE or auto)')
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    from cl_vision_nodes.opencl.runtime import list_devices, select_device
+    chosen = select_device(args.device)
+    for entry in list_devices():
+        mark = '*' if entry == chosen else ' '
+        print(f'{mark} {entry.platform_index}:{entry.device_index}  {entry.kind:5s} '
+              f'{entry.name}  [{entry.platform_name}, {entry.device.max_compute_units} units, '
+              f'{entry.device.global_mem_size // 2**20} MiB]')
+    print(f'* = chosen by --device {args.device!r}')
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from cl_vision_nodes.tools import bench_conversion
+    if args.what in ('conversion', 'all'):
+        bench_conversion.main()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog='cl-vision', description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest='command', required=True, parser_class=OneLineParser)
+
+    devices = sub.add_parser('devices', help='list OpenCL platforms/devices, mark the chosen one')
+    add_device_option(devices)
+    devices.set_defaults(run=cmd_devices)
+
+    bench = sub.add_parser('bench', help='benchmarks with same-run comparisons')
+    bench.add_argument('what', choices=['conversion', 'all'])
+    add_device_option(bench)
+    bench.set_defaults(run=cmd_bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return run(args)
+    except CLVisionError as exc:
+        print(f'cl-vision {args.command}: error: {exc}', file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""Test-session set-up: an isolated ROS 2 domain, the ament index of the venv, shared data paths.
+
+The environment is fixed here, before any test imports rclpy, so every node started by a test
+(in this process or as a subprocess) joins the same private DDS domain on localhost only.
+"""
+import os
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / 'shared' / 'data'
+
+os.environ['ROS_DOMAIN_ID'] = str(random.Random().randint(1, 101))
+os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+os.environ.setdefault('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
+os.environ['AMENT_PREFIX_PATH'] = os.pathsep.join(
+    p for p in (sys.prefix, os.environ.get('AMENT_PREFIX_PATH', '')) if p)
+# Subprocesses (nodes, the CLI) import this checkout, not a stale installed copy.
+os.environ['PYTHONPATH'] = os.pathsep.join(
+    p for p in (str(REPO), os.environ.get('PYTHONPATH', '')) if p)
+
+
+@pytest.fixture(scope='session')
+def shared_data():
+    """``shared_data('flow', ...)``: a path under ../shared/data, or skip with the reason."""
+    def locate(*parts: str) -> Path:
+        path = SHARED_DATA.joinpath(*parts)
+        if not path.exists():
+            pytest.skip(f'{path} not found: the shared test data sits beside the project '
+                        'checkout (../shared/data)')
+        return path
+    return locate
+
+
+@pytest.fixture(scope='session')
+def runtime():
+    """One OpenCL runtime (PoCL in CI) for the kernel tests of the whole session."""
+    from cl_vision_nodes.opencl.runtime import ClRuntime
+    return ClRuntime(os.environ.get('CL_VISION_TEST_DEVICE', 'auto'))

@@ -1,0 +1,118 @@
+"""Real-DDS test harness: nodes under test run as their own processes, the test talks to them
+through an rclpy node spinning in a background thread (topics and parameter services)."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import rclpy
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.parameter_client import AsyncParameterClient
+from rclpy.qos import QoSProfile, qos_profile_sensor_data
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class NodeProcess:
+    """A node executable started as ``python -m module --ros-args ...``; stopped with SIGINT."""
+
+    def __init__(self, module: str, ros_args: list[str] = ()):
+        self.log = tempfile.NamedTemporaryFile('w+', suffix='.log', delete=False)
+        self.proc = subprocess.Popen(
+            [sys.executable, '-m', module, '--ros-args', *ros_args],
+            cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def output(self) -> str:
+        return Path(self.log.name).read_text()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """SIGINT (what Ctrl-C sends) and the exit code."""
+        if self.alive():
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f'node did not stop on SIGINT:\n{self.output()}') from None
+
+
+class Collector:
+    """Messages received on one topic, with a wait that returns as soon as enough arrived."""
+
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+        self._cond = threading.Condition()
+
+    def __call__(self, msg: Any) -> None:
+        with self._cond:
+            self.messages.append(msg)
+            self._cond.notify_all()
+
+    def wait_for(self, predicate: Callable[[list[Any]], Any], timeout: float = 20.0) -> Any:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                found = predicate(self.messages)
+                if found:
+                    return found
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(left)
+
+
+class RosHarness:
+    """The test's own node, in its own rclpy context, spun by a background thread."""
+
+    def __init__(self, name: str = 'test_harness'):
+        self.context = Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._thread.start()
+
+    def publisher(self, msg_type: type, topic: str, qos: QoSProfile = qos_profile_sensor_data):
+        return self.node.create_publisher(msg_type, topic, qos)
+
+    def collect(self, msg_type: type, topic: str, qos: QoSProfile | int = 10) -> Collector:
+        collector = Collector()
+        self.node.create_subscription(msg_type, topic, collector, qos)
+        return collector
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float = 30.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(0.05)
+        return False
+
+    def set_parameters(self, node_name: str, values: dict[str, Any]) -> list[Any]:
+        """Call ``<node>/set_parameters``, the service ``ros2 param set`` calls."""
+        client = AsyncParameterClient(self.node, node_name)
+        assert client.wait_for_services(timeout_sec=20.0), f'{node_name} has no parameter services'
+        future = client.set_parameters([Parameter(k, value=v) for k, v in values.items()])
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
+        assert done.wait(20.0), 'set_parameters got no answer'
+        return list(future.result().results)
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+        self._thread.join(5.0)

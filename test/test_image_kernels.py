@@ -1,0 +1,87 @@
+"""The device image decoder (kernels/image.cl) against the NumPy reference, bit-exact."""
+import numpy as np
+import pytest
+
+from cl_vision_nodes.errors import ImageFormatError
+from cl_vision_nodes.imaging.device_image import DeviceImages
+from cl_vision_nodes.imaging.encodings import (ENCODINGS, RawImage, array_to_raw, encoding_info,
+                                               gray_to_mono8_reference, raw_to_array,
+                                               to_gray_reference)
+
+SIZES = [(2, 2), (3, 5), (17, 31), (64, 33)]
+
+
+def padded(raw: RawImage, pad: int, rng: np.random.Generator) -> RawImage:
+    rows = np.frombuffer(raw.data, np.uint8).reshape(raw.height, raw.step)
+    out = rng.integers(0, 256, (raw.height, raw.step + pad), dtype=np.uint8)
+    out[:, :raw.step] = rows
+    return RawImage(raw.encoding, raw.height, raw.width, raw.step + pad, raw.is_bigendian,
+                    out.reshape(-1))
+
+
+def random_image(encoding: str, height: int, width: int, rng: np.random.Generator,
+                 big_endian: bool = False, pad: int = 0) -> RawImage:
+    info = encoding_info(encoding)
+    shape = (height, width) if info.channels == 1 else (height, width, info.channels)
+    if info.dtype == np.float32:
+        pixels = (rng.standard_normal(shape) * 80 + 100).astype(np.float32)
+    else:
+        pixels = rng.integers(0, np.iinfo(info.dtype).max + 1, shape, dtype=info.dtype)
+    return padded(array_to_raw(pixels, encoding, big_endian), pad, rng)
+
+
+@pytest.fixture(scope='module')
+def images(runtime):
+    return DeviceImages(runtime)
+
+
+@pytest.mark.parametrize('encoding', [e for e, i in ENCODINGS.items() if i.kind != 'field'])
+def test_decode_gray_matches_reference(images, encoding):
+    rng = np.random.default_rng(7)
+    for height, width in SIZES:
+        for big in (False, True):
+            for pad in (0, 3):
+                raw = random_image(encoding, height, width, rng, big, pad)
+                buf = images.upload_gray(raw)
+                got = images.download(buf, (height, width), np.dtype(np.float32))
+                np.testing.assert_array_equal(got, to_gray_reference(raw),
+                                              f'{encoding} {height}x{width} big={big} pad={pad}')
+
+
+@pytest.mark.parametrize('gain', [0.0, 0.5, 1.0, 2.3])
+def test_mono8_output_rounds_and_saturates_like_reference(images, gain):
+    rng = np.random.default_rng(8)
+    raw = random_image('32FC1', 31, 17, rng)  # floats well outside 0..255 and .5 ties below
+    ties = np.frombuffer(raw.data, np.float32).copy()
+    ties[:8] = [0.5, 1.5, 2.5, -0.5, 254.5, 255.5, np.nan, 1e9]
+    raw = array_to_raw(ties.reshape(31, 17), '32FC1')
+    out = images.convert(raw, 'mono8', gain)
+    expected = gray_to_mono8_reference(to_gray_reference(raw), gain)
+    np.testing.assert_array_equal(raw_to_array(out), expected)
+
+
+@pytest.mark.parametrize('encoding', list(ENCODINGS))
+def test_passthrough_packs_rows_and_fixes_byte_order(images, encoding):
+    rng = np.random.default_rng(9)
+    for big in (False, True):
+        raw = random_image(encoding, 5, 7, rng, big, pad=5)
+        out = images.convert(raw, 'passthrough')
+        assert out.step == 7 * encoding_info(encoding).bytes_per_pixel and not out.is_bigendian
+        np.testing.assert_array_equal(raw_to_array(out), raw_to_array(raw))
+
+
+def test_field_encoding_is_not_an_intensity_image(images):
+    raw = random_image('32FC2', 4, 4, np.random.default_rng(0))
+    with pytest.raises(ImageFormatError, match='two-channel'):
+        images.upload_gray(raw)
+
+
+def test_buffers_are_reused_across_frames(images, runtime):
+    rng = np.random.default_rng(10)
+    images.convert(random_image('bgr8', 40, 30, rng), 'mono8')
+    allocated = runtime.allocated_bytes()
+    buffers = dict(runtime._buffers)
+    for _ in range(3):
+        images.convert(random_image('bgr8', 40, 30, rng), 'mono8')
+    assert runtime.allocated_bytes() == allocated
+    assert all(runtime._buffers[k] is v for k, v in buffers.items())
