@@ -6,15 +6,14 @@ Bayer, YUV) and decodes them to float gray on the device, so the host never conv
 """
 from __future__ import annotations
 
-import array
 from typing import Literal
 
 import numpy as np
 import pyopencl as cl
 
 from cl_vision_nodes.errors import ImageFormatError
-from cl_vision_nodes.imaging.encodings import (RawImage, array_to_raw, opencl_defines, validate,
-                                               _bytes)
+from cl_vision_nodes.imaging.encodings import (RawImage, array_to_raw, as_bytes, opencl_defines,
+                                               validate)
 from cl_vision_nodes.opencl.runtime import ClRuntime
 
 OutputEncoding = Literal['mono8', '32FC1', 'passthrough']
@@ -35,7 +34,7 @@ class DeviceImages:
     def upload_raw(self, raw: RawImage) -> cl.Buffer:
         """Copy the message bytes (step*height of them) into the ``raw`` device buffer."""
         validate(raw)
-        host = _bytes(raw.data)[:raw.step * raw.height]
+        host = as_bytes(raw.data)[:raw.step * raw.height]
         buf = self.runtime.buffer('raw', host.nbytes, cl.mem_flags.READ_ONLY)
         event = cl.enqueue_copy(self.runtime.queue, buf, host, is_blocking=False)
         self.runtime.profiler.record('upload', event)
@@ -93,6 +92,5 @@ class DeviceImages:
             np.int32(raw.step), np.int32(row_bytes), np.int32(raw.height),
             np.int32(item - 1 if swap else 0), out_buf)
         self.runtime.profiler.record('repack', event)
-        data = array.array('B')
-        data.frombytes(self.download(out_buf, (raw.height * row_bytes,), np.dtype(np.uint8)))
-        return RawImage(info.name, raw.height, raw.width, row_bytes, HOST_IS_BIG_ENDIAN, data)
+        packed = self.download(out_buf, (raw.height * row_bytes,), np.dtype(np.uint8))
+        return RawImage(info.name, raw.height, raw.width, row_bytes, HOST_IS_BIG_ENDIAN, packed)

@@ -9,24 +9,14 @@ from __future__ import annotations
 
 from sensor_msgs.msg import Image
 
-from cl_vision_nodes.imaging.device_image import OUTPUT_ENCODINGS, DeviceImages
-from cl_vision_nodes.params import ParameterSchema, ParamSpec, common_specs
+from cl_vision_nodes.imaging.device_image import DeviceImages
+from cl_vision_nodes.imaging.schema import CONVERT_SCHEMA
 from cl_vision_nodes.ros.image_conversion import image_msg_to_raw, raw_to_msg
 from cl_vision_nodes.ros.node_base import VisionNode, main_for
 
-SCHEMA = ParameterSchema('convert_node', [
-    *common_specs(),
-    ParamSpec('output_encoding', 'mono8',
-              'mono8 or 32FC1 gray (BT.601, Bayer demosaiced, YUV luma), or passthrough: the '
-              'input encoding with packed little-endian rows', choices=OUTPUT_ENCODINGS),
-    ParamSpec('gain', 1.0, 'Multiplier applied to gray output (mono8 saturates at 255)',
-              min=0.0, max=255.0),
-])
-
-
 class ConvertNode(VisionNode):
     def __init__(self, **node_kwargs):
-        super().__init__(SCHEMA, **node_kwargs)
+        super().__init__(CONVERT_SCHEMA, **node_kwargs)
         self.images = DeviceImages(self.runtime)
         self.publisher = self.output_publisher(Image, 'image_out')
         self.subscribe_images(Image, 'image', self.on_image)
