@@ -1,6 +1,6 @@
 """`cl-vision`: the command-line face of the package (offline runs, devices, benchmarks).
 
-Every subcommand lives in its own module and registers itself through ``COMMANDS``; expected
+Larger subcommands live in their own modules and add their parser here; expected
 failures (``CLVisionError``) print one line on stderr and exit with code 2, never a traceback.
 """
 from __future__ import annotations
@@ -10,6 +10,7 @@ import sys
 from typing import Callable, NoReturn, Sequence
 
 from cl_vision_nodes.errors import CLVisionError
+from cl_vision_nodes.tools import demo
 
 EXIT_BAD_INPUT = 2
 
@@ -58,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument('what', choices=['conversion', 'all'])
     add_device_option(bench)
     bench.set_defaults(run=cmd_bench)
+
+    demo.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,56 @@
+"""Regenerate config/<node>.yaml and the README parameter tables from the node schemas.
+
+Run ``python -m cl_vision_nodes.tools.gen_config`` after changing a schema; the test suite
+fails while a generated file is out of date.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+from cl_vision_nodes.params import ParameterSchema
+from cl_vision_nodes.schemas import NODE_SCHEMAS
+
+HEADER = ('# Generated from the parameter schema of {node} by\n'
+          '# `python -m cl_vision_nodes.tools.gen_config`: edit the schema, not this file.\n')
+
+
+def yaml_text(schema: ParameterSchema) -> str:
+    body = yaml.safe_dump(schema.yaml_document(), sort_keys=False, default_flow_style=False)
+    return HEADER.format(node=schema.node_name) + body
+
+
+def table_block(schema: ParameterSchema) -> str:
+    return (f'<!-- params:{schema.node_name} -->\n{schema.markdown_table()}\n'
+            f'<!-- /params:{schema.node_name} -->')
+
+
+def readme_with_tables(readme: str) -> str:
+    """Replace every ``<!-- params:NODE -->`` block with the table of NODE's schema."""
+    def table(match: re.Match) -> str:
+        return table_block(NODE_SCHEMAS[match.group(1)])
+    return re.sub(r'<!-- params:(\w+) -->.*?<!-- /params:\1 -->', table, readme, flags=re.S)
+
+
+def expected_files(root: Path) -> dict[Path, str]:
+    files = {root / 'config' / f'{name}.yaml': yaml_text(schema)
+             for name, schema in NODE_SCHEMAS.items()}
+    readme = root / 'README.md'
+    files[readme] = readme_with_tables(readme.read_text())
+    return files
+
+
+def main() -> int:
+    root = Path(__file__).resolve().parents[2]
+    for path, text in expected_files(root).items():
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            print(f'wrote {path.relative_to(root)}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
