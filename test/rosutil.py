@@ -101,15 +101,25 @@ class RosHarness:
             time.sleep(0.05)
         return False
 
-    def set_parameters(self, node_name: str, values: dict[str, Any]) -> list[Any]:
-        """Call ``<node>/set_parameters``, the service ``ros2 param set`` calls."""
+    def _call(self, node_name: str, request: Callable[[AsyncParameterClient], Any]) -> Any:
         client = AsyncParameterClient(self.node, node_name)
         assert client.wait_for_services(timeout_sec=20.0), f'{node_name} has no parameter services'
-        future = client.set_parameters([Parameter(k, value=v) for k, v in values.items()])
+        future = request(client)
         done = threading.Event()
         future.add_done_callback(lambda _: done.set())
-        assert done.wait(20.0), 'set_parameters got no answer'
-        return list(future.result().results)
+        assert done.wait(20.0), f'{node_name}: parameter service got no answer'
+        return future.result()
+
+    def set_parameters(self, node_name: str, values: dict[str, Any]) -> list[Any]:
+        """Call ``<node>/set_parameters``, the service ``ros2 param set`` calls."""
+        return list(self._call(node_name, lambda c: c.set_parameters(
+            [Parameter(k, value=v) for k, v in values.items()])).results)
+
+    def describe_parameters(self, node_name: str) -> dict[str, Any]:
+        """Every declared parameter's descriptor (``ros2 param describe``), by name."""
+        names = self._call(node_name, lambda c: c.list_parameters()).result.names
+        descriptors = self._call(node_name, lambda c: c.describe_parameters(names)).descriptors
+        return {d.name: d for d in descriptors}
 
     def close(self) -> None:
         self.executor.shutdown()

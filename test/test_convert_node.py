@@ -92,6 +92,23 @@ def test_passthrough_every_encoding_padded_and_big_endian(ros, node):
             np.testing.assert_array_equal(back, pixels, err_msg=encoding)
 
 
+def test_declared_parameters_are_the_schema(ros, node):
+    from cl_vision_nodes.imaging.schema import CONVERT_SCHEMA
+    from cl_vision_nodes.ros.parameters import descriptor
+    declared = ros.describe_parameters(NODE)
+    ours = {n: d for n, d in declared.items()
+            if not n.startswith('qos_overrides.') and n not in ('use_sim_time',
+                                                               'start_type_description_service')}
+    assert set(ours) == set(CONVERT_SCHEMA.specs)
+    for name, got in ours.items():
+        want = descriptor(CONVERT_SCHEMA.specs[name])
+        assert (got.type, got.read_only, got.description) == \
+            (want.type, want.read_only, want.description), name
+        assert list(got.floating_point_range) == list(want.floating_point_range), name
+        assert list(got.integer_range) == list(want.integer_range), name
+    assert any(n.startswith('qos_overrides./convert_test/in.subscription') for n in declared)
+
+
 def test_gray_outputs_match_reference_and_gain_applies_next_frame(ros, node):
     rng = np.random.default_rng(2)
     intensity = [e for e, info in ENCODINGS.items() if info.kind != 'field']

@@ -1,0 +1,54 @@
+"""`cl-vision` as users run it: output, and one line + exit code 2 on bad input."""
+import subprocess
+import sys
+
+import pytest
+
+from rosutil import REPO
+
+
+def cl_vision(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, '-m', 'cl_vision_nodes.tools.cli', *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_devices_lists_and_marks_the_chosen_device():
+    result = cl_vision('devices')
+    assert result.returncode == 0, result.stderr
+    marked = [line for line in result.stdout.splitlines() if line.startswith('* 0:')]
+    assert len(marked) == 1 and ('CPU' in marked[0] or 'GPU' in marked[0])
+
+
+@pytest.mark.parametrize('args, words', [
+    (['devices', '--device', 'no-such-gpu'], "no OpenCL device matches 'no-such-gpu'"),
+    (['frobnicate'], 'invalid choice'),
+    (['bench'], 'required'),
+])
+def test_bad_input_gives_one_line_and_exit_2(args, words):
+    result = cl_vision(*args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], result.stderr
+    assert 'Traceback' not in result.stderr
+
+
+def test_conversion_benchmark_prints_both_directions_at_1080p():
+    result = cl_vision('bench', 'conversion')
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if '1920x1080' in line]
+    assert any(r.startswith('Image->numpy') for r in rows)
+    assert any(r.startswith('numpy->Image') for r in rows)
+
+
+@pytest.mark.parametrize('override, words', [
+    ('gain:=1000.0', 'out of range'),
+    ('output_encoding:=hsv', "'hsv' is not one of"),
+    ('device:=no-such-gpu', 'no OpenCL device matches'),
+])
+def test_node_refuses_to_start_with_a_bad_parameter(override, words):
+    result = subprocess.run(
+        [sys.executable, '-m', 'cl_vision_nodes.ros.convert_node', '--ros-args', '-p', override],
+        cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert 'cannot start' in result.stderr and words in result.stderr, result.stderr
+    assert 'Traceback' not in result.stderr

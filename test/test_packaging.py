@@ -1,0 +1,69 @@
+"""The ament_python package builds with colcon and installs what `ros2 run` / launch need."""
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cl_vision_nodes.schemas import NODE_SCHEMAS
+from cl_vision_nodes.tools.gen_config import expected_files
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def setup_executables() -> list[str]:
+    """Node executables named in setup.py's NODES dict, plus the cl-vision tool."""
+    tree = ast.parse((REPO / 'setup.py').read_text())
+    nodes = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                 and any(getattr(t, 'id', None) == 'NODES' for t in node.targets))
+    return [*ast.literal_eval(nodes), 'cl-vision']
+
+
+def test_colcon_build_installs_executables_share_and_index(tmp_path):
+    colcon = Path(sys.executable).with_name('colcon')
+    if not colcon.exists():
+        pytest.skip('colcon is not installed in this environment (make test installs it)')
+    env = dict(os.environ, PATH=f'{colcon.parent}{os.pathsep}{os.environ["PATH"]}')
+    result = subprocess.run(
+        [str(colcon), '--log-base', str(tmp_path / 'log'), 'build', '--base-paths', str(REPO),
+         '--build-base', str(tmp_path / 'build'), '--install-base', str(tmp_path / 'install')],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    prefix = tmp_path / 'install' / 'cl_vision_nodes'
+    for exe in setup_executables():
+        assert os.access(prefix / 'lib' / 'cl_vision_nodes' / exe, os.X_OK), exe
+    share = prefix / 'share' / 'cl_vision_nodes'
+    assert (share / 'package.xml').is_file()
+    assert sorted(p.name for p in (share / 'launch').iterdir()) == \
+        sorted(p.name for p in (REPO / 'launch').glob('*.launch.xml'))
+    assert sorted(p.name for p in (share / 'config').iterdir()) == \
+        sorted(p.name for p in (REPO / 'config').glob('*.yaml'))
+    assert (prefix / 'share' / 'ament_index' / 'resource_index' / 'packages'
+            / 'cl_vision_nodes').is_file()
+    kernels = list(prefix.glob('lib/python3*/site-packages/cl_vision_nodes/kernels/*.cl'))
+    assert {k.name for k in kernels} == {k.name for k in (REPO / 'cl_vision_nodes' /
+                                                          'kernels').glob('*.cl')}
+
+
+def test_generated_config_and_readme_tables_are_up_to_date():
+    stale = [str(path.relative_to(REPO)) for path, text in expected_files(REPO).items()
+             if not path.exists() or path.read_text() != text]
+    assert not stale, f'out of date: {stale}; run python -m cl_vision_nodes.tools.gen_config'
+
+
+@pytest.mark.parametrize('node', sorted(NODE_SCHEMAS))
+def test_config_yaml_holds_exactly_the_declared_parameters(node):
+    schema = NODE_SCHEMAS[node]
+    doc = yaml.safe_load((REPO / 'config' / f'{node}.yaml').read_text())
+    params = doc[node]['ros__parameters']
+    assert set(params) == set(schema.specs)
+    for name, value in params.items():
+        assert type(value) is schema.specs[name].type, name
+        schema.specs[name].validate(value)
+
+
+def test_every_node_has_an_executable_and_a_schema():
+    assert set(setup_executables()) - {'cl-vision'} == set(NODE_SCHEMAS)

@@ -1,0 +1,73 @@
+"""ParameterSchema: validation reasons, CLI parsing like `ros2 param set`, YAML and docs."""
+import pytest
+
+from cl_vision_nodes.errors import ParameterError
+from cl_vision_nodes.params import ParameterSchema, ParamSpec
+
+
+def check_order(values):
+    if values['low'] > values['high']:
+        raise ParameterError(f"low ({values['low']}) must not exceed high ({values['high']})")
+
+
+SCHEMA = ParameterSchema('demo_node', [
+    ParamSpec('low', 1, 'lower bound', min=0, max=10),
+    ParamSpec('high', 5, 'upper bound', min=0, max=10),
+    ParamSpec('alpha', 0.5, 'weight', min=0.0, max=1.0),
+    ParamSpec('method', 'lk', 'method', choices=('lk', 'hs')),
+    ParamSpec('upright', False, 'skip orientation'),
+    ParamSpec('device', 'auto', 'device', read_only=True),
+], checks=[check_order])
+
+
+@pytest.mark.parametrize('change, reason', [
+    ({'low': 11}, 'above the maximum 10'),
+    ({'alpha': -0.1}, 'below the minimum 0.0'),
+    ({'alpha': 'x'}, 'expected float, got str'),
+    ({'low': 2.0}, 'expected int, got float'),
+    ({'upright': 1}, 'expected bool, got int'),
+    ({'method': 'bm'}, 'not one of lk, hs'),
+    ({'device': 'gpu'}, 'read-only'),
+    ({'nope': 1}, "unknown parameter 'nope'"),
+    ({'low': 7, 'high': 6}, 'must not exceed'),
+])
+def test_invalid_changes_are_refused_with_the_reason(change, reason):
+    with pytest.raises(ParameterError, match=reason):
+        SCHEMA.validate(SCHEMA.defaults(), change)
+
+
+def test_valid_changes_merge_and_int_widens_to_float():
+    merged = SCHEMA.validate(SCHEMA.defaults(), {'alpha': 1, 'method': 'hs', 'high': 9})
+    assert merged['alpha'] == 1.0 and type(merged['alpha']) is float
+    assert (merged['method'], merged['high'], merged['low']) == ('hs', 9, 1)
+
+
+def test_read_only_may_be_set_at_start_up_and_unchanged_values_pass():
+    assert SCHEMA.validate(SCHEMA.defaults(), {'device': 'gpu'},
+                           allow_read_only=True)['device'] == 'gpu'
+    assert SCHEMA.validate(SCHEMA.defaults(), {'device': 'auto'})['device'] == 'auto'
+
+
+def test_cli_assignments_parse_like_ros2_param_set():
+    values = SCHEMA.parse_assignments(['alpha=0.25', 'low=2', 'upright=true', 'device=0:0'])
+    assert values['alpha'] == 0.25 and values['low'] == 2 and values['upright'] is True
+    assert values['device'] == '0:0'
+    with pytest.raises(ParameterError, match='name=value'):
+        SCHEMA.parse_assignments(['alpha'])
+    with pytest.raises(ParameterError, match='above the maximum'):
+        SCHEMA.parse_assignments(['alpha=3'])
+
+
+def test_yaml_document_and_markdown_table_list_every_parameter():
+    doc = SCHEMA.yaml_document()
+    assert list(doc) == ['demo_node']
+    assert doc['demo_node']['ros__parameters'] == SCHEMA.defaults()
+    table = SCHEMA.markdown_table()
+    for spec in SCHEMA:
+        assert f'`{spec.name}`' in table
+    assert 'lk | hs' in table and '(read-only)' in table
+
+
+def test_duplicate_names_are_a_programming_error():
+    with pytest.raises(ValueError, match='declared twice'):
+        ParameterSchema('x', [ParamSpec('a', 1, ''), ParamSpec('a', 2, '')])
