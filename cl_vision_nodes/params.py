@@ -52,7 +52,7 @@ class ParamSpec:
 
     def range_text(self) -> str:
         if self.choices:
-            return ' | '.join(self.choices)
+            return ', '.join(self.choices)
         if self.min is not None or self.max is not None:
             return f'[{self.min}, {self.max}]'
         return ''

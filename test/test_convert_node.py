@@ -203,3 +203,34 @@ def test_diagnostics_report_frames(ros, node):
     values = diag.wait_for(ours, timeout=10.0)
     assert values is not None, proc.output()
     assert float(values['fps']) > 0 and float(values['latency_mean_ms']) > 0
+
+
+def test_profile_reports_device_stage_times(ros):
+    proc = NodeProcess('cl_vision_nodes.ros.convert_node',
+                       ['-r', '__node:=convert_profiled', '-p', 'profile:=true',
+                        '-p', 'diagnostics_period:=0.5', '-r', 'image:=/profiled/in',
+                        '-r', 'image_out:=/profiled/out'])
+    try:
+        diag = ros.collect(DiagnosticArray, '/diagnostics')
+        pub = ros.publisher(Image, '/profiled/in')
+        assert ros.wait_until(lambda: pub.get_subscription_count() > 0), proc.output()
+
+        def stages(msgs):
+            for m in msgs:
+                for status in m.status:
+                    keys = {kv.key for kv in status.values}
+                    if 'convert_profiled' in status.name and 'stage_decode_ms' in keys:
+                        return keys
+            return None
+        msg = padded_msg(sample_array('bgr8', np.random.default_rng(6)), 'bgr8', 'profiled')
+        keys = None
+        for _ in range(20):
+            pub.publish(msg)
+            keys = diag.wait_for(stages, timeout=1.0)
+            if keys:
+                break
+        assert keys and {'stage_upload_ms', 'stage_scale_ms', 'stage_download_ms'} <= keys, \
+            proc.output()
+        assert 'device ms: upload' in proc.output()
+    finally:
+        assert proc.stop() == 0

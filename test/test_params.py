@@ -65,7 +65,7 @@ def test_yaml_document_and_markdown_table_list_every_parameter():
     table = SCHEMA.markdown_table()
     for spec in SCHEMA:
         assert f'`{spec.name}`' in table
-    assert 'lk | hs' in table and '(read-only)' in table
+    assert 'lk, hs' in table and '(read-only)' in table
 
 
 def test_duplicate_names_are_a_programming_error():

@@ -14,6 +14,7 @@ class FrameWindow:
     started: float = field(default_factory=time.monotonic)
     latencies_ms: list[float] = field(default_factory=list)
     compute_ms: list[float] = field(default_factory=list)
+    stage_ms: dict[str, list[float]] = field(default_factory=dict)
     rejected: int = 0
     lost_in_transport: int = 0
 
@@ -27,6 +28,7 @@ class FrameReport:
     compute_mean_ms: float
     rejected: int
     lost_in_transport: int
+    stage_mean_ms: dict[str, float] = field(default_factory=dict)
 
     @property
     def dropped(self) -> int:
@@ -36,7 +38,12 @@ class FrameReport:
         return (f'{self.frames} frames, {self.fps:.1f} fps, latency mean {self.latency_mean_ms:.1f}'
                 f' ms p95 {self.latency_p95_ms:.1f} ms, compute {self.compute_mean_ms:.1f} ms, '
                 f'dropped {self.dropped} ({self.rejected} bad input, '
-                f'{self.lost_in_transport} lost before the node)')
+                f'{self.lost_in_transport} lost before the node)' + self._stages_text())
+
+    def _stages_text(self) -> str:
+        if not self.stage_mean_ms:
+            return ''
+        return '; device ms: ' + ', '.join(f'{k} {v:.2f}' for k, v in self.stage_mean_ms.items())
 
     def key_values(self) -> dict[str, str]:
         return {'frames': str(self.frames), 'fps': f'{self.fps:.2f}',
@@ -44,7 +51,8 @@ class FrameReport:
                 'latency_p95_ms': f'{self.latency_p95_ms:.3f}',
                 'compute_mean_ms': f'{self.compute_mean_ms:.3f}',
                 'dropped': str(self.dropped), 'rejected_bad_input': str(self.rejected),
-                'lost_in_transport': str(self.lost_in_transport)}
+                'lost_in_transport': str(self.lost_in_transport),
+                **{f'stage_{k}_ms': f'{v:.3f}' for k, v in self.stage_mean_ms.items()}}
 
 
 class FrameStats:
@@ -67,10 +75,14 @@ class FrameStats:
             self.window.lost_in_transport += sequence - last - 1
         self._last_sequence[publisher] = sequence
 
-    def frame_done(self, latency_s: float, compute_s: float) -> None:
+    def frame_done(self, latency_s: float, compute_s: float,
+                   stages_ms: dict[str, float] | None = None) -> None:
+        """Count a published frame; ``stages_ms`` are device times from profiling events."""
         self.total_frames += 1
         self.window.latencies_ms.append(latency_s * 1e3)
         self.window.compute_ms.append(compute_s * 1e3)
+        for stage, ms in (stages_ms or {}).items():
+            self.window.stage_ms.setdefault(stage, []).append(ms)
 
     def frame_rejected(self) -> None:
         self.window.rejected += 1
@@ -84,4 +96,5 @@ class FrameStats:
                            latency_mean_ms=float(lat.mean()),
                            latency_p95_ms=float(np.percentile(lat, 95)),
                            compute_mean_ms=float(comp.mean()), rejected=w.rejected,
-                           lost_in_transport=w.lost_in_transport)
+                           lost_in_transport=w.lost_in_transport,
+                           stage_mean_ms={k: float(np.mean(v)) for k, v in w.stage_ms.items()})

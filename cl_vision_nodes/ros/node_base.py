@@ -102,7 +102,8 @@ class VisionNode(Node):
                 self.get_logger().warning(f'frame skipped: {exc}',
                                           throttle_duration_sec=BAD_INPUT_LOG_PERIOD_S)
                 return
-            self.stats.frame_done(time.perf_counter() - start, self._compute_s)
+            self.stats.frame_done(time.perf_counter() - start, self._compute_s,
+                                  self.runtime.profiler.collect())
         return on_message
 
     # -- diagnostics ---------------------------------------------------------------------------

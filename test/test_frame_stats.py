@@ -1,0 +1,27 @@
+"""Frame statistics behind the nodes' timing log line and /diagnostics."""
+from cl_vision_nodes.ros.frame_stats import FrameStats
+
+
+def test_report_summarises_a_window_and_starts_the_next():
+    stats = FrameStats()
+    for ms in (10, 20, 30, 40):
+        stats.frame_done(ms / 1e3, ms / 2e3, {'decode': 1.0, 'scale': ms / 10})
+    stats.frame_rejected()
+    report = stats.report()
+    assert report.frames == 4 and report.rejected == 1 and report.dropped == 1
+    assert abs(report.latency_mean_ms - 25.0) < 1e-9 and abs(report.compute_mean_ms - 12.5) < 1e-9
+    assert report.latency_p95_ms > 38.0
+    assert report.stage_mean_ms == {'decode': 1.0, 'scale': 2.5}
+    assert 'device ms: decode 1.00, scale 2.50' in report.line()
+    assert report.key_values()['stage_scale_ms'] == '2.500'
+    assert stats.report().frames == 0 and stats.total_frames == 4
+
+
+def test_sequence_gaps_count_as_lost_per_publisher():
+    stats = FrameStats()
+    for seq in (1, 2, 5, 6):
+        stats.note_sequence(b'a', seq)
+    stats.note_sequence(b'b', 10)  # a second publisher starts its own count
+    stats.note_sequence(b'b', 11)
+    stats.note_sequence(b'c', None)  # rmw without sequence numbers
+    assert stats.report().lost_in_transport == 2
