@@ -53,11 +53,13 @@ class Collector:
 
     def __init__(self) -> None:
         self.messages: list[Any] = []
+        self.arrival_times: list[float] = []
         self._cond = threading.Condition()
 
     def __call__(self, msg: Any) -> None:
         with self._cond:
             self.messages.append(msg)
+            self.arrival_times.append(time.monotonic())
             self._cond.notify_all()
 
     def wait_for(self, predicate: Callable[[list[Any]], Any], timeout: float = 20.0) -> Any:

@@ -68,7 +68,7 @@ def _decode_image(path: PathLike, flags: int) -> np.ndarray:
     return image
 
 
-def _write_png(path: PathLike, image: np.ndarray) -> None:
+def write_png(path: PathLike, image: np.ndarray) -> None:
     """Encode to PNG in memory so write failures raise instead of returning False (cv2.imwrite)."""
     ok, buffer = cv2.imencode('.png', image)
     if not ok:
@@ -151,7 +151,7 @@ def write_kitti_disparity(path: PathLike, disparity: np.ndarray) -> None:
     _require_shape(disparity, None, 'disparity')
     valid = np.isfinite(disparity) & (disparity > 0)
     scaled = np.clip(np.rint(np.where(valid, disparity, 0.0) * KITTI_DISPARITY_SCALE), 1, 65535)
-    _write_png(path, np.where(valid, scaled, 0).astype(np.uint16))
+    write_png(path, np.where(valid, scaled, 0).astype(np.uint16))
 
 
 def read_kitti_flow(path: PathLike) -> np.ndarray:
@@ -177,7 +177,7 @@ def write_kitti_flow(path: PathLike, flow: np.ndarray) -> None:
     bgr[..., 2] = np.where(valid, encoded[..., 0], 0)
     bgr[..., 1] = np.where(valid, encoded[..., 1], 0)
     bgr[..., 0] = valid
-    _write_png(path, bgr)
+    write_png(path, bgr)
 
 
 # --- PFM ---------------------------------------------------------------------------------------

@@ -11,14 +11,14 @@ Goal: under 1 ms at 1920x1080 both ways.
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 from sensor_msgs.msg import Image
 
 from cl_vision_nodes.ros.image_conversion import converter_backend, image_to_numpy, numpy_to_image
+from cl_vision_nodes.tools.bench_timing import time_ms
 
 # A baseline slower than this per call (e.g. per-byte field checks) stops early.
 _BASELINE_BUDGET_S = 3.0
@@ -40,18 +40,6 @@ class ConversionRow:
         return self.baseline_mean_ms / self.mean_ms
 
 
-def _time(fn: Callable[[], object], repeats: int, budget_s: float = float('inf')) -> tuple[float, float]:
-    """(mean, best) milliseconds over ``repeats`` calls after one warm-up call."""
-    fn()
-    times: list[float] = []
-    start = time.perf_counter()
-    while len(times) < repeats and (not times or time.perf_counter() - start < budget_s):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * sum(times) / len(times), 1e3 * min(times)
-
-
 def _bytes_publish(a: np.ndarray) -> Image:
     msg = Image(height=a.shape[0], width=a.shape[1], encoding='bgr8', step=a.shape[1] * 3)
     msg.data = a.tobytes()
@@ -66,12 +54,12 @@ def run(sizes: Sequence[tuple[int, int]] = ((640, 480), (1920, 1080)), repeats: 
         a = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
         msg = numpy_to_image(a, 'bgr8')
         rows.append(ConversionRow('Image->numpy (view)', width, height,
-                                  *_time(lambda: image_to_numpy(msg), repeats),
-                                  'copying read (cv_bridge)', *_time(lambda: np.array(image_to_numpy(msg)), repeats)))
+                                  *time_ms(lambda: image_to_numpy(msg), repeats),
+                                  'copying read (cv_bridge)', *time_ms(lambda: np.array(image_to_numpy(msg)), repeats)))
         rows.append(ConversionRow('numpy->Image (array.array)', width, height,
-                                  *_time(lambda: numpy_to_image(a, 'bgr8'), repeats),
+                                  *time_ms(lambda: numpy_to_image(a, 'bgr8'), repeats),
                                   'msg.data = a.tobytes()',
-                                  *_time(lambda: _bytes_publish(a), repeats, _BASELINE_BUDGET_S)))
+                                  *time_ms(lambda: _bytes_publish(a), repeats, _BASELINE_BUDGET_S)))
     return rows
 
 

@@ -10,7 +10,8 @@ import sys
 from typing import Callable, NoReturn, Sequence
 
 from cl_vision_nodes.errors import CLVisionError
-from cl_vision_nodes.tools import demo
+from cl_vision_nodes.tools import demo, replay
+from cl_vision_nodes.tools.cli_common import add_device_option
 
 EXIT_BAD_INPUT = 2
 
@@ -20,12 +21,6 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f'{self.prog}: error: {message} (see --help)\n')
-
-
-def add_device_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--device', default='auto',
-                        help='OpenCL device: auto, gpu, cpu, P:D or a name substring '
-                             '(default: $CL_VISION_DEVICE or auto)')
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
@@ -41,8 +36,8 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from cl_vision_nodes.tools import bench_conversion
     if args.what in ('conversion', 'all'):
+        from cl_vision_nodes.tools import bench_conversion
         bench_conversion.main()
     return 0
 
@@ -57,10 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser('bench', help='benchmarks with same-run comparisons')
     bench.add_argument('what', choices=['conversion', 'all'])
+    bench.add_argument('--repeats', type=int, default=20, help='timed runs per case')
     add_device_option(bench)
     bench.set_defaults(run=cmd_bench)
 
     demo.add_parser(sub)
+    replay.add_parser(sub)
     return parser
 
 
