@@ -9,6 +9,7 @@ PACKAGE = 'cl_vision_nodes'
 # installs; `cl-vision` is the command-line tool.
 NODES = {
     'convert_node': 'cl_vision_nodes.ros.convert_node:main',
+    'flow_node': 'cl_vision_nodes.ros.flow_node:main',
 }
 
 setup(

@@ -11,9 +11,8 @@ from typing import Literal
 import numpy as np
 import pyopencl as cl
 
-from cl_vision_nodes.errors import ImageFormatError
 from cl_vision_nodes.imaging.encodings import (RawImage, array_to_raw, as_bytes, opencl_defines,
-                                               validate)
+                                               validate, validate_intensity)
 from cl_vision_nodes.opencl.runtime import ClRuntime
 
 OutputEncoding = Literal['mono8', '32FC1', 'passthrough']
@@ -42,10 +41,7 @@ class DeviceImages:
 
     def upload_gray(self, raw: RawImage, role: str = 'gray') -> cl.Buffer:
         """Decode ``raw`` into a float32 HxW device buffer of intensities on the 0..255 scale."""
-        info = validate(raw)
-        if info.kind == 'field':
-            raise ImageFormatError(
-                f'{info.name} is a two-channel field (e.g. optical flow), not an intensity image')
+        info = validate_intensity(raw)
         src = self.upload_raw(raw)
         gray = self.runtime.buffer(role, raw.width * raw.height * 4)
         swap = int(bool(raw.is_bigendian) != HOST_IS_BIG_ENDIAN and info.dtype.itemsize > 1)

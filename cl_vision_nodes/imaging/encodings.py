@@ -146,6 +146,15 @@ def validate(raw: RawImage) -> EncodingInfo:
     return info
 
 
+def validate_intensity(raw: RawImage) -> EncodingInfo:
+    """``validate``, and refuse encodings without an intensity (32FC2 flow fields)."""
+    info = validate(raw)
+    if info.kind == 'field':
+        raise ImageFormatError(
+            f'{info.name} is a two-channel field (e.g. optical flow), not an intensity image')
+    return info
+
+
 def _wire_dtype(info: EncodingInfo, is_bigendian: bool) -> np.dtype:
     return info.dtype.newbyteorder('>' if is_bigendian else '<') if info.dtype.itemsize > 1 else info.dtype
 

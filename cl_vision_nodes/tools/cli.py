@@ -10,7 +10,7 @@ import sys
 from typing import Callable, NoReturn, Sequence
 
 from cl_vision_nodes.errors import CLVisionError
-from cl_vision_nodes.tools import demo, replay
+from cl_vision_nodes.tools import demo, flow_cli, replay
 from cl_vision_nodes.tools.cli_common import add_device_option
 
 EXIT_BAD_INPUT = 2
@@ -39,6 +39,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.what in ('conversion', 'all'):
         from cl_vision_nodes.tools import bench_conversion
         bench_conversion.main()
+    if args.what in ('flow', 'all'):
+        from cl_vision_nodes.tools import bench_flow
+        bench_flow.main(args)
     return 0
 
 
@@ -51,12 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
     devices.set_defaults(run=cmd_devices)
 
     bench = sub.add_parser('bench', help='benchmarks with same-run comparisons')
-    bench.add_argument('what', choices=['conversion', 'all'])
+    bench.add_argument('what', choices=['conversion', 'flow', 'all'])
     bench.add_argument('--repeats', type=int, default=20, help='timed runs per case')
     add_device_option(bench)
     bench.set_defaults(run=cmd_bench)
 
     demo.add_parser(sub)
+    flow_cli.add_parser(sub)
     replay.add_parser(sub)
     return parser
 

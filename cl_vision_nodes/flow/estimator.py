@@ -1,0 +1,110 @@
+"""FlowEstimator: the public entry point of the optical-flow algorithm layer (no ROS).
+
+Streaming use (flow_node): ``push(raw)`` per frame returns the flow from the previous frame to
+this one (None for the first frame, or after a size change or ``reset()``). Each frame is
+uploaded and pyramided once; the two frames' pyramids live on the device and swap roles.
+One-shot use (CLI, tests): ``estimate(gray0, gray1)``. ``configure(params)`` validates changed
+parameters against FLOW_SCHEMA and applies them to the next frame.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Protocol
+
+import numpy as np
+import pyopencl as cl
+
+from cl_vision_nodes.errors import ImageFormatError
+from cl_vision_nodes.flow.block_matching import BlockMatcher
+from cl_vision_nodes.flow.horn_schunck import HornSchunck
+from cl_vision_nodes.flow.lucas_kanade import LucasKanade
+from cl_vision_nodes.flow.pyramid import DevicePyramid
+from cl_vision_nodes.flow.schema import FLOW_SCHEMA, FlowSettings
+from cl_vision_nodes.imaging.device_image import DeviceImages
+from cl_vision_nodes.imaging.encodings import RawImage, array_to_raw
+from cl_vision_nodes.opencl.runtime import ClRuntime
+from cl_vision_nodes.params import Value
+
+
+class FlowMethod(Protocol):
+    """What lk, hs and bm have in common: level-0 flow between two device pyramids."""
+
+    def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
+        ...
+
+
+def gray_to_raw(gray: np.ndarray) -> RawImage:
+    """A host gray image as a message: uint8 as mono8, anything else as 32FC1 (0..255 scale)."""
+    if gray.ndim != 2:
+        raise ImageFormatError(f'expected a HxW gray image, got shape {gray.shape}')
+    if gray.dtype == np.uint8:
+        return array_to_raw(gray, 'mono8')
+    return array_to_raw(np.ascontiguousarray(gray, np.float32), '32FC1')
+
+
+class FlowEstimator:
+    """Dense optical flow between consecutive frames with the method of the current settings."""
+
+    def __init__(self, runtime: ClRuntime, params: Mapping[str, Value] | None = None):
+        self.runtime = runtime
+        self.values: dict[str, Value] = FLOW_SCHEMA.defaults()
+        self.settings = FlowSettings.from_values(self.values)
+        if params:
+            self.configure(params)
+        self._images = DeviceImages(runtime)
+        self._pyramids = [DevicePyramid(runtime, self._images, slot) for slot in (0, 1)]
+        self._methods: dict[str, FlowMethod] = {
+            'lk': LucasKanade(runtime), 'hs': HornSchunck(runtime), 'bm': BlockMatcher(runtime)}
+        self._current = 0
+        self._has_previous = False
+        self._staging: tuple[cl.Buffer, np.ndarray] | None = None
+
+    def configure(self, params: Mapping[str, Value]) -> None:
+        """Apply changed parameters from the next frame on; ParameterError leaves all unchanged."""
+        self.values = FLOW_SCHEMA.validate(self.values, params, allow_read_only=True)
+        self.settings = FlowSettings.from_values(self.values)
+
+    def reset(self) -> None:
+        """Forget the previous frame: the next ``push`` starts a new stream."""
+        self._has_previous = False
+
+    def push(self, raw: RawImage) -> np.ndarray | None:
+        """Add a frame; HxWx2 float32 flow (u, v) from the previous frame, or None if there is
+        no previous frame of the same size."""
+        previous = self._pyramids[self._current]
+        current = self._pyramids[1 - self._current]
+        current.build(raw)
+        self._current = 1 - self._current
+        if not self._has_previous or previous.shapes[0] != current.shapes[0]:
+            self._has_previous = True
+            return None
+        flow = self._methods[self.settings.method].run(previous, current, self.settings)
+        return self._download(flow, current.shapes[0])
+
+    def _download(self, flow: cl.Buffer, shape: tuple[int, int]) -> np.ndarray:
+        """Copy the flow into a pinned (page-locked) staging array, then into a new array.
+
+        Why: a GPU copies into pinned memory by DMA several times faster than into ordinary
+        memory (2.4 MB at 640x480: about 0.9 ms to pageable memory on an H200); the extra host
+        copy keeps the returned array the caller's own.
+        """
+        buf = self.runtime.buffer('flow_host', shape[0] * shape[1] * 8,
+                                  cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR)
+        if self._staging is None or self._staging[0] is not buf:
+            # READ | WRITE is valid OpenCL; pyopencl's stubs declare a single flag
+            access: cl.map_flags = cl.map_flags.READ | cl.map_flags.WRITE  # type: ignore
+            host, _ = cl.enqueue_map_buffer(self.runtime.queue, buf, access, 0,
+                                            (shape[0] * shape[1] * 2,), np.dtype(np.float32))
+            self._staging = (buf, host)
+        host = self._staging[1].reshape(*shape, 2)
+        self.runtime.profiler.record('download', cl.enqueue_copy(self.runtime.queue, host, flow))
+        return host.copy()
+
+    def estimate(self, gray0: np.ndarray, gray1: np.ndarray) -> np.ndarray:
+        """Flow from ``gray0`` to ``gray1`` (HxW, uint8 or float on 0..255). Restarts the stream."""
+        if gray0.shape != gray1.shape:
+            raise ImageFormatError(f'frames differ in size: {gray0.shape} vs {gray1.shape}')
+        self.reset()
+        self.push(gray_to_raw(gray0))
+        flow = self.push(gray_to_raw(gray1))
+        assert flow is not None
+        return flow

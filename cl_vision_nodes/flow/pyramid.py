@@ -1,0 +1,67 @@
+"""One frame's Gaussian pyramid and gradients, resident on the device.
+
+The streaming estimator keeps two of these (previous and current frame) and swaps them, so a
+frame is uploaded, decoded and pyramided exactly once and the previous one never leaves the
+device. Buffers are ``ClRuntime`` roles named per slot and level: allocated on the first frame
+of a size, reused afterwards.
+"""
+from __future__ import annotations
+
+import pyopencl as cl
+
+from cl_vision_nodes.flow.device import Shape, i32, launch
+from cl_vision_nodes.imaging.device_image import DeviceImages
+from cl_vision_nodes.imaging.encodings import RawImage
+from cl_vision_nodes.opencl.runtime import ClRuntime
+
+MIN_LEVEL_SIDE = 8
+"""A level is built only if both its sides keep at least this many pixels."""
+
+
+def level_shapes(height: int, width: int) -> list[Shape]:
+    """Shapes of all levels: each is ((h+1)//2, (w+1)//2) of the previous (cv2.pyrDown)."""
+    shapes = [(height, width)]
+    while True:
+        h, w = shapes[-1]
+        h, w = (h + 1) // 2, (w + 1) // 2
+        if min(h, w) < MIN_LEVEL_SIDE:
+            return shapes
+        shapes.append((h, w))
+
+
+class DevicePyramid:
+    """Images and (on demand) 5-point gradients of every level of one frame."""
+
+    def __init__(self, runtime: ClRuntime, images: DeviceImages, slot: int):
+        self.runtime = runtime
+        self.images = images
+        self.slot = slot
+        self.shapes: list[Shape] = []
+        self.levels: list[cl.Buffer] = []
+        self._gradients: dict[int, cl.Buffer] = {}
+
+    def _role(self, kind: str, level: int) -> str:
+        return f'flow_p{self.slot}_{kind}{level}'
+
+    def build(self, raw: RawImage) -> None:
+        """Decode ``raw`` into level 0 and blur-decimate every coarser level."""
+        self.shapes = level_shapes(raw.height, raw.width)
+        self.levels = [self.images.upload_gray(raw, self._role('i', 0))]
+        self._gradients.clear()
+        for level, (h, w) in enumerate(self.shapes[1:], start=1):
+            sh, sw = self.shapes[level - 1]
+            dst = self.runtime.buffer(self._role('i', level), h * w * 4)
+            launch(self.runtime, 'pyr_down', (w, h),
+                   (self.levels[-1], i32(sw), i32(sh), dst, i32(w), i32(h)), 'pyramid')
+            self.levels.append(dst)
+
+    def gradient(self, level: int) -> cl.Buffer:
+        """float2 (d/dx, d/dy) of ``level``, computed at its first use for this frame."""
+        found = self._gradients.get(level)
+        if found is None:
+            h, w = self.shapes[level]
+            found = self.runtime.buffer(self._role('g', level), h * w * 8)
+            launch(self.runtime, 'gradient', (w, h), (self.levels[level], i32(w), i32(h), found),
+                   'derivatives')
+            self._gradients[level] = found
+        return found

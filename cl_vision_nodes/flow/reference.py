@@ -1,0 +1,256 @@
+"""NumPy references of the kernels in ``kernels/flow.cl``, one function per kernel.
+
+They exist for the kernel tests (test/test_flow_kernels.py): written for clarity, vectorised
+only as far as keeps them short, float64 unless the kernel's integer arithmetic must be
+reproduced exactly (block matching). Images are HxW, flow fields HxWx2, all 0..255 intensities.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+BINOMIAL = np.array([1.0, 4.0, 6.0, 4.0, 1.0]) / 16.0
+DERIVATIVE = np.array([1.0, -8.0, 0.0, 8.0, -1.0]) / 12.0  # taps at offsets -2..2
+LK_DAMPING = 0.1
+
+
+def mirror(index: np.ndarray, n: int) -> np.ndarray:
+    """Reflect-101 border for offsets up to one length, then clamped (kernel ``mirror``)."""
+    index = np.abs(index)
+    return np.clip((n - 1) - np.abs((n - 1) - index), 0, n - 1)
+
+
+def pyr_down(img: np.ndarray) -> np.ndarray:
+    """cv2.pyrDown: 5x5 binomial blur (reflect-101), every second pixel."""
+    h, w = img.shape
+    ys = 2 * np.arange((h + 1) // 2)[:, None] + np.arange(-2, 3)[None, :]
+    xs = 2 * np.arange((w + 1) // 2)[:, None] + np.arange(-2, 3)[None, :]
+    vertical = np.einsum('k,ykx->yx', BINOMIAL, img.astype(np.float64)[mirror(ys, h)])
+    return np.einsum('k,yxk->yx', BINOMIAL, vertical[:, mirror(xs, w)])
+
+
+def _odd_extend(img: np.ndarray, pad: int) -> np.ndarray:
+    """Pad by odd reflection I(-k) = 2 I(0) - I(k) on both axes."""
+    return np.pad(img.astype(np.float64), pad, mode='reflect', reflect_type='odd')
+
+
+def gradient(img: np.ndarray) -> np.ndarray:
+    """5-point central derivatives (d/dx, d/dy) of the odd-extended image, HxWx2."""
+    h, w = img.shape
+    padded = _odd_extend(img, 2)
+    gx = sum(t * padded[2:2 + h, 2 + k:2 + k + w] for k, t in zip(range(-2, 3), DERIVATIVE))
+    gy = sum(t * padded[2 + k:2 + k + h, 2:2 + w] for k, t in zip(range(-2, 3), DERIVATIVE))
+    return np.stack([gx, gy], axis=-1)
+
+
+def bilinear(img: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Bilinear samples of HxW or HxWxC ``img`` at (x, y), taps clamped to the image."""
+    h, w = img.shape[:2]
+    fx, fy = np.floor(x), np.floor(y)
+    tx, ty = x - fx, y - fy
+    x0, x1 = np.clip(fx, 0, w - 1).astype(int), np.clip(fx + 1, 0, w - 1).astype(int)
+    y0, y1 = np.clip(fy, 0, h - 1).astype(int), np.clip(fy + 1, 0, h - 1).astype(int)
+    if img.ndim == 3:
+        tx, ty = tx[..., None], ty[..., None]
+    top = img[y0, x0] * (1 - tx) + img[y0, x1] * tx
+    bottom = img[y1, x0] * (1 - tx) + img[y1, x1] * tx
+    return top * (1 - ty) + bottom * ty
+
+
+def flow_upsample(coarse: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """2 x bilinear sample of the coarse flow at (x/2, y/2) for every fine pixel."""
+    y, x = np.mgrid[:shape[0], :shape[1]].astype(np.float64)
+    return 2.0 * bilinear(coarse.astype(np.float64), 0.5 * x, 0.5 * y)
+
+
+def window_filter(img: np.ndarray, taps: np.ndarray) -> np.ndarray:
+    """Separable filter (rows, then columns) with replicated borders, any channel count."""
+    radius = len(taps) // 2
+    h, w = img.shape[:2]
+    img = img.astype(np.float64)
+    xs = np.clip(np.arange(w)[:, None] + np.arange(-radius, radius + 1), 0, w - 1)
+    ys = np.clip(np.arange(h)[:, None] + np.arange(-radius, radius + 1), 0, h - 1)
+    rows = np.tensordot(img[:, xs], taps, axes=([2], [0]))
+    return np.tensordot(rows[ys], taps, axes=([1], [0]))
+
+
+def lk_tensor(grad: np.ndarray, taps: np.ndarray) -> np.ndarray:
+    """Windowed (Sxx, Sxy, Syy) and the smaller eigenvalue, HxWx4."""
+    gx, gy = grad[..., 0].astype(np.float64), grad[..., 1].astype(np.float64)
+    s = window_filter(np.stack([gx * gx, gx * gy, gy * gy], axis=-1), taps)
+    half_trace, half_diff = 0.5 * (s[..., 0] + s[..., 2]), 0.5 * (s[..., 0] - s[..., 2])
+    smallest = half_trace - np.sqrt(half_diff ** 2 + s[..., 1] ** 2)
+    return np.concatenate([s, smallest[..., None]], axis=-1)
+
+
+def lk_step(i0: np.ndarray, g0: np.ndarray, i1: np.ndarray, flow: np.ndarray,
+            tensor: np.ndarray, taps: np.ndarray, min_eig: float, final: bool) -> np.ndarray:
+    """One Gauss-Newton step (kernel lk_step): flow' = (S + d I)^-1 (window sum of q + d flow)."""
+    h, w = i0.shape
+    y, x = np.mgrid[:h, :w].astype(np.float64)
+    px, py = x + flow[..., 0], y + flow[..., 1]
+    inside = (px >= 0) & (px <= w - 1) & (py >= 0) & (py <= h - 1)
+    e = np.where(inside, bilinear(i1.astype(np.float64), px, py) - i0, 0.0)
+    g = g0.astype(np.float64)
+    q = g * (np.sum(g * flow, axis=-1) - e)[..., None]
+    b = window_filter(q, taps) + LK_DAMPING * flow
+    sxx, sxy, syy = tensor[..., 0] + LK_DAMPING, tensor[..., 1], tensor[..., 2] + LK_DAMPING
+    det = sxx * syy - sxy * sxy
+    out = np.stack([(syy * b[..., 0] - sxy * b[..., 1]) / det,
+                    (sxx * b[..., 1] - sxy * b[..., 0]) / det], axis=-1)
+    if final:
+        out[~(tensor[..., 3] >= min_eig)] = np.nan
+    return out
+
+
+def cubic_weights(t: np.ndarray) -> np.ndarray:
+    """Keys (a = -0.5) weights of taps -1, 0, 1, 2 at fraction t, stacked on a last axis."""
+    return np.stack([((-0.5 * t + 1.0) * t - 0.5) * t, (1.5 * t - 2.5) * t * t + 1.0,
+                     ((-1.5 * t + 2.0) * t + 0.5) * t, (0.5 * t - 0.5) * t * t], axis=-1)
+
+
+def bicubic(img: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Keys bicubic samples of HxW or HxWxC ``img``, taps clamped to the image."""
+    h, w = img.shape[:2]
+    fx, fy = np.floor(x), np.floor(y)
+    wx, wy = cubic_weights(x - fx), cubic_weights(y - fy)
+    out = np.zeros(x.shape + img.shape[2:])
+    for j in range(4):
+        row = np.clip(fy.astype(int) - 1 + j, 0, h - 1)
+        for k in range(4):
+            col = np.clip(fx.astype(int) - 1 + k, 0, w - 1)
+            weight = wy[..., j] * wx[..., k]
+            out = out + (weight[..., None] if img.ndim == 3 else weight) * img[row, col]
+    return out
+
+
+def hs_warp(i0: np.ndarray, g0: np.ndarray, i1: np.ndarray, g1: np.ndarray,
+            flow: np.ndarray) -> np.ndarray:
+    """(Ix, Iy, It, 1) of the linearised data term, 0 where x + flow leaves frame 1."""
+    h, w = i0.shape
+    y, x = np.mgrid[:h, :w].astype(np.float64)
+    px, py = x + flow[..., 0], y + flow[..., 1]
+    inside = (px >= 0) & (px <= w - 1) & (py >= 0) & (py <= h - 1)
+    value = bicubic(i1.astype(np.float64), px, py)
+    grad = 0.5 * (bicubic(g1.astype(np.float64), px, py) + g0)
+    terms = np.concatenate([grad, (value - i0)[..., None], np.ones((h, w, 1))], axis=-1)
+    terms[~inside] = 0.0
+    return terms
+
+
+def _charbonnier_weight(d: np.ndarray, inv_eps2: float) -> np.ndarray:
+    return 1.0 / np.sqrt(1.0 + d * d * inv_eps2)
+
+
+def _sor_solution(terms: np.ndarray, flow: np.ndarray, dflow: np.ndarray, total: np.ndarray,
+                  alpha2: float, omega: float, inv_eps_d2: float,
+                  inv_eps_s2: float) -> tuple[np.ndarray, np.ndarray]:
+    """Every pixel's over-relaxed point update given its neighbours' u + du in ``total``, and
+    whether it is defined (det > 0)."""
+    h, w = flow.shape[:2]
+    own = flow + dflow
+    weight_sum = np.zeros((h, w, 2))
+    pull = np.zeros((h, w, 2))
+    padded = np.pad(total, ((1, 1), (1, 1), (0, 0)), mode='edge')
+    for dy, dx in ((0, -1), (0, 1), (-1, 0), (1, 0)):
+        other = padded[1 + dy:1 + dy + h, 1 + dx:1 + dx + w]
+        exists = np.ones((h, w), bool)
+        if dx:
+            exists[:, 0 if dx < 0 else w - 1] = False
+        else:
+            exists[0 if dy < 0 else h - 1, :] = False
+        e = _charbonnier_weight(other - own, inv_eps_s2) * exists[..., None]
+        weight_sum += e
+        pull += e * (other - flow)
+    ix, iy, it, valid = (terms[..., k] for k in range(4))
+    residual = it + ix * dflow[..., 0] + iy * dflow[..., 1]
+    wd = valid * _charbonnier_weight(residual, inv_eps_d2)
+    a11 = wd * ix * ix + alpha2 * weight_sum[..., 0]
+    a12 = wd * ix * iy
+    a22 = wd * iy * iy + alpha2 * weight_sum[..., 1]
+    b1 = alpha2 * pull[..., 0] - wd * ix * it
+    b2 = alpha2 * pull[..., 1] - wd * iy * it
+    det = a11 * a22 - a12 * a12
+    with np.errstate(divide='ignore', invalid='ignore'):
+        solved = np.stack([a22 * b1 - a12 * b2, a11 * b2 - a12 * b1], axis=-1) / det[..., None]
+    return dflow + omega * (solved - dflow), det > 0
+
+
+def hs_sor(terms: np.ndarray, flow: np.ndarray, dflow: np.ndarray, offset: int, sweeps: int,
+           alpha2: float, omega: float, inv_eps_d2: float, inv_eps_s2: float,
+           tile: int = 16) -> np.ndarray:
+    """One hs_sor launch: per tile (origin k * tile - offset), ``sweeps`` red-black sweeps
+    that see the other tiles' u + du as they were at the launch start."""
+    h, w = flow.shape[:2]
+    start = flow + dflow
+    out = dflow.copy()
+    y, x = np.mgrid[:h, :w]
+    for oy in range(-offset, h, tile):
+        for ox in range(-offset, w, tile):
+            region = (y >= oy) & (y < oy + tile) & (x >= ox) & (x < ox + tile)
+            d, total = dflow.copy(), start.copy()
+            for _ in range(sweeps):
+                for parity in (0, 1):
+                    update, defined = _sor_solution(terms, flow, d, total, alpha2, omega,
+                                                    inv_eps_d2, inv_eps_s2)
+                    chosen = region & ((x + y) % 2 == parity) & defined
+                    d[chosen] = update[chosen]
+                    total[chosen] = flow[chosen] + d[chosen]
+            out[region] = d[region]
+    return out
+
+
+def hs_update(flow: np.ndarray, dflow: np.ndarray, median: bool) -> np.ndarray:
+    """u + du, then optionally the 5x5 median per component with replicated borders."""
+    total = flow.astype(np.float64) + dflow
+    if not median:
+        return total
+    h, w = total.shape[:2]
+    padded = np.pad(total, ((2, 2), (2, 2), (0, 0)), mode='edge')
+    windows = np.stack([padded[j:j + h, k:k + w] for j in range(5) for k in range(5)])
+    return np.median(windows, axis=0)
+
+
+def bm_search(i0: np.ndarray, i1: np.ndarray, block: int, radius: int,
+              subpixel: bool) -> np.ndarray:
+    """Kernel bm_search: per-block best displacement, exact integer costs and tie-break."""
+    h, w = i0.shape
+    q0 = np.clip(np.rint(i0), 0, 255).astype(np.int64)
+    q1 = np.clip(np.rint(i1), 0, 255).astype(np.int64)
+    flow = np.zeros((h, w, 2), np.float64)
+    for y0 in range(0, h, block):
+        for x0 in range(0, w, block):
+            ref = q0[y0:y0 + block, x0:x0 + block]
+            bh, bw = ref.shape
+
+            def cost(dx: int, dy: int) -> int | None:
+                ys, xs = np.arange(y0, y0 + bh) + dy, np.arange(x0, x0 + bw) + dx
+                inside = ((ys >= 0) & (ys < h))[:, None] & ((xs >= 0) & (xs < w))[None, :]
+                count = int(inside.sum())
+                if 2 * count < bh * bw:
+                    return None
+                target = q1[np.clip(ys, 0, h - 1)][:, np.clip(xs, 0, w - 1)]
+                sad = int(np.abs(ref - target)[inside].sum())
+                return (sad << 10) // count
+
+            keys = []
+            for dy in range(-radius, radius + 1):
+                for dx in range(-radius, radius + 1):
+                    c = cost(dx, dy)
+                    if c is not None:
+                        keys.append((c, dx * dx + dy * dy, dy, dx))
+            best, _, dy, dx = min(keys)
+            vector = [float(dx), float(dy)]
+            if subpixel:
+                for axis, (ax, ay) in enumerate(((1, 0), (0, 1))):
+                    costs = [cost(dx + sign * ax, dy + sign * ay)
+                             if max(abs(dx + sign * ax), abs(dy + sign * ay)) <= radius else None
+                             for sign in (-1, 1)]
+                    left, right = costs
+                    if left is None or right is None:
+                        continue
+                    curvature = float(left - 2 * best + right)
+                    if curvature > 0:
+                        vector[axis] += float(np.clip((left - right) / (2.0 * curvature),
+                                                      -0.5, 0.5))
+            flow[y0:y0 + bh, x0:x0 + bw] = vector
+    return flow

@@ -1,0 +1,98 @@
+"""Parameters of flow_node (and ``cl-vision flow --param``), and their typed view.
+
+Every value is read per frame by ``FlowEstimator``, so any change applies to the next frame;
+only the common ``device``/``profile``/``output_queue_size`` need a restart. Defaults are the
+values measured best on the Middlebury training pairs (test/test_flow_accuracy.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+from cl_vision_nodes.errors import ParameterError
+from cl_vision_nodes.params import ParameterSchema, ParamSpec, Value, common_specs
+
+METHODS: tuple[str, ...] = ('lk', 'hs', 'bm')
+
+
+def _odd_window(values: Mapping[str, Value]) -> None:
+    if int(values['window_size']) % 2 == 0:
+        raise ParameterError(f"window_size: {values['window_size']!r} must be odd")
+
+
+FLOW_SCHEMA = ParameterSchema('flow_node', [
+    *common_specs(),
+    ParamSpec('method', 'hs',
+              'lk: pyramidal iterative Lucas-Kanade; hs: coarse-to-fine robust Horn-Schunck with '
+              'warping; bm: full-search block matching', choices=METHODS),
+    ParamSpec('pyramid_levels', 5,
+              'Gaussian pyramid levels of lk and hs (factor 0.5), capped so the coarsest level '
+              'keeps at least 8 pixels per side', min=1, max=12),
+    ParamSpec('window_size', 15, 'lk: side of the Gaussian-weighted window (odd), pixels',
+              min=3, max=31),
+    ParamSpec('window_sigma', 3.0, 'lk: standard deviation of the window weights, pixels',
+              min=0.3, max=30.0),
+    ParamSpec('lk_iterations', 5, 'lk: Gauss-Newton iterations (with warping) per level',
+              min=1, max=100),
+    ParamSpec('min_eigenvalue', 0.5,
+              'lk: smaller eigenvalue of the window-averaged gradient tensor ((grey level/px)^2, '
+              'intensities 0..255) below which a pixel is NaN in the output', min=0.0, max=1e6),
+    ParamSpec('alpha', 5.0,
+              'hs: smoothness weight alpha (energy data + alpha^2 * smoothness), grey levels '
+              'per (px/px)', min=0.01, max=1e4),
+    ParamSpec('warps', 3, 'hs: warping steps per pyramid level', min=1, max=50),
+    ParamSpec('iterations', 40,
+              'hs: red-black SOR sweeps per warping step (an upper bound, see tolerance)',
+              min=1, max=2000),
+    ParamSpec('sor_omega', 1.9, 'hs: over-relaxation factor of the SOR sweeps (1 = Gauss-Seidel)',
+              min=0.1, max=1.99),
+    ParamSpec('tolerance', 0.001,
+              'hs: a warping step ends early once a device launch of sweeps (8) moved no pixel '
+              'by more than this, px (0 = always run every sweep)', min=0.0, max=10.0),
+    ParamSpec('data_epsilon', 2.0,
+              'hs: Charbonnier scale of the data term, grey levels (large = quadratic)',
+              min=0.001, max=1e6),
+    ParamSpec('smooth_epsilon', 0.1,
+              'hs: Charbonnier scale of the smoothness term, px/px (large = quadratic)',
+              min=0.0001, max=1e6),
+    ParamSpec('median_filter', True, 'hs: 5x5 median filter of the flow after every warping step'),
+    ParamSpec('block_size', 8,
+              "bm: block side, pixels (every pixel gets its block's vector)", min=2, max=32),
+    ParamSpec('search_radius', 7, 'bm: full search over displacements within +-radius, pixels',
+              min=1, max=32),
+    ParamSpec('subpixel', True,
+              'bm: parabola fit of the matching cost around the best displacement, per axis'),
+    ParamSpec('max_flow', 0.0,
+              'Flow magnitude at full colour saturation in flow/color, px (0 = the frame maximum)',
+              min=0.0, max=1e4),
+], checks=[_odd_window])
+
+
+@dataclass(frozen=True)
+class FlowSettings:
+    """The algorithm parameters of FLOW_SCHEMA as typed attributes (validated values only)."""
+
+    method: str
+    pyramid_levels: int
+    window_size: int
+    window_sigma: float
+    lk_iterations: int
+    min_eigenvalue: float
+    alpha: float
+    warps: int
+    iterations: int
+    sor_omega: float
+    tolerance: float
+    data_epsilon: float
+    smooth_epsilon: float
+    median_filter: bool
+    block_size: int
+    search_radius: int
+    subpixel: bool
+    max_flow: float
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Value]) -> FlowSettings:
+        """Typed view of a complete, validated parameter dict (extra keys are ignored)."""
+        chosen: dict[str, Any] = {f.name: values[f.name] for f in fields(cls)}
+        return cls(**chosen)

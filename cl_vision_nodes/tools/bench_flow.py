@@ -1,0 +1,103 @@
+"""`cl-vision bench flow`: ms per frame of lk/hs/bm with OpenCV DIS and Farneback in the same run.
+
+Our figure is the streaming cost a node pays per frame: upload of the new frame, its pyramid,
+the flow to the previous frame (whose pyramid stays on the device) and the download of the
+HxWx2 result. OpenCV runs on the CPU, and through its own OpenCL path (T-API, UMat, download
+included) when the chosen device is a GPU. No ROS imports: it runs on a GPU box with numpy,
+OpenCV and pyopencl only.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Callable
+
+import cv2
+import numpy as np
+
+from cl_vision_nodes.dataio.synthetic import flow_pair
+from cl_vision_nodes.flow.estimator import FlowEstimator, gray_to_raw
+from cl_vision_nodes.flow.schema import METHODS
+from cl_vision_nodes.opencl.runtime import ClRuntime
+from cl_vision_nodes.tools.bench_timing import time_ms
+
+SIZES = ((640, 480), (1280, 720))
+DIS_PRESETS = {'DIS ULTRAFAST': cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST,
+               'DIS FAST': cv2.DISOPTICAL_FLOW_PRESET_FAST,
+               'DIS MEDIUM': cv2.DISOPTICAL_FLOW_PRESET_MEDIUM}
+
+
+@dataclass(frozen=True)
+class FlowRow:
+    method: str
+    where: str
+    width: int
+    height: int
+    mean_ms: float
+    best_ms: float
+
+
+def farneback(f0, f1):
+    """opencv_apps' fback_flow parameters (the ROS baseline)."""
+    return cv2.calcOpticalFlowFarneback(f0, f1, None, 0.5, 3, 15, 3, 5, 1.2, 0)
+
+
+def dis(preset: int) -> Callable:
+    solver = cv2.DISOpticalFlow_create(preset)
+    return lambda f0, f1: solver.calc(f0, f1, None)
+
+
+def opencv_cases() -> dict[str, Callable]:
+    """OpenCV flow functions; they take ndarrays (CPU) or UMats (OpenCV's OpenCL path)."""
+    return {**{name: dis(preset) for name, preset in DIS_PRESETS.items()},
+            'Farneback': farneback}
+
+
+def run(device: str, repeats: int, sizes=SIZES) -> list[FlowRow]:
+    runtime = ClRuntime(device)
+    rows: list[FlowRow] = []
+    for width, height in sizes:
+        sample = flow_pair(height, width, motion='translation', seed=0)
+        frames = [sample.frame0, sample.frame1]
+        raws = [gray_to_raw(f) for f in frames]
+        for method in METHODS:
+            estimator = FlowEstimator(runtime, {'method': method})
+            estimator.push(raws[0])
+            state = {'i': 1}
+
+            def step() -> None:
+                estimator.push(raws[state['i'] % 2])
+                state['i'] += 1
+            rows.append(FlowRow(method, runtime.entry.name, width, height,
+                                *time_ms(step, repeats)))
+        cv2.ocl.setUseOpenCL(False)
+        for name, fn in opencv_cases().items():
+            rows.append(FlowRow(name, f'OpenCV CPU ({cv2.getNumThreads()} threads)', width,
+                                height, *time_ms(lambda: fn(*frames), repeats)))
+        if runtime.entry.is_gpu and cv2.ocl.haveOpenCL():
+            cv2.ocl.setUseOpenCL(True)
+            umats = [cv2.UMat(f) for f in frames]
+            for name, fn in opencv_cases().items():
+                rows.append(FlowRow(name, f'OpenCV OpenCL ({cv2.ocl.Device.getDefault().name()})',
+                                    width, height, *time_ms(lambda: fn(*umats).get(), repeats)))
+            cv2.ocl.setUseOpenCL(False)
+    return rows
+
+
+def format_table(rows: list[FlowRow]) -> str:
+    lines = [f'{"method":<14} {"size":>9} {"mean ms":>9} {"best ms":>9} {"fps":>8} '
+             f'{"vs DIS MEDIUM cpu":>18}  where']
+    for size in sorted({(r.width, r.height) for r in rows}):
+        group = [r for r in rows if (r.width, r.height) == size]
+        medium = next(r.mean_ms for r in group
+                      if r.method == 'DIS MEDIUM' and r.where.startswith('OpenCV CPU'))
+        for r in group:
+            lines.append(f'{r.method:<14} {f"{r.width}x{r.height}":>9} {r.mean_ms:>9.2f} '
+                         f'{r.best_ms:>9.2f} {1e3 / r.mean_ms:>8.1f} '
+                         f'{medium / r.mean_ms:>17.2f}x  {r.where}')
+    return '\n'.join(lines)
+
+
+def main(args: argparse.Namespace) -> None:
+    print('Dense optical flow, ms per frame (ours: upload + pyramid + flow + download)')
+    print(format_table(run(args.device, args.repeats)))

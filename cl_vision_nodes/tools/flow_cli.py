@@ -1,0 +1,57 @@
+"""`cl-vision flow FRAME1 FRAME2`: dense optical flow between two image files."""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from cl_vision_nodes.errors import DataFormatError, ImageFormatError
+from cl_vision_nodes.flow.schema import FLOW_SCHEMA, METHODS
+from cl_vision_nodes.tools.cli_common import (add_algorithm_options, algorithm_params,
+                                              print_profile, runtime_for)
+
+FLOW_SUFFIXES = ('.flo', '.npy')
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from cl_vision_nodes.dataio.formats import read_image, write_flo, write_png
+    from cl_vision_nodes.flow.colorwheel import flow_to_color
+    from cl_vision_nodes.flow.estimator import FlowEstimator
+    out = Path(args.out)
+    if out.suffix not in FLOW_SUFFIXES:
+        raise DataFormatError(f'--out {out}: expected a {" or ".join(FLOW_SUFFIXES)} file')
+    values = algorithm_params(FLOW_SCHEMA, args, method=args.method)
+    frame0, frame1 = read_image(args.frame1), read_image(args.frame2)
+    if frame0.shape != frame1.shape:
+        raise ImageFormatError(f'{args.frame1} is {frame0.shape[1]}x{frame0.shape[0]} but '
+                               f'{args.frame2} is {frame1.shape[1]}x{frame1.shape[0]}')
+    runtime = runtime_for(values)
+    estimator = FlowEstimator(runtime, values)
+    start = time.perf_counter()
+    flow = estimator.estimate(frame0, frame1)
+    elapsed_ms = (time.perf_counter() - start) * 1e3
+    if out.suffix == '.flo':
+        write_flo(out, flow)
+    else:
+        np.save(out, flow)
+    if args.color:
+        write_png(args.color, flow_to_color(flow, float(values['max_flow'])))
+    valid = np.isfinite(flow).all(axis=2)
+    print(f"{values['method']}: {flow.shape[1]}x{flow.shape[0]} on {runtime.entry.name}, "
+          f'{elapsed_ms:.0f} ms (first call includes kernel builds), '
+          f'{100 * valid.mean():.1f} % of pixels with an estimate -> {out}')
+    print_profile(runtime)
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser('flow', help='dense optical flow from FRAME1 to FRAME2')
+    parser.add_argument('frame1')
+    parser.add_argument('frame2')
+    parser.add_argument('--method', choices=METHODS, help='default: the method parameter (hs)')
+    parser.add_argument('--out', required=True, help='Middlebury .flo or .npy (HxWx2 float32)')
+    parser.add_argument('--color', help='also write the Middlebury colour-wheel picture (PNG)')
+    add_algorithm_options(parser)
+    parser.set_defaults(run=run)

@@ -1,0 +1,60 @@
+"""`cl-vision flow` on image files: outputs, accuracy on a known motion, bad input."""
+import numpy as np
+import pytest
+
+from cl_vision_nodes.dataio.formats import read_flo, write_png
+from cl_vision_nodes.dataio.synthetic import flow_pair
+from cl_vision_nodes.flow.metrics import flow_errors
+from test_cli import cl_vision
+
+
+@pytest.fixture(scope='module')
+def frames(tmp_path_factory):
+    folder = tmp_path_factory.mktemp('flow_cli')
+    sample = flow_pair(61, 83, motion='rotation', seed=5)
+    write_png(folder / 'f0.png', sample.frame0)
+    write_png(folder / 'f1.png', sample.frame1)
+    write_png(folder / 'small.png', sample.frame1[:40, :40])
+    (folder / 'text.png').write_text('not an image')
+    return folder, sample
+
+
+@pytest.mark.parametrize('method, bound', [('lk', 0.3), ('hs', 0.3), ('bm', 1.0)])
+def test_flow_files_and_colour_picture(frames, method, bound):
+    folder, sample = frames
+    out, color = folder / f'{method}.flo', folder / f'{method}.png'
+    result = cl_vision('flow', str(folder / 'f0.png'), str(folder / 'f1.png'), '--method',
+                       method, '--out', str(out), '--color', str(color), '--param',
+                       'pyramid_levels=3')
+    assert result.returncode == 0, result.stderr
+    flow = read_flo(out)
+    assert flow.shape == (61, 83, 2) and color.stat().st_size > 0
+    assert flow_errors(flow, sample.flow, sample.valid).epe < bound
+
+
+def test_npy_output_and_profile(frames):
+    folder, _ = frames
+    out = folder / 'flow.npy'
+    result = cl_vision('flow', str(folder / 'f0.png'), str(folder / 'f1.png'), '--out', str(out),
+                       '--profile')
+    assert result.returncode == 0, result.stderr
+    assert np.load(out).shape == (61, 83, 2)
+    assert 'device ms: upload' in result.stdout
+
+
+@pytest.mark.parametrize('args, words', [
+    (['missing.png', 'f1.png', '--out', 'x.flo'], 'missing.png'),
+    (['f0.png', 'small.png', '--out', 'x.flo'], 'is 83x61 but'),
+    (['f0.png', 'text.png', '--out', 'x.flo'], 'not an image'),
+    (['f0.png', 'f1.png', '--out', 'x.txt'], 'expected a .flo or .npy'),
+    (['f0.png', 'f1.png', '--out', 'x.flo', '--param', 'window_size=4'], 'odd'),
+    (['f0.png', 'f1.png', '--out', 'x.flo', '--param', 'nonsense=1'], 'unknown parameter'),
+    (['f0.png', 'f1.png', '--out', 'x.flo', '--method', 'sift'], 'invalid choice'),
+])
+def test_bad_input_one_line_exit_2(frames, args, words):
+    folder, _ = frames
+    args = [str(folder / a) if a.endswith(('.png', '.flo', '.txt')) else a for a in args]
+    result = cl_vision('flow', *args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], result.stderr

@@ -1,0 +1,399 @@
+"""Flow kernels (kernels/flow.cl) against their NumPy references, plus the estimator's plumbing.
+
+Sizes are small and odd (never multiples of a work-group). Tolerances: float kernels are
+compared with the float64 references to 1e-4 relative of the data's scale (float32 rounding
+through a few dozen operations); block matching is integer arithmetic and must match exactly
+(its sub-pixel offsets to 1e-5 px); medians select values and match to float32 rounding.
+"""
+import cv2
+import numpy as np
+import pyopencl as cl
+import pytest
+
+from cl_vision_nodes.errors import ImageFormatError, ParameterError
+from cl_vision_nodes.flow import FLOW_SCHEMA, FlowEstimator, flow_errors, flow_to_color
+from cl_vision_nodes.flow import reference as ref
+from cl_vision_nodes.flow.block_matching import WORK_GROUP
+from cl_vision_nodes.flow.device import f32, i32, launch
+from cl_vision_nodes.flow.horn_schunck import TILE, sor_slots, tile_offset
+from cl_vision_nodes.flow.lucas_kanade import TILE as LK_TILE
+from cl_vision_nodes.flow.lucas_kanade import window_taps
+from cl_vision_nodes.flow.pyramid import level_shapes
+from cl_vision_nodes.imaging.encodings import array_to_raw
+
+SIZES = [(29, 37), (37, 29), (8, 13), (3, 2)]
+
+
+def upload(runtime, array: np.ndarray) -> cl.Buffer:
+    host = np.ascontiguousarray(array, np.float32)
+    return cl.Buffer(runtime.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                     hostbuf=host)
+
+
+def download(runtime, buf: cl.Buffer, shape: tuple[int, ...]) -> np.ndarray:
+    out = np.empty(shape, np.float32)
+    cl.enqueue_copy(runtime.queue, out, buf)
+    return out
+
+
+def empty(runtime, shape: tuple[int, ...]) -> cl.Buffer:
+    return cl.Buffer(runtime.context, cl.mem_flags.READ_WRITE, int(np.prod(shape)) * 4)
+
+
+def smooth_image(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
+    """Textured 0..255 image, smooth enough for derivatives to mean something."""
+    noise = rng.uniform(0, 255, (h + 8, w + 8)).astype(np.float32)
+    return cv2.GaussianBlur(noise, (0, 0), 1.2)[4:4 + h, 4:4 + w] * 2.0 - 60.0
+
+
+def textured(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
+    """uint8 blurred noise stretched over the 0..255 range."""
+    big = cv2.GaussianBlur(rng.uniform(0, 255, (h, w)).astype(np.float32), (0, 0), 1.5)
+    return np.clip((big - big.mean()) * 4 + 128, 0, 255).astype(np.uint8)
+
+
+def close(got: np.ndarray, want: np.ndarray, scale: float = 255.0, rel: float = 1e-4) -> None:
+    np.testing.assert_allclose(got, want, rtol=rel, atol=rel * scale)
+
+
+# --- pyramid, gradients, prolongation ----------------------------------------------------------
+
+
+@pytest.mark.parametrize('h, w', SIZES + [(1, 5)])
+def test_pyr_down_matches_reference_and_opencv(runtime, h, w):
+    img = smooth_image(np.random.default_rng(1), h, w)
+    dh, dw = (h + 1) // 2, (w + 1) // 2
+    dst = empty(runtime, (dh, dw))
+    launch(runtime, 'pyr_down', (dw, dh), (upload(runtime, img), i32(w), i32(h), dst, i32(dw),
+                                          i32(dh)), 'pyramid')
+    got = download(runtime, dst, (dh, dw))
+    close(got, ref.pyr_down(img))
+    if min(h, w) > 2:  # OpenCV's own border rule differs on 1- and 2-pixel sides
+        close(got, cv2.pyrDown(img), rel=1e-5 * 10)
+
+
+def test_level_shapes_halve_like_pyrdown_and_stop_at_8_pixels():
+    assert level_shapes(480, 640) == [(480, 640), (240, 320), (120, 160), (60, 80), (30, 40),
+                                      (15, 20), (8, 10)]
+    assert level_shapes(5, 300) == [(5, 300)]
+
+
+@pytest.mark.parametrize('h, w', SIZES[:-1] + [(3, 4)])  # the odd extension needs 3 pixels
+def test_gradient_matches_reference(runtime, h, w):
+    img = smooth_image(np.random.default_rng(2), h, w)
+    grad = empty(runtime, (h, w, 2))
+    launch(runtime, 'gradient', (w, h), (upload(runtime, img), i32(w), i32(h), grad), 'd')
+    close(download(runtime, grad, (h, w, 2)), ref.gradient(img))
+
+
+def test_gradient_is_exact_on_a_ramp_up_to_the_border(runtime):
+    """Odd extension: a linear image has its true derivative at every pixel, borders included."""
+    h, w = 11, 17
+    y, x = np.mgrid[:h, :w].astype(np.float32)
+    grad = empty(runtime, (h, w, 2))
+    launch(runtime, 'gradient', (w, h),
+           (upload(runtime, 3.0 * x - 2.0 * y + 7.0), i32(w), i32(h), grad), 'd')
+    got = download(runtime, grad, (h, w, 2))
+    np.testing.assert_allclose(got[..., 0], 3.0, atol=1e-4)
+    np.testing.assert_allclose(got[..., 1], -2.0, atol=1e-4)
+
+
+@pytest.mark.parametrize('h, w', [(29, 37), (30, 38), (5, 3)])
+def test_flow_upsample_matches_reference(runtime, h, w):
+    ch, cw = (h + 1) // 2, (w + 1) // 2
+    coarse = np.random.default_rng(3).normal(0, 2, (ch, cw, 2)).astype(np.float32)
+    fine = empty(runtime, (h, w, 2))
+    launch(runtime, 'flow_upsample', (w, h),
+           (upload(runtime, coarse), i32(cw), i32(ch), fine, i32(w), i32(h)), 'u')
+    close(download(runtime, fine, (h, w, 2)), ref.flow_upsample(coarse, (h, w)), scale=4.0)
+
+
+# --- Lucas-Kanade -------------------------------------------------------------------------------
+
+
+def lk_tensor(runtime, grad: np.ndarray, taps: np.ndarray) -> np.ndarray:
+    h, w = grad.shape[:2]
+    rows, tensor = empty(runtime, (h, w, 4)), empty(runtime, (h, w, 4))
+    args = (i32(w), i32(h), upload(runtime, taps), i32(len(taps) // 2))
+    launch(runtime, 'lk_tensor_rows', (w, h), (upload(runtime, grad), *args, rows), 't')
+    launch(runtime, 'lk_tensor_cols', (w, h), (rows, *args, tensor), 't')
+    return download(runtime, tensor, (h, w, 4))
+
+
+@pytest.mark.parametrize('h, w', SIZES)
+def test_lk_tensor_matches_reference(runtime, h, w):
+    grad = ref.gradient(smooth_image(np.random.default_rng(4), h, w)).astype(np.float32)
+    taps = window_taps(7, 1.5)
+    want = ref.lk_tensor(grad, taps.astype(np.float64))
+    got = lk_tensor(runtime, grad, taps)
+    scale = float(np.abs(want).max())
+    close(got, want, scale=scale)
+
+
+@pytest.mark.parametrize('h, w, window', [(29, 37, 5), (37, 29, 9), (20, 18, 31)])
+@pytest.mark.parametrize('final', [False, True])
+def test_lk_step_matches_reference(runtime, h, w, window, final):
+    rng = np.random.default_rng(5)
+    i0, i1 = smooth_image(rng, h, w), smooth_image(rng, h, w)
+    g0 = ref.gradient(i0).astype(np.float32)
+    flow = rng.normal(0, 1.5, (h, w, 2)).astype(np.float32)
+    flow[0, 0] = (-5.0, 0.0)  # warps outside frame 1: no residual
+    taps = window_taps(window, window / 4)
+    tensor = lk_tensor(runtime, g0, taps)
+    min_eig = float(np.median(tensor[..., 3]))  # about half the pixels become NaN when final
+    out = empty(runtime, (h, w, 2))
+    launch(runtime, 'lk_step', (w, h),
+           (upload(runtime, i0), upload(runtime, g0), upload(runtime, i1),
+            upload(runtime, tensor), upload(runtime, flow), out, i32(w), i32(h),
+            upload(runtime, taps), i32(window // 2), f32(min_eig), i32(final)),
+           'lk', local=(LK_TILE, LK_TILE))
+    got = download(runtime, out, (h, w, 2))
+    want = ref.lk_step(i0, g0, i1, flow.astype(np.float64), tensor.astype(np.float64),
+                       taps.astype(np.float64), min_eig, final)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(got).any() == final
+    close(got, want, scale=float(np.nanmax(np.abs(want))), rel=1e-3)
+
+
+# --- Horn-Schunck -------------------------------------------------------------------------------
+
+
+def int_buffer(runtime, values: list[int]) -> cl.Buffer:
+    return cl.Buffer(runtime.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                     hostbuf=np.array(values, np.int32))
+
+
+@pytest.mark.parametrize('h, w', SIZES)
+def test_hs_warp_matches_reference_and_resets_the_solver(runtime, h, w):
+    rng = np.random.default_rng(6)
+    i0, i1 = smooth_image(rng, h, w), smooth_image(rng, h, w)
+    g0, g1 = ref.gradient(i0).astype(np.float32), ref.gradient(i1).astype(np.float32)
+    flow = rng.normal(0, 2.0, (h, w, 2)).astype(np.float32)  # some pixels leave the frame
+    terms, flags = empty(runtime, (h, w, 4)), int_buffer(runtime, [5, 5, 5])
+    launch(runtime, 'hs_warp', (w, h),
+           (upload(runtime, i0), upload(runtime, g0), upload(runtime, i1), upload(runtime, g1),
+            upload(runtime, flow), i32(w), i32(h), terms, flags), 'w')
+    want = ref.hs_warp(i0, g0, i1, g1, flow.astype(np.float64))
+    got = download(runtime, terms, (h, w, 4))
+    np.testing.assert_array_equal(got[..., 3], want[..., 3])
+    close(got, want, scale=float(np.abs(want).max()))
+    slots = np.empty(3, np.int32)
+    cl.enqueue_copy(runtime.queue, slots, flags)
+    assert slots.tolist() == [0, 0, 1]
+
+
+def hs_problem(rng: np.random.Generator, h: int, w: int):
+    terms = np.concatenate([rng.normal(0, 20, (h, w, 3)), (rng.random((h, w, 1)) > 0.1)],
+                           axis=-1).astype(np.float32)
+    return (terms, rng.normal(0, 1, (h, w, 2)).astype(np.float32),
+            rng.normal(0, 0.3, (h, w, 2)).astype(np.float32))
+
+
+SOLVER = dict(alpha2=36.0, omega=1.7, inv_eps_d2=0.25, inv_eps_s2=100.0)
+
+
+def run_sor(runtime, terms, flow, dflow, launches: list[int], tol: float,
+            fresh: bool = False) -> np.ndarray:
+    """hs_sor launched as horn_schunck does: ping-pong increments, alternating tilings, the
+    convergence slots as hs_warp leaves them; ``fresh``: the first launch ignores ``dflow``."""
+    h, w = flow.shape[:2]
+    buffers = [upload(runtime, dflow), empty(runtime, (h, w, 2))]
+    flags = int_buffer(runtime, [0, 0, 1])
+    fixed = (upload(runtime, terms), upload(runtime, flow))
+    for index, sweeps in enumerate(launches):
+        offset = tile_offset(index)
+        launch(runtime, 'hs_sor', (w + offset, h + offset),
+               (*fixed, buffers[index % 2], buffers[1 - index % 2], flags, i32(w), i32(h),
+                i32(fresh and index == 0), i32(offset), i32(sweeps), *sor_slots(index),
+                *(f32(v) for v in SOLVER.values()), f32(tol)), 'hs', local=(TILE, TILE))
+    return download(runtime, buffers[len(launches) % 2], (h, w, 2))
+
+
+@pytest.mark.parametrize('h, w', SIZES + [(40, 33)])
+@pytest.mark.parametrize('offset, sweeps', [(0, 1), (8, 3)])
+def test_hs_sor_launch_matches_reference(runtime, h, w, offset, sweeps):
+    terms, flow, dflow = hs_problem(np.random.default_rng(7), h, w)
+    launches = [1, sweeps] if offset else [sweeps]  # the second launch uses offset 8
+    got = run_sor(runtime, terms, flow, dflow, launches, tol=0.0)
+    want = dflow.astype(np.float64)
+    for index, count in enumerate(launches):
+        want = ref.hs_sor(terms.astype(np.float64), flow.astype(np.float64), want,
+                          tile_offset(index), count, **SOLVER)
+    close(got, want, scale=float(np.abs(want).max()), rel=1e-4)
+
+
+def test_hs_sor_fresh_launch_starts_from_zero(runtime):
+    terms, flow, dflow = hs_problem(np.random.default_rng(14), 29, 37)
+    got = run_sor(runtime, terms, flow, dflow, [2], tol=0.0, fresh=True)
+    np.testing.assert_array_equal(
+        got, run_sor(runtime, terms, flow, np.zeros_like(dflow), [2], tol=0.0))
+
+
+def test_hs_sor_stops_on_the_device_once_converged(runtime):
+    """Launch k reads the change flag of launch k-1: after a launch that moved no pixel by more
+    than tol, later launches leave the field alone; with tol 0 they keep updating."""
+    terms, flow, dflow = hs_problem(np.random.default_rng(8), 29, 37)
+    one = run_sor(runtime, terms, flow, dflow, [2], tol=1e9)
+    three = run_sor(runtime, terms, flow, dflow, [2, 2, 2], tol=1e9)
+    np.testing.assert_array_equal(three, one)
+    moving = run_sor(runtime, terms, flow, dflow, [2, 2, 2], tol=0.0)
+    assert np.abs(moving - one).max() > 1e-3
+
+
+@pytest.mark.parametrize('h, w', SIZES)
+@pytest.mark.parametrize('median', [False, True])
+def test_hs_update_matches_reference(runtime, h, w, median):
+    rng = np.random.default_rng(9)
+    flow = rng.normal(0, 2, (h, w, 2)).astype(np.float32)
+    dflow = rng.normal(0, 1, (h, w, 2)).astype(np.float32)
+    dflow[0, :3] = 1e4  # outliers the median must remove
+    out = empty(runtime, (h, w, 2))
+    launch(runtime, 'hs_update', (w, h), (upload(runtime, flow), upload(runtime, dflow), i32(w),
+                                          i32(h), i32(median), out), 'm')
+    want = ref.hs_update(flow, dflow.astype(np.float32), median)
+    np.testing.assert_allclose(download(runtime, out, (h, w, 2)), want, rtol=1e-6, atol=1e-6)
+
+
+# --- block matching -----------------------------------------------------------------------------
+
+
+def bm(runtime, i0, i1, block, radius, subpixel):
+    h, w = i0.shape
+    out = empty(runtime, (h, w, 2))
+    defines = {'BM_BLOCK': block, 'BM_RADIUS': radius, 'BM_LOCAL': WORK_GROUP}
+    launch(runtime, 'bm_search', (-(-w // block) * WORK_GROUP, -(-h // block)),
+           (upload(runtime, i0), upload(runtime, i1), i32(w), i32(h), i32(subpixel), out),
+           'bm', defines=defines, local=(WORK_GROUP, 1))
+    return download(runtime, out, (h, w, 2))
+
+
+@pytest.mark.parametrize('h, w, block, radius', [(29, 37, 8, 3), (37, 29, 5, 4), (13, 9, 4, 2)])
+def test_bm_search_matches_reference_exactly(runtime, h, w, block, radius):
+    rng = np.random.default_rng(10)
+    i0 = rng.uniform(0, 255, (h, w)).astype(np.float32)
+    i1 = np.roll(i0, (1, -2), (0, 1)) + rng.normal(0, 4, (h, w)).astype(np.float32)
+    np.testing.assert_array_equal(bm(runtime, i0, i1, block, radius, False),
+                                  ref.bm_search(i0, i1, block, radius, False))
+    np.testing.assert_allclose(bm(runtime, i0, i1, block, radius, True),
+                               ref.bm_search(i0, i1, block, radius, True), atol=1e-5)
+
+
+def test_bm_ties_go_to_the_smallest_motion(runtime):
+    flat = np.full((21, 19), 77.0, np.float32)
+    assert not bm(runtime, flat, flat, 8, 3, True).any()
+    stripes = np.tile((np.arange(19) % 2 * 200.0).astype(np.float32), (21, 1))  # period 2 in x
+    got = bm(runtime, stripes, stripes, 8, 3, False)
+    assert not got.any(), 'equal SAD at dx = -2, 0, 2: the zero vector must win'
+
+
+def test_bm_finds_an_integer_shift_including_border_blocks(runtime):
+    big = textured(np.random.default_rng(11), 60, 60).astype(np.float32)
+    # content moves by (-1, -2): every block, partial and corner ones included, keeps at least
+    # half of its pixels matched inside frame 1
+    i0, i1 = big[10:39, 10:47], big[12:41, 11:48]
+    got = bm(runtime, i0, i1, 8, 4, False)
+    np.testing.assert_array_equal(got[..., 0], -1.0)
+    np.testing.assert_array_equal(got[..., 1], -2.0)
+
+
+# --- estimator plumbing, metrics, colour wheel --------------------------------------------------
+
+
+def frames(h=37, w=53, shift=2):
+    big = textured(np.random.default_rng(12), h + 8, w + 8)
+    return big[4:4 + h, 4:4 + w], big[4:4 + h, 4 - shift:4 - shift + w]
+
+
+@pytest.mark.parametrize('method', ['lk', 'hs', 'bm'])
+def test_streaming_matches_one_shot_and_reuses_buffers(runtime, method):
+    a, b = frames()
+    est = FlowEstimator(runtime, {'method': method})
+    assert est.push(array_to_raw(a, 'mono8')) is None
+    first = est.push(array_to_raw(b, 'mono8'))
+    est.push(array_to_raw(a, 'mono8'))  # both pyramid slots have now served as 'previous'
+    allocated, buffers = runtime.allocated_bytes(), dict(runtime._buffers)
+    est.push(array_to_raw(b, 'mono8'))
+    again = est.push(array_to_raw(a, 'mono8'))
+    assert first.shape == (37, 53, 2) and first.dtype == np.float32
+    assert runtime.allocated_bytes() == allocated
+    assert all(runtime._buffers[k] is v for k, v in buffers.items())
+    np.testing.assert_array_equal(est.estimate(a, b), first)
+    assert np.nanmedian(again[..., 0]) < -1.0 < 1.0 < np.nanmedian(first[..., 0])
+
+
+def test_parameters_apply_to_the_next_frame_and_bad_ones_are_rejected(runtime):
+    a, b = frames()
+    est = FlowEstimator(runtime, {'method': 'lk'})
+    est.push(array_to_raw(a, 'mono8'))
+    est.configure({'method': 'bm', 'block_size': 4, 'subpixel': False})
+    flow = est.push(array_to_raw(b, 'mono8'))
+    assert set(np.unique(flow)) <= set(range(-7, 8)), 'integer block vectors: bm was used'
+    with pytest.raises(ParameterError, match='odd'):
+        est.configure({'window_size': 8})
+    with pytest.raises(ParameterError, match='method'):
+        est.configure({'method': 'farneback'})
+    assert est.settings.method == 'bm' and est.settings.window_size == 15
+
+
+def test_a_size_change_restarts_the_stream(runtime):
+    a, b = frames()
+    est = FlowEstimator(runtime, {'method': 'lk'})
+    est.push(array_to_raw(a, 'mono8'))
+    assert est.push(array_to_raw(b[:30, :40].copy(), 'mono8')) is None
+    assert est.push(array_to_raw(a[:30, :40].copy(), 'mono8')).shape == (30, 40, 2)
+    est.reset()
+    assert est.push(array_to_raw(a, 'mono8')) is None
+    with pytest.raises(ImageFormatError, match='differ'):
+        est.estimate(a, b[:30])
+
+
+@pytest.mark.parametrize('method', ['lk', 'hs', 'bm'])
+def test_tiny_and_transposed_frames(runtime, method):
+    """Frames smaller than every stencil, window and tile; sizes with equal pixel counts."""
+    est = FlowEstimator(runtime, {'method': method})
+    rng = np.random.default_rng(13)
+    for shape in [(1, 1), (2, 3), (3, 2), (9, 7), (7, 9)]:
+        a = rng.integers(0, 256, shape).astype(np.uint8)
+        flow = est.estimate(a, np.roll(a, 1, axis=1))
+        assert flow.shape == (*shape, 2)
+        if method != 'lk':
+            assert np.isfinite(flow).all()
+
+
+def test_float_and_mono8_inputs_agree(runtime):
+    a, b = frames()
+    est = FlowEstimator(runtime, {'method': 'hs', 'pyramid_levels': 2, 'warps': 1})
+    np.testing.assert_array_equal(est.estimate(a, b),
+                                  est.estimate(a.astype(np.float32), b.astype(np.float32)))
+
+
+def test_schema_defaults_validate_and_every_numeric_parameter_has_a_range():
+    FLOW_SCHEMA.validate(FLOW_SCHEMA.defaults(), {})
+    for spec in FLOW_SCHEMA:
+        if spec.type in (int, float):
+            assert spec.min is not None and spec.max is not None, spec.name
+
+
+def test_metrics_score_only_known_finite_pixels():
+    truth = np.zeros((2, 3, 2), np.float32)
+    truth[0, 0] = np.nan
+    estimate = np.zeros_like(truth)
+    estimate[1, 0] = (3.0, 4.0)
+    estimate[1, 1] = np.nan
+    errors = flow_errors(estimate, truth)
+    assert errors.scored == 4 and errors.density == pytest.approx(0.8)
+    assert errors.epe == pytest.approx(5.0 / 4)
+    expected_angle = np.degrees(np.arccos(1.0 / np.sqrt(26.0)))
+    assert errors.aae == pytest.approx(expected_angle / 4)
+
+
+def test_color_wheel_follows_middlebury():
+    flow = np.array([[[1, 0], [0, 1], [-1, 0], [0, 0], [np.nan, 0], [2, 0]]], np.float32)
+    got = flow_to_color(flow, max_flow=1.0)
+    assert got.dtype == np.uint8 and got.shape == (1, 6, 3)
+    assert got[0, 0].tolist() == [0, 0, 255]  # right: red (BGR)
+    assert got[0, 3].tolist() == [255, 255, 255]  # no motion: white
+    assert got[0, 4].tolist() == [0, 0, 0]  # unknown: black
+    assert got[0, 5].tolist() == [0, 0, 191]  # beyond max_flow: darkened
+    auto = flow_to_color(flow)  # scaled by the largest magnitude (2)
+    assert auto[0, 5].tolist() == [0, 0, 255]
