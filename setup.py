@@ -10,6 +10,7 @@ PACKAGE = 'cl_vision_nodes'
 NODES = {
     'convert_node': 'cl_vision_nodes.ros.convert_node:main',
     'flow_node': 'cl_vision_nodes.ros.flow_node:main',
+    'surf_node': 'cl_vision_nodes.ros.surf_node:main',
 }
 
 setup(

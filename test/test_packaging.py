@@ -65,5 +65,7 @@ def test_config_yaml_holds_exactly_the_declared_parameters(node):
         schema.specs[name].validate(value)
 
 
-def test_every_node_has_an_executable_and_a_schema():
+def test_every_node_has_an_executable_a_schema_and_a_readme_table():
     assert set(setup_executables()) - {'cl-vision'} == set(NODE_SCHEMAS)
+    readme = (REPO / 'README.md').read_text()
+    assert all(f'<!-- params:{node} -->' in readme for node in NODE_SCHEMAS)

@@ -27,8 +27,8 @@ class DeviceImages:
         self.runtime = runtime
         self.defines = opencl_defines()
 
-    def _kernel(self, name: str) -> cl.Kernel:
-        return self.runtime.kernel('image', name, self.defines)
+    def _launch(self, name: str, items: tuple[int, ...], args: tuple, stage: str) -> None:
+        self.runtime.launch('image', name, items, None, args, stage, self.defines)
 
     def upload_raw(self, raw: RawImage) -> cl.Buffer:
         """Copy the message bytes (step*height of them) into the ``raw`` device buffer."""
@@ -45,11 +45,9 @@ class DeviceImages:
         src = self.upload_raw(raw)
         gray = self.runtime.buffer(role, raw.width * raw.height * 4)
         swap = int(bool(raw.is_bigendian) != HOST_IS_BIG_ENDIAN and info.dtype.itemsize > 1)
-        event = self._kernel('decode_gray')(
-            self.runtime.queue, (raw.width, raw.height), None, src,
-            np.int32(raw.step), np.int32(raw.width), np.int32(raw.height), np.int32(info.id),
-            np.int32(swap), gray)
-        self.runtime.profiler.record('decode', event)
+        self._launch('decode_gray', (raw.width, raw.height),
+                     (src, np.int32(raw.step), np.int32(raw.width), np.int32(raw.height),
+                      np.int32(info.id), np.int32(swap), gray), 'decode')
         return gray
 
     def download(self, buf: cl.Buffer, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -68,10 +66,8 @@ class DeviceImages:
         count = raw.width * raw.height
         mono8 = output == 'mono8'
         out_buf = self.runtime.buffer(f'out_{output}', count * (1 if mono8 else 4))
-        kernel = self._kernel('gray_to_mono8' if mono8 else 'scale_f32')
-        event = kernel(self.runtime.queue, (count,), None, gray, np.int32(count),
-                       np.float32(gain), out_buf)
-        self.runtime.profiler.record('scale', event)
+        self._launch('gray_to_mono8' if mono8 else 'scale_f32', (count,),
+                     (gray, np.int32(count), np.float32(gain), out_buf), 'scale')
         pixels = self.download(out_buf, (raw.height, raw.width),
                                np.dtype(np.uint8 if mono8 else np.float32))
         return array_to_raw(pixels, output)
@@ -83,10 +79,8 @@ class DeviceImages:
         item = info.dtype.itemsize
         swap = bool(raw.is_bigendian) != HOST_IS_BIG_ENDIAN and item > 1
         out_buf = self.runtime.buffer('out_passthrough', row_bytes * raw.height)
-        event = self._kernel('repack_rows')(
-            self.runtime.queue, (row_bytes, raw.height), None, src,
-            np.int32(raw.step), np.int32(row_bytes), np.int32(raw.height),
-            np.int32(item - 1 if swap else 0), out_buf)
-        self.runtime.profiler.record('repack', event)
+        self._launch('repack_rows', (row_bytes, raw.height),
+                     (src, np.int32(raw.step), np.int32(row_bytes), np.int32(raw.height),
+                      np.int32(item - 1 if swap else 0), out_buf), 'repack')
         packed = self.download(out_buf, (raw.height * row_bytes,), np.dtype(np.uint8))
         return RawImage(info.name, raw.height, raw.width, row_bytes, HOST_IS_BIG_ENDIAN, packed)

@@ -10,8 +10,9 @@ import os
 from dataclasses import dataclass
 from importlib import resources
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
 
+import numpy as np
 import pyopencl as cl
 
 from cl_vision_nodes.errors import DeviceError, KernelBuildError
@@ -121,6 +122,7 @@ class ClRuntime:
         self.profiler = StageProfiler(enabled=profile)
         self._programs: dict[tuple[str, tuple[str, ...]], cl.Program] = {}
         self._kernels: dict[tuple[str, tuple[str, ...], str], cl.Kernel] = {}
+        self._last_args: dict[int, tuple[Any, ...]] = {}
         self._buffers: dict[str, cl.Buffer] = {}
 
     def describe(self) -> str:
@@ -152,6 +154,32 @@ class ClRuntime:
             found = cl.Kernel(self.program(program, defines), kernel)
             self._kernels[key] = found
         return found
+
+    def launch(self, program: str, kernel: str, items: tuple[int, ...],
+               local: tuple[int, ...] | None, args: tuple[Any, ...], stage: str,
+               defines: Defines = NO_DEFINES) -> cl.Event:
+        """Enqueue ``kernel`` over ``items`` work-items and record it under ``stage``.
+
+        With an explicit ``local`` size the global size is rounded up to a multiple of it (the
+        kernels check their bounds); with None the driver picks the group size. Only arguments
+        that changed since the kernel's last launch are set again: pyopencl's ``kernel(...)``
+        sets all of them on every call, which costs tens of microseconds per launch, more than
+        many of these kernels run on a GPU. Scalars are NumPy scalars of the kernel's types.
+        """
+        k = self.kernel(program, kernel, defines)
+        previous = self._last_args.get(id(k))
+        if previous is None:
+            k.set_args(*args)
+        else:
+            for index, (new, old) in enumerate(zip(args, previous, strict=True)):
+                if not (new is old or (isinstance(new, np.generic) and type(new) is type(old)
+                                       and new == old)):
+                    k.set_arg(index, new)
+        self._last_args[id(k)] = args
+        size = items if local is None else tuple(-(-n // g) * g for n, g in zip(items, local))
+        event = cl.enqueue_nd_range_kernel(self.queue, k, size, local)
+        self.profiler.record(stage, event)
+        return event
 
     def buffer(self, role: str, nbytes: int,
                flags: int = cl.mem_flags.READ_WRITE) -> cl.Buffer:

@@ -10,7 +10,7 @@ import sys
 from typing import Callable, NoReturn, Sequence
 
 from cl_vision_nodes.errors import CLVisionError
-from cl_vision_nodes.tools import demo, flow_cli, replay
+from cl_vision_nodes.tools import demo, flow_cli, replay, surf_cli
 from cl_vision_nodes.tools.cli_common import add_device_option
 
 EXIT_BAD_INPUT = 2
@@ -42,6 +42,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.what in ('flow', 'all'):
         from cl_vision_nodes.tools import bench_flow
         bench_flow.main(args)
+    if args.what in ('surf', 'all'):
+        from cl_vision_nodes.tools import bench_surf
+        bench_surf.main(args)
     return 0
 
 
@@ -54,14 +57,16 @@ def build_parser() -> argparse.ArgumentParser:
     devices.set_defaults(run=cmd_devices)
 
     bench = sub.add_parser('bench', help='benchmarks with same-run comparisons')
-    bench.add_argument('what', choices=['conversion', 'flow', 'all'])
+    bench.add_argument('what', choices=['conversion', 'flow', 'surf', 'all'])
     bench.add_argument('--repeats', type=int, default=20, help='timed runs per case')
+    bench.add_argument('--image', help='surf: resize this image instead of a generated texture')
     add_device_option(bench)
     bench.set_defaults(run=cmd_bench)
 
     demo.add_parser(sub)
     flow_cli.add_parser(sub)
     replay.add_parser(sub)
+    surf_cli.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,25 @@
+"""Keypoints drawn on their frame: circles of the keypoint size with a radius at the angle."""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from cl_vision_nodes.surf.keypoints import Keypoints
+
+POSITIVE_LAPLACIAN, NEGATIVE_LAPLACIAN = (0, 255, 0), (0, 128, 255)  # BGR: bright / dark blobs
+
+
+def draw_keypoints(gray: np.ndarray, keypoints: Keypoints) -> np.ndarray:
+    """A bgr8 picture of ``gray`` (HxW, 0..255) with every keypoint drawn."""
+    canvas = cv2.cvtColor(np.clip(gray, 0, 255).astype(np.uint8), cv2.COLOR_GRAY2BGR)
+    radius = keypoints.size / 2
+    angle = np.radians(keypoints.angle)
+    tips = np.stack([keypoints.x + radius * np.cos(angle),
+                     keypoints.y + radius * np.sin(angle)], axis=1)
+    for (x, y), r, tip, sign in zip(keypoints.points, radius, tips, keypoints.laplacian):
+        colour = POSITIVE_LAPLACIAN if sign > 0 else NEGATIVE_LAPLACIAN
+        centre = (int(round(x)), int(round(y)))
+        cv2.circle(canvas, centre, max(int(round(r)), 1), colour, 1, cv2.LINE_AA)
+        cv2.line(canvas, centre, (int(round(tip[0])), int(round(tip[1]))), colour, 1,
+                 cv2.LINE_AA)
+    return canvas

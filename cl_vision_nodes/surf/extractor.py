@@ -1,0 +1,69 @@
+"""SurfExtractor: the public entry point of the SURF algorithm layer (no ROS).
+
+One call per frame: ``detect_and_describe(image)`` uploads the message bytes (or a host gray
+array), runs every stage on the device and downloads the keypoints and descriptors once.
+Stages, profiled under these names: upload/decode (DeviceImages), integral, hessian, detect,
+select, orientation, descriptor, download. The only blocking read before the final download is
+the candidate count after ``detect`` (it sizes the per-keypoint launches); keypoints and
+descriptors then come back in one read. Buffers are reused across frames of the same size;
+``configure`` applies validated parameters to the next frame.
+
+Deviations from OpenCV's SURF are listed where they live: ``detector`` (the keypoint cap),
+``describe`` (descriptor cell sampling), ``integral`` (non-8-bit input is rounded to 0..255).
+Images smaller than the first filter (9x9) give zero keypoints, not an error.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from cl_vision_nodes.flow.estimator import gray_to_raw
+from cl_vision_nodes.imaging.device_image import DeviceImages
+from cl_vision_nodes.imaging.encodings import RawImage
+from cl_vision_nodes.opencl.runtime import ClRuntime
+from cl_vision_nodes.params import Value
+from cl_vision_nodes.surf.describe import Describer
+from cl_vision_nodes.surf.detector import HessianDetector
+from cl_vision_nodes.surf.device import KP_FIELDS, SurfKernels
+from cl_vision_nodes.surf.integral import DeviceIntegral
+from cl_vision_nodes.surf.keypoints import Keypoints
+from cl_vision_nodes.surf.schema import SURF_SCHEMA, SurfSettings
+
+
+class SurfExtractor:
+    """SURF keypoints and descriptors of single frames with the current settings."""
+
+    def __init__(self, runtime: ClRuntime, params: Mapping[str, Value] | None = None):
+        self.runtime = runtime
+        self.values: dict[str, Value] = SURF_SCHEMA.defaults()
+        self.settings = SurfSettings.from_values(self.values)
+        if params:
+            self.configure(params)
+        kernels = SurfKernels(runtime)
+        self._images = DeviceImages(runtime)
+        self._integral = DeviceIntegral(kernels)
+        self._detector = HessianDetector(kernels, self._images)
+        self._describer = Describer(kernels)
+
+    def configure(self, params: Mapping[str, Value]) -> None:
+        """Apply changed parameters from the next frame on; ParameterError leaves all unchanged."""
+        self.values = SURF_SCHEMA.validate(self.values, params, allow_read_only=True)
+        self.settings = SurfSettings.from_values(self.values)
+
+    def detect_and_describe(self, image: RawImage | np.ndarray) -> Keypoints:
+        """Keypoints of a message image (any supported encoding) or a HxW gray array (uint8, or
+        float on 0..255), strongest first."""
+        raw = image if isinstance(image, RawImage) else gray_to_raw(np.asarray(image))
+        settings = self.settings
+        height, width = raw.height, raw.width
+        gray = self._images.upload_gray(raw, 'surf_gray')
+        integ = self._integral.compute(gray, height, width)
+        keypoints, count = self._detector.detect(integ, height, width, settings)
+        if count == 0:
+            return Keypoints.empty(settings.descriptor_length)
+        self._describer.describe(integ, height, width, keypoints, count, settings.upright,
+                                 settings.extended)
+        records = self._images.download(
+            keypoints, (count, KP_FIELDS + settings.descriptor_length), np.dtype(np.float32))
+        return Keypoints.from_records(records)

@@ -1,0 +1,86 @@
+"""The result of one frame: keypoints as NumPy arrays, and their packed point layout.
+
+``point_dtype(length)`` is the layout of one keypoint in the ``keypoints`` PointCloud2 of
+DESIGN.md (x, y, size, angle, response float32; octave int32; laplacian int8; descriptor float32
+x 64/128), with the descriptor aligned to 4 bytes: offsets 0, 4, 8, 12, 16, 20, 24, 28,
+point_step 28 + 4 length. ``Keypoints.to_structured()`` produces exactly those bytes, and
+``Keypoints.from_structured()`` reads them back (the decoder for consumers).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SCALAR_FIELDS: tuple[tuple[str, str, int], ...] = (
+    ('x', '<f4', 0), ('y', '<f4', 4), ('size', '<f4', 8), ('angle', '<f4', 12),
+    ('response', '<f4', 16), ('octave', '<i4', 20), ('laplacian', 'i1', 24))
+DESCRIPTOR_OFFSET = 28
+
+
+def point_dtype(length: int) -> np.dtype:
+    """Structured dtype of one keypoint with a ``length``-value descriptor."""
+    names = [name for name, _, _ in SCALAR_FIELDS] + ['descriptor']
+    formats = [fmt for _, fmt, _ in SCALAR_FIELDS] + [('<f4', (length,))]
+    offsets = [offset for _, _, offset in SCALAR_FIELDS] + [DESCRIPTOR_OFFSET]
+    return np.dtype({'names': names, 'formats': formats, 'offsets': offsets,
+                     'itemsize': DESCRIPTOR_OFFSET + 4 * length})
+
+
+@dataclass(frozen=True)
+class Keypoints:
+    """N keypoints in OpenCV's conventions: pixel coordinates (x right, y down, pixel centres
+    at integers), size = filter side in pixels, angle in degrees [0, 360) measured from +x
+    towards +y, response = Hessian determinant, octave index, laplacian sign (-1, 0, 1),
+    descriptor N x 64 or N x 128 float32 with unit L2 norm."""
+
+    x: np.ndarray
+    y: np.ndarray
+    size: np.ndarray
+    angle: np.ndarray
+    response: np.ndarray
+    octave: np.ndarray
+    laplacian: np.ndarray
+    descriptor: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    @classmethod
+    def empty(cls, length: int) -> Keypoints:
+        f = np.zeros(0, np.float32)
+        return cls(f, f, f, f, f, np.zeros(0, np.int32), np.zeros(0, np.int8),
+                   np.zeros((0, length), np.float32))
+
+    @classmethod
+    def from_records(cls, records: np.ndarray) -> Keypoints:
+        """From the device layout: N x (8 + length) float32 rows (x, y, size, angle, response,
+        octave, laplacian, valid, descriptor...); invalid rows are dropped, order kept. The
+        descriptor is a view into ``records`` (no copy of the largest part)."""
+        valid = records[:, 7] > 0
+        r = records if valid.all() else records[valid]
+        return cls(r[:, 0].copy(), r[:, 1].copy(), r[:, 2].copy(), r[:, 3].copy(),
+                   r[:, 4].copy(), r[:, 5].astype(np.int32), r[:, 6].astype(np.int8),
+                   r[:, 8:])
+
+    @property
+    def points(self) -> np.ndarray:
+        """N x 2 float64 (x, y)."""
+        return np.stack([self.x, self.y], axis=1).astype(np.float64)
+
+    def to_structured(self) -> np.ndarray:
+        """One record per keypoint in ``point_dtype`` (PointCloud2 point layout)."""
+        out = np.zeros(len(self), point_dtype(self.descriptor.shape[1]))
+        for name, _, _ in SCALAR_FIELDS:
+            out[name] = getattr(self, name)
+        out['descriptor'] = self.descriptor
+        return out
+
+    @classmethod
+    def from_structured(cls, records: np.ndarray) -> Keypoints:
+        """Inverse of ``to_structured`` (any array with those field names)."""
+        return cls(*(np.ascontiguousarray(records[name], dtype)
+                     for name, dtype in (('x', np.float32), ('y', np.float32),
+                                         ('size', np.float32), ('angle', np.float32),
+                                         ('response', np.float32), ('octave', np.int32),
+                                         ('laplacian', np.int8), ('descriptor', np.float32))))

@@ -1,0 +1,58 @@
+"""`cl-vision surf IMAGE`: SURF keypoints and descriptors of one image file."""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from cl_vision_nodes.errors import DataFormatError
+from cl_vision_nodes.surf.schema import SURF_SCHEMA
+from cl_vision_nodes.tools.cli_common import (add_algorithm_options, algorithm_params,
+                                              print_profile, runtime_for)
+
+KEYPOINT_SUFFIXES = ('.npz', '.json')
+ARRAYS = ('x', 'y', 'size', 'angle', 'response', 'octave', 'laplacian', 'descriptor')
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from cl_vision_nodes.dataio.formats import read_image, write_png
+    from cl_vision_nodes.imaging.encodings import array_to_raw
+    from cl_vision_nodes.surf.draw import draw_keypoints
+    from cl_vision_nodes.surf.extractor import SurfExtractor
+    out = Path(args.out)
+    if out.suffix not in KEYPOINT_SUFFIXES:
+        raise DataFormatError(f'--out {out}: expected a {" or ".join(KEYPOINT_SUFFIXES)} file')
+    values = algorithm_params(SURF_SCHEMA, args)
+    image = read_image(args.image, gray=False)  # decoded to gray on the device, as in the node
+    runtime = runtime_for(values)
+    extractor = SurfExtractor(runtime, values)
+    start = time.perf_counter()
+    keypoints = extractor.detect_and_describe(array_to_raw(image, 'bgr8'))
+    elapsed_ms = (time.perf_counter() - start) * 1e3
+    arrays = {name: getattr(keypoints, name) for name in ARRAYS}
+    if out.suffix == '.npz':
+        np.savez(out, **arrays)
+    else:
+        out.write_text(json.dumps({name: a.tolist() for name, a in arrays.items()}))
+    if args.draw:
+        gray = read_image(args.image)
+        write_png(args.draw, draw_keypoints(gray, keypoints))
+    print(f'{len(keypoints)} keypoints ({keypoints.descriptor.shape[1]}-d) in '
+          f'{image.shape[1]}x{image.shape[0]} on {runtime.entry.name}, {elapsed_ms:.0f} ms '
+          f'(first call includes kernel builds) -> {out}')
+    print_profile(runtime)
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser('surf', help='SURF keypoints and descriptors of IMAGE')
+    parser.add_argument('image')
+    parser.add_argument('--out', required=True,
+                        help='.npz (arrays x, y, size, angle, response, octave, laplacian, '
+                             'descriptor) or .json')
+    parser.add_argument('--draw', help='also write the image with the keypoints drawn (PNG)')
+    add_algorithm_options(parser)
+    parser.set_defaults(run=run)

@@ -1,0 +1,117 @@
+"""surf_node over real Fast DDS: the keypoint cloud equals the library's result, parameters
+apply to the next frame, the overlay on demand, empty and tiny frames, bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sensor_msgs.msg import Image, PointCloud2
+
+from cl_vision_nodes.dataio.synthetic import texture
+from cl_vision_nodes.opencl.runtime import ClRuntime
+from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
+from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array, cloud_to_keypoints
+from cl_vision_nodes.surf.extractor import SurfExtractor
+from rosutil import NodeProcess, RosHarness
+
+NODE = 'surf_node'
+IMAGE = texture(120, 160, seed=4).astype(np.uint8)
+
+
+def tagged(pixels: np.ndarray, tag: str, encoding: str = 'mono8') -> Image:
+    msg = numpy_to_image(pixels, encoding)
+    msg.header.frame_id = tag
+    return msg
+
+
+@pytest.fixture(scope='module')
+def ros():
+    harness = RosHarness('surf_test_harness')
+    yield harness
+    harness.close()
+
+
+@pytest.fixture(scope='module')
+def node(ros):
+    proc = NodeProcess('cl_vision_nodes.ros.surf_node',
+                       ['-r', 'image:=/surf_test/image', '-r', 'keypoints:=/surf_test/keypoints',
+                        '-r', 'keypoints/image:=/surf_test/keypoints/image'])
+    pub = ros.publisher(Image, '/surf_test/image')
+    out = ros.collect(PointCloud2, '/surf_test/keypoints')
+    assert ros.wait_until(lambda: pub.get_subscription_count() > 0), proc.output()
+    yield proc, pub, out
+    assert proc.stop() == 0, proc.output()
+    assert 'Traceback' not in proc.output()
+
+
+def ask(ros, node, msg: Image) -> PointCloud2:
+    proc, pub, out = node
+    tag = msg.header.frame_id
+    for _ in range(5):
+        pub.publish(msg)
+        got = out.wait_for(lambda msgs: next((m for m in msgs if m.header.frame_id == tag), None),
+                           timeout=15.0)
+        if got is not None:
+            return got
+    raise AssertionError(f'no keypoints for {tag}:\n{proc.output()}')
+
+
+def library_keypoints(params=None):
+    return SurfExtractor(ClRuntime('auto'), params).detect_and_describe(IMAGE)
+
+
+def test_cloud_layout_and_content_equal_the_library(ros, node):
+    cloud = ask(ros, node, tagged(IMAGE, 'k1'))
+    assert [f.name for f in cloud.fields] == ['x', 'y', 'size', 'angle', 'response', 'octave',
+                                              'laplacian', 'descriptor']
+    assert cloud.fields[-1].count == 64 and cloud.height == 1
+    points = cloud_to_array(cloud)
+    ours = library_keypoints()
+    assert len(points) == len(ours) > 20
+    np.testing.assert_array_equal(points['x'], ours.x)
+    np.testing.assert_array_equal(points['octave'], ours.octave)
+    np.testing.assert_array_equal(points['descriptor'], ours.descriptor)
+    assert np.all(np.diff(points['response']) <= 0)  # strongest first
+
+
+def test_parameters_apply_to_the_next_frame(ros, node):
+    results = ros.set_parameters(NODE, {'extended': True, 'hessian_threshold': 400.0})
+    assert all(r.successful for r in results), results
+    got = cloud_to_keypoints(ask(ros, node, tagged(IMAGE, 'k2')))
+    assert got.descriptor.shape[1] == 128
+    assert len(got) == len(library_keypoints({'extended': True, 'hessian_threshold': 400.0}))
+    ros.set_parameters(NODE, {'extended': False, 'hessian_threshold': 100.0})
+
+
+@pytest.mark.parametrize('change, reason', [
+    ({'n_octaves': 0}, 'n_octaves'), ({'hessian_threshold': -5.0}, 'hessian_threshold'),
+    ({'max_keypoints': 70000}, 'max_keypoints'), ({'upright': 'yes'}, 'type')])
+def test_absurd_parameters_are_refused(ros, node, change, reason):
+    results = ros.set_parameters(NODE, change)
+    assert not results[0].successful and reason in results[0].reason, results[0].reason
+
+
+@pytest.mark.parametrize('pixels', [np.full((120, 160), 77, np.uint8),
+                                    np.zeros((5, 7), np.uint8)], ids=['flat', 'tiny'])
+def test_textureless_and_tiny_frames_give_an_empty_cloud(ros, node, pixels):
+    cloud = ask(ros, node, tagged(pixels, f'empty-{pixels.shape}'))
+    assert cloud.width == 0 and len(cloud.data) == 0 and len(cloud_to_array(cloud)) == 0
+
+
+def test_overlay_when_subscribed(ros, node):
+    overlay = ros.collect(Image, '/surf_test/keypoints/image')
+    _, pub, _ = node
+    ask(ros, node, tagged(np.repeat(IMAGE[:, :, None], 3, 2), 'k3', 'bgr8'))
+    got = overlay.wait_for(lambda msgs: next((m for m in msgs if m.header.frame_id == 'k3'), None))
+    assert got is not None and got.encoding == 'bgr8'
+    picture = image_to_numpy(got)
+    assert picture.shape == (120, 160, 3) and (picture[..., 0] != picture[..., 1]).any()
+
+
+def test_bad_frame_is_skipped(ros, node):
+    proc, pub, _ = node
+    for _ in range(20):
+        pub.publish(tagged(np.zeros((4, 4, 2), np.float32), 'bad', '32FC2'))
+        if ros.wait_until(lambda: 'two-channel field' in proc.output(), timeout=1.0):
+            break
+    assert 'two-channel field' in proc.output()
+    assert len(cloud_to_array(ask(ros, node, tagged(IMAGE, 'k4')))) > 20 and proc.alive()
