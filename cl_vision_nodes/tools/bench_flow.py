@@ -9,6 +9,7 @@ OpenCV and pyopencl only.
 from __future__ import annotations
 
 import argparse
+import itertools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -19,7 +20,7 @@ from cl_vision_nodes.dataio.synthetic import flow_pair
 from cl_vision_nodes.flow.estimator import FlowEstimator, gray_to_raw
 from cl_vision_nodes.flow.schema import METHODS
 from cl_vision_nodes.opencl.runtime import ClRuntime
-from cl_vision_nodes.tools.bench_timing import time_ms
+from cl_vision_nodes.tools.bench_timing import device_stages, time_ms
 
 SIZES = ((640, 480), (1280, 720))
 DIS_PRESETS = {'DIS ULTRAFAST': cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST,
@@ -35,6 +36,7 @@ class FlowRow:
     height: int
     mean_ms: float
     best_ms: float
+    stages: str = ''
 
 
 def farneback(f0, f1):
@@ -53,6 +55,16 @@ def opencv_cases() -> dict[str, Callable]:
             'Farneback': farneback}
 
 
+def streaming(method: str, raws: list):
+    """For a runtime: an estimator fed alternately with the two frames, one ``push`` a call."""
+    def prepare(runtime: ClRuntime) -> Callable[[], object]:
+        estimator = FlowEstimator(runtime, {'method': method})
+        frames = itertools.cycle(raws)
+        estimator.push(next(frames))
+        return lambda: estimator.push(next(frames))
+    return prepare
+
+
 def run(device: str, repeats: int, sizes=SIZES) -> list[FlowRow]:
     runtime = ClRuntime(device)
     rows: list[FlowRow] = []
@@ -61,15 +73,10 @@ def run(device: str, repeats: int, sizes=SIZES) -> list[FlowRow]:
         frames = [sample.frame0, sample.frame1]
         raws = [gray_to_raw(f) for f in frames]
         for method in METHODS:
-            estimator = FlowEstimator(runtime, {'method': method})
-            estimator.push(raws[0])
-            state = {'i': 1}
-
-            def step() -> None:
-                estimator.push(raws[state['i'] % 2])
-                state['i'] += 1
+            step = streaming(method, raws)(runtime)
             rows.append(FlowRow(method, runtime.entry.name, width, height,
-                                *time_ms(step, repeats)))
+                                *time_ms(step, repeats),
+                                device_stages(device, streaming(method, raws))))
         cv2.ocl.setUseOpenCL(False)
         for name, fn in opencv_cases().items():
             rows.append(FlowRow(name, f'OpenCV CPU ({cv2.getNumThreads()} threads)', width,
@@ -86,7 +93,7 @@ def run(device: str, repeats: int, sizes=SIZES) -> list[FlowRow]:
 
 def format_table(rows: list[FlowRow]) -> str:
     lines = [f'{"method":<14} {"size":>9} {"mean ms":>9} {"best ms":>9} {"fps":>8} '
-             f'{"vs DIS MEDIUM cpu":>18}  where']
+             f'{"vs DIS MEDIUM cpu":>18}  where / device ms per stage']
     for size in sorted({(r.width, r.height) for r in rows}):
         group = [r for r in rows if (r.width, r.height) == size]
         medium = next(r.mean_ms for r in group
@@ -94,7 +101,8 @@ def format_table(rows: list[FlowRow]) -> str:
         for r in group:
             lines.append(f'{r.method:<14} {f"{r.width}x{r.height}":>9} {r.mean_ms:>9.2f} '
                          f'{r.best_ms:>9.2f} {1e3 / r.mean_ms:>8.1f} '
-                         f'{medium / r.mean_ms:>17.2f}x  {r.where}')
+                         f'{medium / r.mean_ms:>17.2f}x  {r.where}'
+                         + (f' / {r.stages}' if r.stages else ''))
     return '\n'.join(lines)
 
 

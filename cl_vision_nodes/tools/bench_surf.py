@@ -16,7 +16,7 @@ from cl_vision_nodes.dataio.synthetic import texture
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.surf.extractor import SurfExtractor
-from cl_vision_nodes.tools.bench_timing import time_ms
+from cl_vision_nodes.tools.bench_timing import device_stages, time_ms
 
 SIZES = ((640, 480), (800, 640))
 CAPS = (2000, 8000)
@@ -40,14 +40,12 @@ def frame(width: int, height: int, image_path: str | None) -> np.ndarray:
     return texture(height, width, seed=0).astype(np.uint8)
 
 
-def device_stages(device: str, raw, params: dict) -> str:
-    """Device ms per stage of one warm frame (a separate, profiled runtime)."""
-    runtime = ClRuntime(device, profile=True)
-    extractor = SurfExtractor(runtime, params)
-    extractor.detect_and_describe(raw)
-    runtime.profiler.collect()
-    extractor.detect_and_describe(raw)
-    return ', '.join(f'{k} {v:.2f}' for k, v in runtime.profiler.collect().items())
+def extraction(params: dict, raw):
+    """For ``device_stages``: an extractor on the given runtime and its per-frame call."""
+    def prepare(runtime: ClRuntime):
+        extractor = SurfExtractor(runtime, params)
+        return lambda: extractor.detect_and_describe(raw)
+    return prepare
 
 
 def run(device: str, repeats: int, image_path: str | None, sizes=SIZES) -> list[SurfRow]:
@@ -62,7 +60,7 @@ def run(device: str, repeats: int, image_path: str | None, sizes=SIZES) -> list[
             count = len(extractor.detect_and_describe(raw))
             rows.append(SurfRow(f'SURF max {cap}', runtime.entry.name, width, height, count,
                                 *time_ms(lambda: extractor.detect_and_describe(raw), repeats),
-                                device_stages(device, raw, params)))
+                                device_stages(device, extraction(params, raw))))
         where = f'OpenCV CPU ({cv2.getNumThreads()} threads)'
         for name, detector in (('SIFT', cv2.SIFT_create()), ('ORB 2000', cv2.ORB_create(2000))):
             count = len(detector.detectAndCompute(gray, None)[0])
