@@ -29,10 +29,18 @@ $(STAMP): $(VENV)/.requirements $(SOURCES)
 demo: $(STAMP)
 	$(VENV)/bin/cl-vision demo
 
-test: $(STAMP)
+# libelas through pyelas (GPL-3) is an optional test/benchmark oracle, never a runtime
+# dependency: built from source when possible; without it the libelas comparisons skip.
+$(VENV)/.oracles: $(VENV)/.requirements
+	CFLAGS="-O3 -msse3 -I$$($(PY) -c 'import numpy; print(numpy.get_include())')" \
+		$(PY) -m pip install --quiet --disable-pip-version-check \
+		pyelas==1.0.1 || echo "pyelas did not build: libelas comparisons will be skipped"
+	touch $@
+
+test: $(STAMP) $(VENV)/.oracles
 	$(PY) -m pytest -q test
 
-bench: $(STAMP)
+bench: $(STAMP) $(VENV)/.oracles
 	$(VENV)/bin/cl-vision bench all
 
 clean:

@@ -11,6 +11,7 @@ NODES = {
     'convert_node': 'cl_vision_nodes.ros.convert_node:main',
     'flow_node': 'cl_vision_nodes.ros.flow_node:main',
     'surf_node': 'cl_vision_nodes.ros.surf_node:main',
+    'disparity_node': 'cl_vision_nodes.ros.disparity_node:main',
 }
 
 setup(

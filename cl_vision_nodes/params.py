@@ -99,8 +99,10 @@ class ParameterSchema:
             check(merged)
         return merged
 
-    def parse_assignments(self, assignments: Iterable[str]) -> dict[str, Value]:
-        """Parse CLI ``name=value`` strings the way ``ros2 param set`` does (YAML scalars)."""
+    def parse_assignments(self, assignments: Iterable[str],
+                          base: Mapping[str, Value] | None = None) -> dict[str, Value]:
+        """Parse CLI ``name=value`` strings the way ``ros2 param set`` does (YAML scalars) and
+        return ``base`` (default: the defaults) with them applied."""
         parsed: dict[str, Value] = {}
         for text in assignments:
             name, sep, raw = text.partition('=')
@@ -114,7 +116,8 @@ class ParameterSchema:
             if spec is not None and spec.type is str and not isinstance(value, str):
                 value = raw  # e.g. device=0:0 or method=on stay strings
             parsed[name] = value
-        return self.validate(self.defaults(), parsed, allow_read_only=True)
+        return self.validate(self.defaults() if base is None else base, parsed,
+                             allow_read_only=True)
 
     def yaml_document(self, values: Mapping[str, Value] | None = None) -> dict[str, Any]:
         """The ``config/<node>.yaml`` content: ``{node: {ros__parameters: {...}}}``."""

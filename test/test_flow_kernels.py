@@ -16,8 +16,9 @@ from cl_vision_nodes.flow import reference as ref
 from cl_vision_nodes.flow.block_matching import WORK_GROUP
 from cl_vision_nodes.flow.device import f32, i32, launch
 from cl_vision_nodes.flow.horn_schunck import TILE, sor_slots, tile_offset
-from cl_vision_nodes.flow.lucas_kanade import TILE as LK_TILE
-from cl_vision_nodes.flow.lucas_kanade import window_taps
+from cl_vision_nodes.flow import lucas_kanade as lk
+from cl_vision_nodes.flow.lucas_kanade import (level_defines, level_items, local_bytes,
+                                               tile_height, window_taps)
 from cl_vision_nodes.flow.pyramid import level_shapes
 from cl_vision_nodes.imaging.encodings import array_to_raw
 
@@ -111,48 +112,90 @@ def test_flow_upsample_matches_reference(runtime, h, w):
 # --- Lucas-Kanade -------------------------------------------------------------------------------
 
 
-def lk_tensor(runtime, grad: np.ndarray, taps: np.ndarray) -> np.ndarray:
-    h, w = grad.shape[:2]
-    rows, tensor = empty(runtime, (h, w, 4)), empty(runtime, (h, w, 4))
-    args = (i32(w), i32(h), upload(runtime, taps), i32(len(taps) // 2))
-    launch(runtime, 'lk_tensor_rows', (w, h), (upload(runtime, grad), *args, rows), 't')
-    launch(runtime, 'lk_tensor_cols', (w, h), (rows, *args, tensor), 't')
-    return download(runtime, tensor, (h, w, 4))
+@pytest.mark.parametrize('radius', range(1, 16))
+def test_lk_tiles_fit_local_memory_and_cover_the_level(radius):
+    height = tile_height(radius)
+    assert height % lk.GROUP[1] == 0 and local_bytes(radius, height) <= lk.LOCAL_LIMIT
+    for shape in [(480, 640), (29, 37), (1, 1)]:
+        for offset in (0, lk.tile_offset(1)):
+            gx, gy = level_items(shape, radius, offset)
+            assert gx % lk.GROUP[0] == 0 and gy % lk.GROUP[1] == 0
+            tiles_x, tiles_y = gx // lk.GROUP[0], gy // lk.GROUP[1]
+            # the tiles cover the level and each holds image pixels (lk_level relies on it)
+            assert tiles_x * lk.TILE_W - offset >= shape[1] > (tiles_x - 1) * lk.TILE_W - offset
+            assert tiles_y * height - offset >= shape[0] > (tiles_y - 1) * height - offset
 
 
-@pytest.mark.parametrize('h, w', SIZES)
-def test_lk_tensor_matches_reference(runtime, h, w):
-    grad = ref.gradient(smooth_image(np.random.default_rng(4), h, w)).astype(np.float32)
-    taps = window_taps(7, 1.5)
-    want = ref.lk_tensor(grad, taps.astype(np.float64))
-    got = lk_tensor(runtime, grad, taps)
-    scale = float(np.abs(want).max())
-    close(got, want, scale=scale)
+def lk_level(runtime, i0, i1, coarse, window, iterations, min_eig, final, offset):
+    h, w = i0.shape
+    radius = window // 2
+    taps = window_taps(window, window / 4)
+    out = empty(runtime, (h, w, 2))
+    ch, cw = coarse.shape[:2] if coarse is not None else (0, 0)
+    coarse_buf = upload(runtime, coarse if coarse is not None else np.zeros(2))
+    launch(runtime, 'lk_level', level_items((h, w), radius, offset),
+           (upload(runtime, i0), upload(runtime, i1), i32(w), i32(h), coarse_buf, i32(cw),
+            i32(ch), out, upload(runtime, taps), i32(iterations), i32(offset), f32(min_eig),
+            i32(final)),
+           'lk', defines=level_defines(radius), local=lk.GROUP)
+    got = download(runtime, out, (h, w, 2))
+    want = ref.lk_level(i0, i1, None if coarse is None else coarse.astype(np.float64),
+                        taps.astype(np.float64), iterations, min_eig, final,
+                        (lk.TILE_W, tile_height(radius)), offset)
+    return got, want
 
 
-@pytest.mark.parametrize('h, w, window', [(29, 37, 5), (37, 29, 9), (20, 18, 31)])
+def threshold_between(values: np.ndarray) -> float:
+    """A threshold near the median, in the widest gap between neighbouring values there, so
+    float32 and float64 agree on which side every value lies."""
+    s = np.sort(values.ravel())
+    lo, hi = len(s) // 3, max(len(s) * 2 // 3, len(s) // 3 + 1)
+    i = lo + int(np.argmax(s[lo + 1:hi + 1] - s[lo:hi]))
+    return float(0.5 * (s[i] + s[i + 1]))
+
+
+@pytest.mark.parametrize('h, w, window, offset, with_coarse, iterations', [
+    (29, 37, 5, 0, False, 3),
+    (37, 29, 15, 16, True, 2),
+    (45, 70, 15, 8, True, 3),  # tiles in both directions
+    (40, 33, 19, 0, True, 2),  # 16-row tiles
+    (20, 18, 31, 16, True, 2),  # 8-row tiles, the largest window
+    (3, 4, 5, 16, True, 2),  # the gradient's odd extension needs 3 pixels
+    (13, 8, 3, 0, False, 0),  # no step: the start flow (and the tensor's NaN mask)
+])
 @pytest.mark.parametrize('final', [False, True])
-def test_lk_step_matches_reference(runtime, h, w, window, final):
+def test_lk_level_matches_reference(runtime, h, w, window, offset, with_coarse, iterations,
+                                    final):
     rng = np.random.default_rng(5)
     i0, i1 = smooth_image(rng, h, w), smooth_image(rng, h, w)
-    g0 = ref.gradient(i0).astype(np.float32)
-    flow = rng.normal(0, 1.5, (h, w, 2)).astype(np.float32)
-    flow[0, 0] = (-5.0, 0.0)  # warps outside frame 1: no residual
-    taps = window_taps(window, window / 4)
-    tensor = lk_tensor(runtime, g0, taps)
-    min_eig = float(np.median(tensor[..., 3]))  # about half the pixels become NaN when final
-    out = empty(runtime, (h, w, 2))
-    launch(runtime, 'lk_step', (w, h),
-           (upload(runtime, i0), upload(runtime, g0), upload(runtime, i1),
-            upload(runtime, tensor), upload(runtime, flow), out, i32(w), i32(h),
-            upload(runtime, taps), i32(window // 2), f32(min_eig), i32(final)),
-           'lk', local=(LK_TILE, LK_TILE))
-    got = download(runtime, out, (h, w, 2))
-    want = ref.lk_step(i0, g0, i1, flow.astype(np.float64), tensor.astype(np.float64),
-                       taps.astype(np.float64), min_eig, final)
+    coarse = rng.normal(0, 0.8, ((h + 1) // 2, (w + 1) // 2, 2)).astype(np.float32)
+    if with_coarse:
+        coarse[0, 0] = (-5.0, 0.0)  # warps outside frame 1: no residual
+    tensor = ref.lk_tensor(ref.gradient(i0), window_taps(window, window / 4).astype(np.float64))
+    min_eig = threshold_between(tensor[..., 3])  # about half the pixels become NaN when final
+    got, want = lk_level(runtime, i0, i1, coarse if with_coarse else None, window, iterations,
+                         min_eig, final, offset)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     assert np.isnan(got).any() == final
-    close(got, want, scale=float(np.nanmax(np.abs(want))), rel=1e-3)
+    if np.isfinite(want).any():
+        close(got, want, scale=float(np.nanmax(np.abs(want))), rel=1e-3)
+
+
+def test_lk_level_tiles_only_approximate_at_their_edges(runtime):
+    """With one tile the level is exact dense LK; across tiles, pixels far from a tile edge
+    (more than a window radius) still match it."""
+    rng = np.random.default_rng(15)
+    h, w = 45, 70
+    i0 = smooth_image(rng, h, w)
+    i1 = np.roll(i0, (1, 1), (0, 1))
+    coarse = np.full(((h + 1) // 2, (w + 1) // 2, 2), 0.4, np.float32)
+    got, _ = lk_level(runtime, i0, i1, coarse, 9, 3, 0.0, False, 0)
+    exact = ref.lk_level(i0, i1, coarse.astype(np.float64), window_taps(9, 2.25).astype(
+        np.float64), 3, 0.0, False, (128, 128), 0)
+    inner = np.zeros((h, w), bool)
+    inner[4:28, 4:28] = True  # tile (0, 0), the radius away from its edges
+    close(got[inner], exact[inner], scale=2.0, rel=1e-3)
+    assert np.abs(got - exact).max() < 0.5
 
 
 # --- Horn-Schunck -------------------------------------------------------------------------------

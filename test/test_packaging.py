@@ -54,15 +54,20 @@ def test_generated_config_and_readme_tables_are_up_to_date():
     assert not stale, f'out of date: {stale}; run python -m cl_vision_nodes.tools.gen_config'
 
 
-@pytest.mark.parametrize('node', sorted(NODE_SCHEMAS))
-def test_config_yaml_holds_exactly_the_declared_parameters(node):
+@pytest.mark.parametrize('path', sorted((REPO / 'config').glob('*.yaml')), ids=lambda p: p.name)
+def test_config_yaml_holds_exactly_the_declared_parameters(path):
+    doc = yaml.safe_load(path.read_text())
+    (node, section), = doc.items()
     schema = NODE_SCHEMAS[node]
-    doc = yaml.safe_load((REPO / 'config' / f'{node}.yaml').read_text())
-    params = doc[node]['ros__parameters']
+    params = section['ros__parameters']
     assert set(params) == set(schema.specs)
     for name, value in params.items():
         assert type(value) is schema.specs[name].type, name
-        schema.specs[name].validate(value)
+    schema.validate(schema.defaults(), params, allow_read_only=True)
+
+
+def test_every_node_has_a_config_file():
+    assert all((REPO / 'config' / f'{node}.yaml').is_file() for node in NODE_SCHEMAS)
 
 
 def test_every_node_has_an_executable_a_schema_and_a_readme_table():

@@ -84,7 +84,8 @@ def lk_tensor(grad: np.ndarray, taps: np.ndarray) -> np.ndarray:
 
 def lk_step(i0: np.ndarray, g0: np.ndarray, i1: np.ndarray, flow: np.ndarray,
             tensor: np.ndarray, taps: np.ndarray, min_eig: float, final: bool) -> np.ndarray:
-    """One Gauss-Newton step (kernel lk_step): flow' = (S + d I)^-1 (window sum of q + d flow)."""
+    """One Gauss-Newton step over the whole image (a step of kernel lk_level):
+    flow' = (S + d I)^-1 (window sum of q + d flow)."""
     h, w = i0.shape
     y, x = np.mgrid[:h, :w].astype(np.float64)
     px, py = x + flow[..., 0], y + flow[..., 1]
@@ -97,6 +98,31 @@ def lk_step(i0: np.ndarray, g0: np.ndarray, i1: np.ndarray, flow: np.ndarray,
     det = sxx * syy - sxy * sxy
     out = np.stack([(syy * b[..., 0] - sxy * b[..., 1]) / det,
                     (sxx * b[..., 1] - sxy * b[..., 0]) / det], axis=-1)
+    if final:
+        out[~(tensor[..., 3] >= min_eig)] = np.nan
+    return out
+
+
+def lk_level(i0: np.ndarray, i1: np.ndarray, coarse: np.ndarray | None, taps: np.ndarray,
+             iterations: int, min_eig: float, final: bool, tile: tuple[int, int],
+             offset: int) -> np.ndarray:
+    """Kernel lk_level: start flow (``coarse`` prolonged, or 0), the tensor of frame 0's
+    5-point gradient, then per (width, height) ``tile`` (origins k * tile - offset)
+    ``iterations`` steps that update the tile's pixels and see every other pixel at the start
+    flow; with ``final``, NaN where the smaller eigenvalue is below ``min_eig``."""
+    h, w = i0.shape
+    start = np.zeros((h, w, 2)) if coarse is None else flow_upsample(coarse, (h, w))
+    g0 = gradient(i0)
+    tensor = lk_tensor(g0, taps)
+    out = start.copy()
+    y, x = np.mgrid[:h, :w]
+    for oy in range(-offset, h, tile[1]):
+        for ox in range(-offset, w, tile[0]):
+            region = (x >= ox) & (x < ox + tile[0]) & (y >= oy) & (y < oy + tile[1])
+            flow = start.copy()
+            for _ in range(iterations):
+                flow[region] = lk_step(i0, g0, i1, flow, tensor, taps, min_eig, False)[region]
+            out[region] = flow[region]
     if final:
         out[~(tensor[..., 3] >= min_eig)] = np.nan
     return out

@@ -82,13 +82,9 @@ inline float odd_extended(__global const float* line, int i, int n, int stride)
 }
 
 // Spatial gradient with the 5-point central stencil (I[-2] - 8 I[-1] + 8 I[1] - I[2]) / 12
-// on the odd-extended image: (d/dx, d/dy) per pixel.
-__kernel void gradient(__global const float* img, const int w, const int h,
-                       __global float2* grad)
+// on the odd-extended image: (d/dx, d/dy) at pixel (x, y).
+inline float2 gradient5(__global const float* img, int w, int h, int x, int y)
 {
-    const int x = get_global_id(0), y = get_global_id(1);
-    if (x >= w || y >= h)
-        return;
     __global const float* row = img + (size_t)y * w;
     __global const float* col = img + x;
     const float gx = (odd_extended(row, x - 2, w, 1) - 8.0f * odd_extended(row, x - 1, w, 1)
@@ -97,7 +93,16 @@ __kernel void gradient(__global const float* img, const int w, const int h,
     const float gy = (odd_extended(col, y - 2, h, w) - 8.0f * odd_extended(col, y - 1, h, w)
                       + 8.0f * odd_extended(col, y + 1, h, w) - odd_extended(col, y + 2, h, w))
                      * (1.0f / 12.0f);
-    grad[(size_t)y * w + x] = (float2)(gx, gy);
+    return (float2)(gx, gy);
+}
+
+__kernel void gradient(__global const float* img, const int w, const int h,
+                       __global float2* grad)
+{
+    const int x = get_global_id(0), y = get_global_id(1);
+    if (x >= w || y >= h)
+        return;
+    grad[(size_t)y * w + x] = gradient5(img, w, h, x, y);
 }
 
 // Coarse-to-fine prolongation: fine pixel (x, y) lies at coarse (x/2, y/2) (see pyr_down);
@@ -112,38 +117,91 @@ __kernel void flow_upsample(__global const float2* coarse, const int cw, const i
 }
 
 // ---- Lucas-Kanade ------------------------------------------------------------------------------
+#ifdef LK_RADIUS
+// Built with LK_RADIUS (window radius) and LK_TILE_H (tile height, a multiple of LK_GROUP_H;
+// lucas_kanade.tile_height keeps the local arrays within 47 KiB): they size the local tiles and
+// unroll the window loops. A work-group of LK_TILE_W x LK_GROUP_H items owns a LK_TILE_W x
+// LK_TILE_H tile, item (lx, ly) its column lx, rows ly * LK_ROWS .. + LK_ROWS - 1. The span is
+// the tile and its window halo, LK_SPAN_W x LK_SPAN_H pixels; the terms to window-sum are kept
+// per component in rows of LK_SPAN_P >= LK_SPAN_W floats (whole float4s), item lid filling
+// entries lid + m * LK_ITEMS.
+#define LK_TILE_W 32
+#define LK_GROUP_H 8
+#define LK_TAPS (2 * LK_RADIUS + 1)
+#define LK_ROWS (LK_TILE_H / LK_GROUP_H)
+#define LK_SPAN_W (LK_TILE_W + 2 * LK_RADIUS)
+#define LK_SPAN_H (LK_TILE_H + 2 * LK_RADIUS)
+#define LK_SPAN_P ((LK_SPAN_W + 3) / 4 * 4)
+#define LK_FILL (LK_SPAN_P * LK_SPAN_H)
+#define LK_ITEMS (LK_TILE_W * LK_GROUP_H)
+#define LK_PER_ITEM ((LK_FILL + LK_ITEMS - 1) / LK_ITEMS)
+#define LK_QUADS (LK_TILE_W / 4)
+#define LK_ROW_TASKS (LK_SPAN_H * LK_QUADS)
+#define LK_ROW_PASSES ((LK_ROW_TASKS + LK_ITEMS - 1) / LK_ITEMS)
+#define LK_ROW_LOADS ((2 * LK_RADIUS + 7) / 4)
+#define LK_DAMPING 0.1f
 
-// Separable Gaussian window: taps[0 .. 2*radius] sum to 1, borders replicate the edge pixel.
-// The row pass of the structure tensor forms the products of the frame-0 gradient on the fly.
-__kernel void lk_tensor_rows(__global const float2* grad, const int w, const int h,
-                             __constant float* taps, const int radius, __global float4* out)
+// Row pass of the separable window (taps[0 .. LK_TAPS - 1], sum 1): r[row][c] = sum_j taps[j]
+// s[row][c + j] for every span row and tile column, four neighbouring columns per task from
+// LK_ROW_LOADS float4 loads (reads stay within the padded row). Component y only if `both`.
+inline void lk_window_rows(__local const float4* sx, __local const float4* sy,
+                           __local float4* rx, __local float4* ry, __constant float* taps,
+                           int lid, const int both)
 {
-    const int x = get_global_id(0), y = get_global_id(1);
-    if (x >= w || y >= h)
-        return;
-    __global const float2* row = grad + (size_t)y * w;
-    float4 acc = 0.0f;
-    for (int k = -radius; k <= radius; ++k) {
-        const float2 g = row[clamp(x + k, 0, w - 1)];
-        acc += taps[k + radius] * (float4)(g.x * g.x, g.x * g.y, g.y * g.y, 0.0f);
+#pragma unroll
+    for (int m = 0; m < LK_ROW_PASSES; ++m) {
+        const int task = lid + m * LK_ITEMS;
+        if (task < LK_ROW_TASKS) {
+            const int row = task / LK_QUADS, quad = task % LK_QUADS;
+            const int from = row * (LK_SPAN_P / 4) + quad;
+            float vx[4 * LK_ROW_LOADS], vy[4 * LK_ROW_LOADS];
+#pragma unroll
+            for (int i = 0; i < LK_ROW_LOADS; ++i) {
+                const float4 a = sx[from + i];
+                vx[4 * i] = a.x;
+                vx[4 * i + 1] = a.y;
+                vx[4 * i + 2] = a.z;
+                vx[4 * i + 3] = a.w;
+                if (both) {
+                    const float4 b = sy[from + i];
+                    vy[4 * i] = b.x;
+                    vy[4 * i + 1] = b.y;
+                    vy[4 * i + 2] = b.z;
+                    vy[4 * i + 3] = b.w;
+                }
+            }
+            float4 ax = 0.0f, ay = 0.0f;
+#pragma unroll
+            for (int j = 0; j < LK_TAPS; ++j) {
+                const float t = taps[j];
+                ax += t * (float4)(vx[j], vx[j + 1], vx[j + 2], vx[j + 3]);
+                if (both)
+                    ay += t * (float4)(vy[j], vy[j + 1], vy[j + 2], vy[j + 3]);
+            }
+            rx[row * LK_QUADS + quad] = ax;
+            if (both)
+                ry[row * LK_QUADS + quad] = ay;
+        }
     }
-    out[(size_t)y * w + x] = acc;
 }
 
-// Column pass: the windowed tensor (Sxx, Sxy, Syy) and its smaller eigenvalue in .w.
-__kernel void lk_tensor_cols(__global const float4* rows, const int w, const int h,
-                             __constant float* taps, const int radius, __global float4* tensor)
+// Column pass for the item's LK_ROWS tile pixels, sliding over LK_ROWS + 2 LK_RADIUS rows.
+inline void lk_window_cols(__local const float4* rx, __local const float4* ry,
+                           __constant float* taps, int lx, int ly, float2* out, const int both)
 {
-    const int x = get_global_id(0), y = get_global_id(1);
-    if (x >= w || y >= h)
-        return;
-    float4 acc = 0.0f;
-    for (int k = -radius; k <= radius; ++k)
-        acc += taps[k + radius] * rows[(size_t)clamp(y + k, 0, h - 1) * w + x];
-    const float half_trace = 0.5f * (acc.x + acc.z);
-    const float half_diff = 0.5f * (acc.x - acc.z);
-    acc.w = half_trace - sqrt(half_diff * half_diff + acc.y * acc.y);
-    tensor[(size_t)y * w + x] = acc;
+    __local const float* cx = (__local const float*)rx + ly * LK_ROWS * LK_TILE_W + lx;
+    __local const float* cy = (__local const float*)ry + ly * LK_ROWS * LK_TILE_W + lx;
+#pragma unroll
+    for (int t = 0; t < LK_ROWS; ++t)
+        out[t] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < LK_ROWS + 2 * LK_RADIUS; ++j) {
+        const float2 v = (float2)(cx[j * LK_TILE_W], both ? cy[j * LK_TILE_W] : 0.0f);
+#pragma unroll
+        for (int t = 0; t < LK_ROWS; ++t)
+            if (j >= t && j - t < LK_TAPS)
+                out[t] += taps[j - t] * v;
+    }
 }
 
 // Per-pixel right-hand side of one Gauss-Newton step, q = g (g . u - e), with g = grad I0,
@@ -151,73 +209,138 @@ __kernel void lk_tensor_cols(__global const float4* rows, const int w, const int
 // exact LK step S u' = sum w q under the first-order model I1(x' + u') = I1(x' + u(x')) +
 // g . (u' - u(x')), so a pixel's new flow is a structure-weighted average of its window's
 // (a contraction: dense iterations stay stable). Where x + u leaves frame 1, e = 0.
-inline float2 lk_rhs(__global const float* i0, __global const float2* g0,
-                     __global const float* i1, __global const float2* flow, int w, int h,
-                     int x, int y)
+inline float2 lk_rhs(__global const float* i1, int w, int h, int x, int y, float v0, float2 g,
+                     float2 u)
 {
-    const size_t i = (size_t)y * w + x;
-    const float2 u = flow[i], g = g0[i];
     const float px = x + u.x, py = y + u.y;
     float e = 0.0f;
     if (px >= 0.0f && px <= w - 1 && py >= 0.0f && py <= h - 1)
-        e = bilinear1(i1, w, h, px, py) - i0[i];
+        e = bilinear1(i1, w, h, px, py) - v0;
     return g * (dot(g, u) - e);
 }
 
-#define LK_TILE 16
-#define LK_MAX_RADIUS 15
-#define LK_MAX_SPAN (LK_TILE + 2 * LK_MAX_RADIUS)
-#define LK_DAMPING 0.1f
-
-// One whole Gauss-Newton step in one launch: q over the tile and its window halo (replicated
-// borders) into local memory, the separable window sum there, then the 2x2 solve
-// (S + LK_DAMPING I) u' = sum w q + LK_DAMPING u. The damping (far below the tensor of any
-// textured pixel) keeps flat pixels at their current estimate (the prolonged one on coarse
-// levels) instead of dividing by ~0. When `final` is set (last step of the finest level),
-// pixels whose smaller eigenvalue is below min_eig become NaN. Reads flow_in (halo included),
-// writes flow_out: ping-pong, so work-groups never see each other's results.
-__kernel __attribute__((reqd_work_group_size(LK_TILE, LK_TILE, 1)))
-void lk_step(__global const float* i0, __global const float2* g0, __global const float* i1,
-             __global const float4* tensor, __global const float2* flow_in,
-             __global float2* flow_out, const int w, const int h, __constant float* taps,
-             const int radius, const float min_eig, const int final)
+// One whole pyramid level in one launch. Start flow: the coarser level's, prolonged as
+// flow_upsample does, when cw > 0, else 0. Then the windowed structure tensor S of frame 0's
+// 5-point gradient (the gradient kernel's; window borders replicate the edge pixel) and
+// `iterations` Gauss-Newton steps (S + LK_DAMPING I) u' = sum w q + LK_DAMPING u (q: lk_rhs).
+// The damping (far below the tensor of any textured pixel) keeps flat pixels at their current
+// estimate (the prolonged one on coarse levels) instead of dividing by ~0. When `final` is set
+// (level 0), pixels whose tensor's smaller eigenvalue is below min_eig become NaN.
+//
+// Tiles start at (k LK_TILE_W - offset, k LK_TILE_H - offset) and iterate in local memory:
+// the tile's own pixels are updated every step, its halo (pixels of other tiles within the
+// window radius) keeps the level's start flow (block Jacobi across tiles, exact LK inside), so
+// a launch is a pure function of its inputs. A span position outside the image stands for the
+// edge pixel it replicates, tile pixel or halo pixel alike, so image borders add no error.
+__kernel __attribute__((reqd_work_group_size(LK_TILE_W, LK_GROUP_H, 1)))
+void lk_level(__global const float* i0, __global const float* i1, const int w, const int h,
+              __global const float2* coarse, const int cw, const int ch,
+              __global float2* flow, __constant float* taps, const int iterations,
+              const int offset, const float min_eig, const int final)
 {
-    __local float2 q[LK_MAX_SPAN * LK_MAX_SPAN];
-    __local float2 rows[LK_MAX_SPAN * LK_TILE];
+    __local float2 current[LK_SPAN_W * LK_SPAN_H];  // the tile's current flow, the halo's start
+    __local float4 sx[LK_FILL / 4], sy[LK_FILL / 4];  // terms to window-sum, per component
+    __local float4 rx[LK_SPAN_H * LK_QUADS], ry[LK_SPAN_H * LK_QUADS];  // their row pass
+    __local float* fx = (__local float*)sx;
+    __local float* fy = (__local float*)sy;
     const int lx = get_local_id(0), ly = get_local_id(1);
-    const int lid = ly * LK_TILE + lx;
-    const int ox = (int)get_group_id(0) * LK_TILE, oy = (int)get_group_id(1) * LK_TILE;
-    const int span = LK_TILE + 2 * radius;
-    for (int k = lid; k < span * span; k += LK_TILE * LK_TILE) {
-        const int x = clamp(ox - radius + k % span, 0, w - 1);
-        const int y = clamp(oy - radius + k / span, 0, h - 1);
-        q[k] = lk_rhs(i0, g0, i1, flow_in, w, h, x, y);
+    const int lid = ly * LK_TILE_W + lx;
+    const int ox = (int)get_group_id(0) * LK_TILE_W - offset;
+    const int oy = (int)get_group_id(1) * LK_TILE_H - offset;
+
+    // The item's span entries (beyond the span: padding, computed, stored only as terms that no
+    // window reaches): image position (replicated border; every tile holds image pixels, so it
+    // stays in the span), frame-0 value and gradient; their start flow goes to `current`.
+    int at[LK_PER_ITEM];
+    float v0[LK_PER_ITEM];
+    float2 g[LK_PER_ITEM];
+#pragma unroll
+    for (int m = 0; m < LK_PER_ITEM; ++m) {
+        const int k = lid + m * LK_ITEMS;
+        const int col = k % LK_SPAN_P, row = k / LK_SPAN_P;
+        const int x = clamp(ox - LK_RADIUS + col, 0, w - 1);
+        const int y = clamp(oy - LK_RADIUS + row, 0, h - 1);
+        at[m] = x | (y << 16);
+        v0[m] = i0[(size_t)y * w + x];
+        g[m] = gradient5(i0, w, h, x, y);
+        if (col < LK_SPAN_W && row < LK_SPAN_H)
+            current[row * LK_SPAN_W + col] =
+                cw > 0 ? 2.0f * bilinear2(coarse, cw, ch, 0.5f * x, 0.5f * y) : (float2)(0.0f);
+    }
+
+    // Structure tensor of the item's tile pixels: (gx^2, gx gy), then gy^2, windowed.
+    float2 sa[LK_ROWS], sb[LK_ROWS];
+#pragma unroll
+    for (int m = 0; m < LK_PER_ITEM; ++m) {
+        const int k = lid + m * LK_ITEMS;
+        if (k < LK_FILL) {
+            fx[k] = g[m].x * g[m].x;
+            fy[k] = g[m].x * g[m].y;
+        }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = lid; k < span * LK_TILE; k += LK_TILE * LK_TILE) {
-        __local const float2* line = q + (k / LK_TILE) * span + k % LK_TILE;
-        float2 acc = 0.0f;
-        for (int j = 0; j <= 2 * radius; ++j)
-            acc += taps[j] * line[j];
-        rows[k] = acc;
+    lk_window_rows(sx, sy, rx, ry, taps, lid, 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    lk_window_cols(rx, ry, taps, lx, ly, sa, 1);
+#pragma unroll
+    for (int m = 0; m < LK_PER_ITEM; ++m) {
+        const int k = lid + m * LK_ITEMS;
+        if (k < LK_FILL)
+            fx[k] = g[m].y * g[m].y;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    const int x = ox + lx, y = oy + ly;
-    if (x >= w || y >= h)
-        return;
-    const size_t i = (size_t)y * w + x;
-    const float4 s = tensor[i];
-    if (final && !(s.w >= min_eig)) {
-        flow_out[i] = (float2)(NAN, NAN);
-        return;
+    lk_window_rows(sx, sy, rx, ry, taps, lid, 0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    lk_window_cols(rx, ry, taps, lx, ly, sb, 0);
+
+    // The item's tile pixels in `current` (those outside the image are never read back).
+    __local float2* own = current + (ly * LK_ROWS + LK_RADIUS) * LK_SPAN_W + lx + LK_RADIUS;
+    float2 u[LK_ROWS];
+#pragma unroll
+    for (int t = 0; t < LK_ROWS; ++t)
+        u[t] = own[t * LK_SPAN_W];
+
+    for (int step = 0; step < iterations; ++step) {
+#pragma unroll
+        for (int m = 0; m < LK_PER_ITEM; ++m) {
+            const int k = lid + m * LK_ITEMS;
+            if (k < LK_FILL) {
+                const int x = at[m] & 0xFFFF, y = at[m] >> 16;
+                const float2 um = current[(y - oy + LK_RADIUS) * LK_SPAN_W + x - ox + LK_RADIUS];
+                const float2 q = lk_rhs(i1, w, h, x, y, v0[m], g[m], um);
+                fx[k] = q.x;
+                fy[k] = q.y;
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        lk_window_rows(sx, sy, rx, ry, taps, lid, 1);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        float2 b[LK_ROWS];
+        lk_window_cols(rx, ry, taps, lx, ly, b, 1);
+#pragma unroll
+        for (int t = 0; t < LK_ROWS; ++t) {
+            const float sxx = sa[t].x + LK_DAMPING, sxy = sa[t].y, syy = sb[t].x + LK_DAMPING;
+            const float2 rhs = b[t] + LK_DAMPING * u[t];
+            u[t] = (float2)(syy * rhs.x - sxy * rhs.y, sxx * rhs.y - sxy * rhs.x)
+                   / (sxx * syy - sxy * sxy);
+            own[t * LK_SPAN_W] = u[t];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
-    float2 b = LK_DAMPING * flow_in[i];
-    for (int j = 0; j <= 2 * radius; ++j)
-        b += taps[j] * rows[(ly + j) * LK_TILE + lx];
-    const float sxx = s.x + LK_DAMPING, syy = s.z + LK_DAMPING;
-    flow_out[i] = (float2)(syy * b.x - s.y * b.y, sxx * b.y - s.y * b.x)
-                  / (sxx * syy - s.y * s.y);
+
+    const int x = ox + lx;
+#pragma unroll
+    for (int t = 0; t < LK_ROWS; ++t) {
+        const int y = oy + ly * LK_ROWS + t;
+        if (x >= 0 && x < w && y >= 0 && y < h) {
+            const float half_trace = 0.5f * (sa[t].x + sb[t].x);
+            const float half_diff = 0.5f * (sa[t].x - sb[t].x);
+            const float smallest = half_trace - sqrt(half_diff * half_diff + sa[t].y * sa[t].y);
+            flow[(size_t)y * w + x] = final && !(smallest >= min_eig) ? (float2)(NAN, NAN) : u[t];
+        }
+    }
 }
+#endif
 
 // ---- Horn-Schunck ------------------------------------------------------------------------------
 

@@ -67,6 +67,17 @@ class VisionNode(Node):
             msg_type, topic, self._guarded(handler), IMAGE_QOS,
             qos_overriding_options=QoSOverridingOptions.with_default_policies())
 
+    def subscribe_stream(self, msg_type: type, topic: str, callback: Callable[[Any], None],
+                         depth: int = 1) -> Subscription:
+        """Best-effort input that is one part of a frame (a stereo side, a camera_info): the
+        caller assembles frames and runs them through ``run_frame``."""
+        qos = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
+                         history=HistoryPolicy.KEEP_LAST, depth=depth,
+                         durability=DurabilityPolicy.VOLATILE)
+        return self.create_subscription(
+            msg_type, topic, callback, qos,
+            qos_overriding_options=QoSOverridingOptions.with_default_policies())
+
     def output_publisher(self, msg_type: type, topic: str) -> Publisher:
         """Reliable publisher with the depth of ``output_queue_size``."""
         qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
@@ -88,23 +99,31 @@ class VisionNode(Node):
         finally:
             self._compute_s += time.perf_counter() - start
 
+    def run_frame(self, work: Callable[[], None]) -> None:
+        """Process one frame: time it, and turn a CLVisionError into a throttled log line and
+        a rejected-frame count instead of an exception, so the next frame is served."""
+        start = time.perf_counter()
+        self._compute_s = 0.0
+        try:
+            work()
+        except CLVisionError as exc:
+            self.stats.frame_rejected()
+            self.get_logger().warning(f'frame skipped: {exc}',
+                                      throttle_duration_sec=BAD_INPUT_LOG_PERIOD_S)
+            return
+        self.stats.frame_done(time.perf_counter() - start, self._compute_s,
+                              self.runtime.profiler.collect())
+
     def _guarded(self, handler: Callable[[Any], None]) -> Callable[[Any, Any], None]:
         def on_message(msg: Any, info: Any) -> None:
-            start = time.perf_counter()
-            gid = info.get('publisher_gid') or {}
-            self.stats.note_sequence(bytes(gid.get('data', b'')),
-                                     info.get('publication_sequence_number'))
-            self._compute_s = 0.0
-            try:
-                handler(msg)
-            except CLVisionError as exc:
-                self.stats.frame_rejected()
-                self.get_logger().warning(f'frame skipped: {exc}',
-                                          throttle_duration_sec=BAD_INPUT_LOG_PERIOD_S)
-                return
-            self.stats.frame_done(time.perf_counter() - start, self._compute_s,
-                                  self.runtime.profiler.collect())
+            self._note_sequence(info)
+            self.run_frame(lambda: handler(msg))
         return on_message
+
+    def _note_sequence(self, info: Any) -> None:
+        gid = info.get('publisher_gid') or {}
+        self.stats.note_sequence(bytes(gid.get('data', b'')),
+                                 info.get('publication_sequence_number'))
 
     # -- diagnostics ---------------------------------------------------------------------------
     def _schedule_diagnostics(self, period: float) -> None:

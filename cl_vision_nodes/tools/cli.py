@@ -10,7 +10,8 @@ import sys
 from typing import Callable, NoReturn, Sequence
 
 from cl_vision_nodes.errors import CLVisionError
-from cl_vision_nodes.tools import demo, flow_cli, replay, surf_cli
+from cl_vision_nodes.tools import (demo, disparity_cli, evaluate, flow_cli, make_bag, replay,
+                                   surf_cli)
 from cl_vision_nodes.tools.cli_common import add_device_option
 
 EXIT_BAD_INPUT = 2
@@ -45,6 +46,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.what in ('surf', 'all'):
         from cl_vision_nodes.tools import bench_surf
         bench_surf.main(args)
+    if args.what in ('elas', 'all'):
+        from cl_vision_nodes.tools import bench_elas
+        bench_elas.main(args)
     return 0
 
 
@@ -57,16 +61,23 @@ def build_parser() -> argparse.ArgumentParser:
     devices.set_defaults(run=cmd_devices)
 
     bench = sub.add_parser('bench', help='benchmarks with same-run comparisons')
-    bench.add_argument('what', choices=['conversion', 'flow', 'surf', 'all'])
+    bench.add_argument('what', choices=['conversion', 'flow', 'surf', 'elas', 'all'])
     bench.add_argument('--repeats', type=int, default=20, help='timed runs per case')
     bench.add_argument('--image', help='surf: resize this image instead of a generated texture')
+    bench.add_argument('--left', help='elas: left image of a rectified pair (with --right)')
+    bench.add_argument('--right', help='elas: right image of the pair')
+    bench.add_argument('--preset', choices=['robotics', 'middlebury'], default='robotics',
+                       help='elas: libelas setting')
     add_device_option(bench)
     bench.set_defaults(run=cmd_bench)
 
     demo.add_parser(sub)
+    evaluate.add_parser(sub)
     flow_cli.add_parser(sub)
+    make_bag.add_parser(sub)
     replay.add_parser(sub)
     surf_cli.add_parser(sub)
+    disparity_cli.add_parser(sub)
     return parser
 
 

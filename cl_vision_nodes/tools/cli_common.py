@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Mapping
 
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, Value
@@ -23,10 +24,13 @@ def add_algorithm_options(parser: argparse.ArgumentParser) -> None:
 
 
 def algorithm_params(schema: ParameterSchema, args: argparse.Namespace,
+                     preset: Mapping[str, Value] | None = None,
                      **overrides: Value) -> dict[str, Value]:
-    """The schema's values after ``--param``, ``--device``, ``--profile`` and ``overrides``
-    (explicit options such as ``--method``); a bad one raises ParameterError."""
-    values = schema.parse_assignments(args.param)
+    """The schema's values: defaults, then a ``preset``, then ``--param``, ``--device``,
+    ``--profile`` and ``overrides`` (explicit options such as ``--method``); a bad one raises
+    ParameterError."""
+    base = schema.validate(schema.defaults(), preset or {}, allow_read_only=True)
+    values = schema.parse_assignments(args.param, base)
     explicit = {k: v for k, v in overrides.items() if v is not None}
     if args.device != 'auto':
         explicit['device'] = args.device

@@ -1,4 +1,5 @@
-"""Regenerate config/<node>.yaml and the README parameter tables from the node schemas.
+"""Regenerate config/<node>.yaml, the ELAS preset files config/elas_<preset>.yaml and the README
+parameter tables from the node schemas.
 
 Run ``python -m cl_vision_nodes.tools.gen_config`` after changing a schema; the test suite
 fails while a generated file is out of date.
@@ -8,18 +9,21 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Mapping
 
 import yaml
 
-from cl_vision_nodes.params import ParameterSchema
+from cl_vision_nodes.elas.presets import PRESETS
+from cl_vision_nodes.params import ParameterSchema, Value
 from cl_vision_nodes.schemas import NODE_SCHEMAS
 
 HEADER = ('# Generated from the parameter schema of {node} by\n'
           '# `python -m cl_vision_nodes.tools.gen_config`: edit the schema, not this file.\n')
 
 
-def yaml_text(schema: ParameterSchema) -> str:
-    body = yaml.safe_dump(schema.yaml_document(), sort_keys=False, default_flow_style=False)
+def yaml_text(schema: ParameterSchema, values: Mapping[str, Value] | None = None) -> str:
+    body = yaml.safe_dump(schema.yaml_document(values), sort_keys=False,
+                          default_flow_style=False)
     return HEADER.format(node=schema.node_name) + body
 
 
@@ -38,6 +42,10 @@ def readme_with_tables(readme: str) -> str:
 def expected_files(root: Path) -> dict[Path, str]:
     files = {root / 'config' / f'{name}.yaml': yaml_text(schema)
              for name, schema in NODE_SCHEMAS.items()}
+    elas = NODE_SCHEMAS['disparity_node']
+    for preset, values in PRESETS.items():
+        merged = elas.validate(elas.defaults(), values, allow_read_only=True)
+        files[root / 'config' / f'elas_{preset}.yaml'] = yaml_text(elas, merged)
     readme = root / 'README.md'
     files[readme] = readme_with_tables(readme.read_text())
     return files

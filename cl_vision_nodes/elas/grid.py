@@ -1,0 +1,36 @@
+"""Stage "grid": candidate disparities per grid_size x grid_size cell (createGrid), per view.
+
+Support points mark d-1..d+1 in their cell (bit masks, atomic_or), then each cell ORs its 3x3
+neighbourhood the way libelas' flat pointer walk does (wrapping at the left and right edges,
+nothing for the first and last grid rows) and writes libelas' list [count, d_1 < d_2 < ...].
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from cl_vision_nodes.elas.device import Fill, Geometry, Launch, LocalSizes, Workspace
+from cl_vision_nodes.elas.schema import ElasSettings
+from cl_vision_nodes.elas.support import SupportStage
+
+STAGE = 'grid'
+
+
+class GridStage:
+    """Owns the candidate lists (grid cells x (disp_max + 2) int32) of one view."""
+
+    def __init__(self, ws: Workspace, geo: Geometry, local: LocalSizes, s: ElasSettings,
+                 support: SupportStage, right_view: bool):
+        rt = ws.runtime
+        i32 = np.int32
+        view = 'r' if right_view else 'l'
+        marks = ws.buffer(f'grid_marks_{view}', 4 * geo.grid_cells * geo.grid_words)
+        self.lists = ws.buffer(f'grid_lists_{view}', 4 * geo.grid_cells * geo.list_len)
+        sizes = (i32(geo.grid_w), i32(geo.grid_h), i32(geo.grid_words), i32(s.disp_max))
+        self.launches = [
+            Fill(rt, marks, np.uint32(0), STAGE),
+            Launch(rt, 'elas_grid_mark', (geo.max_points,), (local.items,),
+                   (support.points, support.meta, i32(geo.max_points), i32(right_view),
+                    i32(s.grid_size), *sizes, marks), STAGE),
+            Launch(rt, 'elas_grid_lists', (geo.grid_cells,), (local.items,),
+                   (marks, sizes[0], sizes[1], sizes[2], sizes[3], self.lists), STAGE),
+        ]

@@ -1,0 +1,168 @@
+"""ElasMatcher: libelas' whole pipeline on an OpenCL device, frame after frame.
+
+Per frame the host uploads the two images, enqueues the pre-bound launches of every stage and
+downloads the left map (and the right one on request): nothing else crosses the bus, and no
+buffer is allocated while the image size and the parameters stay the same.
+
+Output convention: float32 disparity in pixels of the left image (``x_R = x_L - d``), with every
+invalid pixel (libelas' -1 "no match" and -10 "rejected or not covered") set to
+``INVALID_DISPARITY`` = -1.0. With ``subsampling`` the map is (H // 2) x (W // 2) and holds the
+full-resolution disparities of the pixels (2i, 2j), as libelas.
+
+Differences from libelas (pyelas 1.0.1), all measured in test/test_elas_accuracy.py:
+- Delaunay ties (co-circular lattice points) are broken differently (triangulation.py), and
+  pixels on shared triangle edges take the triangle with the larger table index;
+- adaptive mean: where libelas reads its uninitialised temporary buffer (border rows and
+  columns that its horizontal pass skips), the unfiltered value is used;
+- descriptors outside the image interior are zero (libelas' uninitialised buffer holds zeros on
+  its first call and whatever the allocator returns later).
+Everything else follows libelas' arithmetic, including its quirks (see reference.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+import pyopencl as cl
+
+from cl_vision_nodes.elas.descriptor import DescriptorStage
+from cl_vision_nodes.elas.device import Fill, Geometry, Launch, LocalSizes, Workspace
+from cl_vision_nodes.elas.grid import GridStage
+from cl_vision_nodes.elas.matching import MatchingStage
+from cl_vision_nodes.elas.planes import PlaneStage
+from cl_vision_nodes.elas.postprocess import PostProcessStage
+from cl_vision_nodes.elas.schema import ELAS_SCHEMA, ElasSettings
+from cl_vision_nodes.elas.support import SupportStage
+from cl_vision_nodes.elas.triangulation import TriangulationStage
+from cl_vision_nodes.errors import ImageFormatError
+from cl_vision_nodes.imaging.device_image import DeviceImages
+from cl_vision_nodes.imaging.encodings import RawImage, array_to_raw, validate
+from cl_vision_nodes.opencl.runtime import ClRuntime
+from cl_vision_nodes.params import Value
+
+INVALID_DISPARITY = -1.0
+MIN_SIZE = 16  # smaller images have no support point candidates at all
+
+
+@dataclass(frozen=True)
+class ViewStages:
+    """The per-view stages after the triangulation, in libelas' order."""
+
+    planes: PlaneStage
+    grid: GridStage
+    matching: MatchingStage
+
+
+@dataclass
+class Plan:
+    """The stages (buffers and bound launches) of one image size and one set of parameters."""
+
+    geometry: Geometry
+    settings: ElasSettings
+    descriptor: DescriptorStage
+    support: SupportStage
+    delaunay: TriangulationStage  # both views
+    views: tuple[ViewStages, ViewStages]  # left, right
+    post: PostProcessStage
+    launches: list[Launch | Fill]
+
+    @classmethod
+    def build(cls, ws: Workspace, geo: Geometry, s: ElasSettings) -> Plan:
+        local = LocalSizes.for_device(ws.runtime)
+        descriptor = DescriptorStage(ws, geo, local, s)
+        support = SupportStage(ws, geo, local, s, descriptor.desc)
+        tri = TriangulationStage(ws, geo, local, support)
+        views = []
+        for right_view in (False, True):
+            planes = PlaneStage(ws, geo, local, support, tri, right_view)
+            grid = GridStage(ws, geo, local, s, support, right_view)
+            match = MatchingStage(ws, geo, local, s, descriptor.desc, support, tri, planes,
+                                  grid, right_view)
+            views.append(ViewStages(planes, grid, match))
+        post = PostProcessStage(ws, geo, local, s, (views[0].matching.disparity,
+                                                    views[1].matching.disparity))
+        launches = [*descriptor.launches, *support.launches, *tri.launches]
+        for name in ('planes', 'grid', 'matching'):  # both views per stage
+            for view in views:
+                launches += getattr(view, name).launches
+        launches += post.launches
+        return cls(geo, s, descriptor, support, tri, (views[0], views[1]), post, launches)
+
+
+class ElasMatcher:
+    """Dense stereo with libelas' algorithm; parameters from ELAS_SCHEMA (defaults: ROBOTICS).
+
+    One matcher per ClRuntime thread of use; it keeps its device buffers between frames.
+    """
+
+    def __init__(self, runtime: ClRuntime, params: Mapping[str, Value] | None = None):
+        self.runtime = runtime
+        self.images = DeviceImages(runtime)
+        self.workspace = Workspace(runtime)
+        self.values = ELAS_SCHEMA.validate(ELAS_SCHEMA.defaults(), params or {},
+                                           allow_read_only=True)
+        self.settings = ElasSettings.from_values(self.values)
+        self._plan: Plan | None = None
+
+    def configure(self, params: Mapping[str, Value]) -> None:
+        """Validate and apply parameter changes (any subset); they take effect next frame."""
+        self.values = ELAS_SCHEMA.validate(self.values, params, allow_read_only=True)
+        self.settings = ElasSettings.from_values(self.values)
+
+    def output_shape(self, width: int, height: int) -> tuple[int, int]:
+        """(rows, columns) of the disparity map of a width x height pair."""
+        geo = Geometry.of(width, height, self.settings)
+        return geo.out_height, geo.out_width
+
+    def compute(self, left: RawImage, right: RawImage) -> np.ndarray:
+        """Left disparity map (float32, invalid = INVALID_DISPARITY) of a rectified pair."""
+        plan = self._process(left, right)
+        return self._download(plan.post.output[0], plan)
+
+    def compute_both(self, left: RawImage, right: RawImage) -> tuple[np.ndarray, np.ndarray]:
+        """Left and right maps; the right one is post-processed only without
+        postprocess_only_left (libelas' D2, ``x_L = x_R + d``)."""
+        plan = self._process(left, right)
+        for launch in plan.post.right_output:
+            launch()
+        return (self._download(plan.post.output[0], plan),
+                self._download(plan.post.output[1], plan))
+
+    def compute_gray(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        """compute() for host arrays: HxW uint8 gray images (mono8)."""
+        return self.compute(array_to_raw(np.ascontiguousarray(left), 'mono8'),
+                            array_to_raw(np.ascontiguousarray(right), 'mono8'))
+
+    def plan_for(self, width: int, height: int) -> Plan:
+        """The stages for this image size and the current parameters (built when they change);
+        the tests use it to reach every stage's buffers."""
+        plan = self._plan
+        if plan is None or plan.settings != self.settings \
+                or (plan.geometry.width, plan.geometry.height) != (width, height):
+            geo = Geometry.of(width, height, self.settings)
+            plan = self._plan = Plan.build(self.workspace, geo, self.settings)
+        return plan
+
+    def _process(self, left: RawImage, right: RawImage) -> Plan:
+        """Upload both images and enqueue every stage up to the left output."""
+        validate(left)
+        validate(right)
+        if (left.width, left.height) != (right.width, right.height):
+            raise ImageFormatError(
+                f'left image is {left.width}x{left.height}, right image {right.width}x'
+                f'{right.height}: a rectified pair has one size')
+        if min(left.width, left.height) < MIN_SIZE:
+            raise ImageFormatError(
+                f'{left.width}x{left.height} is too small for ELAS (at least {MIN_SIZE}x'
+                f'{MIN_SIZE})')
+        plan = self.plan_for(left.width, left.height)
+        self.images.upload_gray(left, plan.descriptor.gray_roles[0])
+        self.images.upload_gray(right, plan.descriptor.gray_roles[1])
+        for launch in plan.launches:
+            launch()
+        return plan
+
+    def _download(self, buffer: cl.Buffer, plan: Plan) -> np.ndarray:
+        shape = (plan.geometry.out_height, plan.geometry.out_width)
+        return self.images.download(buffer, shape, np.dtype(np.float32))

@@ -1,0 +1,29 @@
+"""Stage "disparity planes": d = a u + b v + c per triangle (computeDisparityPlanes).
+
+Each view uses its own plane; the prior of a triangle is applied only if the plane and its
+projection into the other view slant less than 0.7 (libelas' ``valid``), so both planes of
+every triangle are solved (exactly, from integer determinants).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from cl_vision_nodes.elas.device import MAX_OWNED, Geometry, Launch, LocalSizes, Workspace
+from cl_vision_nodes.elas.support import SupportStage
+from cl_vision_nodes.elas.triangulation import TriangulationStage
+
+STAGE = 'disparity planes'
+
+
+class PlaneStage:
+    """Owns the (a, b, c, prior valid) float4 per triangle slot of one view."""
+
+    def __init__(self, ws: Workspace, geo: Geometry, local: LocalSizes, support: SupportStage,
+                 tri: TriangulationStage, right_view: bool):
+        self.planes = ws.buffer(f'planes_{"r" if right_view else "l"}',
+                                16 * MAX_OWNED * geo.max_points)
+        self.launches = [Launch(
+            ws.runtime, 'elas_planes', (geo.max_points,), (local.items,),
+            (support.points, tri.tri[right_view], tri.tri_count[right_view],
+             np.int32(geo.max_points),
+             np.int32(right_view), self.planes), STAGE)]

@@ -1,0 +1,495 @@
+"""ELAS kernels (kernels/elas.cl) stage by stage against their NumPy references.
+
+A synthetic pair of odd size (never a multiple of a work-group) runs through the whole device
+pipeline once per parameter set; each stage's output is then compared with the reference
+applied to that stage's actual device inputs, so a failure names the stage. Integer stages
+(descriptor, support matches, point list, grid, scan conversion, matching, L/R check, segments,
+gap interpolation, median) must match exactly; the float stages follow libelas' float32
+operation order and match exactly too (adaptive mean), except the disparity planes, which may
+differ from a double-precision solve rounded to float by one float ulp (asserted to 1e-6
+relative). The Delaunay triangulation is checked for what defines one: every point used, no
+point strictly inside any circumcircle, triangles tiling the convex hull.
+"""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pyopencl as cl
+import pytest
+from scipy.spatial import ConvexHull, Delaunay
+
+from cl_vision_nodes.dataio.synthetic import stereo_pair
+from cl_vision_nodes.elas import ELAS_SCHEMA, MIDDLEBURY, ROBOTICS, ElasMatcher, ElasSettings
+from cl_vision_nodes.elas import reference as ref
+from cl_vision_nodes.elas.device import GAP_GROUP, MAX_OWNED, Launch, LocalSizes
+from cl_vision_nodes.elas.support import INCON_ROUNDS
+from cl_vision_nodes.errors import ImageFormatError, ParameterError
+from cl_vision_nodes.imaging.encodings import array_to_raw
+
+HEIGHT, WIDTH = 93, 157
+PARAMS = {
+    'robotics': {**ROBOTICS, 'disp_max': 40},
+    'middlebury': {**MIDDLEBURY, 'disp_max': 40},
+    'subsampling': {**ROBOTICS, 'disp_max': 40, 'subsampling': True, 'candidate_stepsize': 3,
+                    'speckle_size': 30},
+}
+
+
+def download(runtime, buf: cl.Buffer, dtype, shape) -> np.ndarray:
+    out = np.empty(shape, dtype)
+    cl.enqueue_copy(runtime.queue, out, buf)
+    return out
+
+
+def upload(runtime, buf: cl.Buffer, array: np.ndarray) -> None:
+    cl.enqueue_copy(runtime.queue, buf, np.ascontiguousarray(array))
+
+
+class Frame:
+    """One pair through the whole pipeline, with accessors for every stage's buffers."""
+
+    def __init__(self, runtime, params: dict, seed: int = 3):
+        self.runtime = runtime
+        sample = stereo_pair(HEIGHT, WIDTH, seed=seed, max_disparity=22.0)
+        self.left, self.right = sample.left, sample.right
+        self.matcher = ElasMatcher(runtime, params)
+        self.s = self.matcher.settings
+        self.final = self.matcher.compute_both(array_to_raw(self.left, 'mono8'),
+                                               array_to_raw(self.right, 'mono8'))
+        self.plan = self.matcher.plan_for(WIDTH, HEIGHT)
+        self.geo = self.plan.geometry
+
+    def get(self, buf: cl.Buffer, dtype, shape) -> np.ndarray:
+        return download(self.runtime, buf, dtype, shape)
+
+    def desc(self, k: int) -> np.ndarray:
+        return self.get(self.plan.descriptor.desc[k], np.uint8, (HEIGHT, WIDTH, 16))
+
+    def lattice(self, buf: cl.Buffer) -> np.ndarray:
+        return self.get(buf, np.int32, (self.geo.lattice_h, self.geo.lattice_w))
+
+    def points(self) -> np.ndarray:
+        n = int(self.get(self.plan.support.meta, np.int32, 2)[0])
+        return self.get(self.plan.support.points, np.int32, (self.geo.max_points, 4))[:n, :3]
+
+    def triangles(self, view: int) -> tuple[np.ndarray, np.ndarray]:
+        """(triangles as point indices, their table keys) of one view."""
+        stage = self.plan.delaunay
+        tri = self.get(stage.tri[view], np.int32, (self.geo.max_points, MAX_OWNED, 4))
+        count = self.get(stage.tri_count[view], np.int32, self.geo.max_points)
+        slot, j = np.nonzero(np.arange(MAX_OWNED)[None, :] < count[:, None])
+        return tri[slot, j, :3], (slot * MAX_OWNED + j).astype(np.int32)
+
+    def out_map(self, buf: cl.Buffer, dtype=np.float32) -> np.ndarray:
+        return self.get(buf, dtype, (self.geo.out_height, self.geo.out_width))
+
+
+@pytest.fixture(scope='module', params=sorted(PARAMS))
+def frame(runtime, request) -> Frame:
+    return Frame(runtime, PARAMS[request.param])
+
+
+# --- descriptor, support matches ----------------------------------------------------------------
+
+
+def test_descriptor(frame):
+    for k, img in enumerate((frame.left, frame.right)):
+        np.testing.assert_array_equal(frame.desc(k), ref.descriptor(img, frame.s.subsampling))
+
+
+def test_support_candidates(frame):
+    want = ref.support_candidates(frame.desc(0), frame.desc(1), frame.s)
+    got = frame.lattice(frame.plan.support.candidates)
+    np.testing.assert_array_equal(got, want)
+    assert (got[1:, 1:] >= 0).sum() > 30, 'too few support points for a meaningful test'
+
+
+def test_support_filters(frame):
+    raw = frame.lattice(frame.plan.support.candidates)
+    want = ref.remove_redundant(ref.remove_redundant(ref.remove_inconsistent(raw, frame.s),
+                                                     True), False)
+    np.testing.assert_array_equal(frame.lattice(frame.plan.support.dcan), want)
+
+
+def test_support_points(frame):
+    want = ref.support_points(frame.lattice(frame.plan.support.dcan), frame.geo.step, WIDTH,
+                              HEIGHT, frame.s.add_corners)
+    np.testing.assert_array_equal(frame.points(), want)
+
+
+@pytest.mark.parametrize('chain', [4, INCON_ROUNDS + 5])
+def test_inconsistent_removal_cascades(runtime, chain):
+    """Removals that cascade through the lattice: short chains end in the device rounds, a
+    chain longer than the rounds falls back to the sequential loop; both equal libelas."""
+    params = {**ROBOTICS, 'incon_window_size': 1, 'incon_threshold': 0, 'incon_min_support': 3}
+    matcher = ElasMatcher(runtime, params)
+    plan = matcher.plan_for(151, 97)
+    rng = np.random.default_rng(chain)
+    lattice = np.where(rng.random((plan.geometry.lattice_h, plan.geometry.lattice_w)) < 0.5,
+                       rng.integers(0, 3, (plan.geometry.lattice_h, plan.geometry.lattice_w)),
+                       -1).astype(np.int32)
+    lattice[2:2 + chain, 7] = 9  # a column that libelas removes point after point
+    lattice[1:3 + chain, 6] = -1
+    lattice[1:3 + chain, 8] = -1
+    upload(runtime, plan.support.candidates, lattice)
+    for launch in plan.support.filter_launches:
+        launch()
+    got = download(runtime, plan.support.dcan, np.int32, lattice.shape)
+    want = ref.remove_redundant(ref.remove_redundant(
+        ref.remove_inconsistent(lattice, matcher.settings), True), False)
+    np.testing.assert_array_equal(got, want)
+    assert (want[2:2 + chain, 7] == -1).all()
+
+
+# --- delaunay -------------------------------------------------------------------------------------
+
+
+def unique_points(xy: np.ndarray) -> np.ndarray:
+    """Indices of the first occurrence of every position (duplicates are not triangulated)."""
+    _, first = np.unique(xy, axis=0, return_index=True)
+    return np.sort(first)
+
+
+def incircle(a, b, c, d) -> np.ndarray:
+    """Exact in-circle determinant (int64); > 0: d inside the circle of a, b, c (CCW)."""
+    ad, bd, cd = a - d, b - d, c - d
+    al, bl, cl_ = (ad ** 2).sum(-1), (bd ** 2).sum(-1), (cd ** 2).sum(-1)
+    return (ad[..., 0] * (bd[..., 1] * cl_ - bl * cd[..., 1])
+            - ad[..., 1] * (bd[..., 0] * cl_ - bl * cd[..., 0])
+            + al * (bd[..., 0] * cd[..., 1] - bd[..., 1] * cd[..., 0]))
+
+
+def on_hull_boundary(xy: np.ndarray) -> int:
+    hull = ConvexHull(xy)
+    count = 0
+    for p in xy:
+        for i, j in hull.simplices:
+            a, b = xy[i], xy[j]
+            cross = (b[0] - a[0]) * (p[1] - a[1]) - (b[1] - a[1]) * (p[0] - a[0])
+            if cross == 0 and min(a[0], b[0]) <= p[0] <= max(a[0], b[0]) \
+                    and min(a[1], b[1]) <= p[1] <= max(a[1], b[1]):
+                count += 1
+                break
+    return count
+
+
+def assert_delaunay(xy: np.ndarray, triangles: np.ndarray) -> None:
+    """xy: (n, 2) int64 unique points; triangles: (t, 3) indices into xy."""
+    a, b, c = (xy[triangles[:, k]] for k in range(3))
+    twice_area = ((b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1])
+                  - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0]))
+    assert (twice_area > 0).all(), 'triangles must be counter-clockwise and not degenerate'
+    assert len({tuple(sorted(t)) for t in triangles.tolist()}) == len(triangles), 'duplicates'
+    assert set(triangles.ravel().tolist()) == set(range(len(xy))), 'a point is not used'
+    inside = incircle(a[:, None], b[:, None], c[:, None], xy[None, :, :]) > 0
+    assert not inside.any(), 'a point lies strictly inside a circumcircle'
+    hull_twice_area = round(2 * ConvexHull(xy).volume)
+    assert int(twice_area.sum()) == hull_twice_area, 'triangles do not tile the hull'
+    assert len(triangles) == 2 * len(xy) - 2 - on_hull_boundary(xy)
+
+
+def test_delaunay(frame):
+    points = frame.points()
+    for view in (0, 1):
+        tri, _ = frame.triangles(view)
+        xy, corners = in_unique_points(points, tri, view)
+        assert (corners >= 0).all(), 'a dropped duplicate is a triangle corner'
+        assert_delaunay(xy, corners)
+
+
+def device_triangulation(runtime, params: dict, width: int, height: int,
+                         lattice: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Support points of ``lattice`` and each view's triangles (indices into the points)."""
+    matcher = ElasMatcher(runtime, params)
+    plan = matcher.plan_for(width, height)
+    geo = plan.geometry
+    upload(runtime, plan.support.dcan, lattice)
+    for launch in [*plan.support.point_launches, *plan.delaunay.launches]:
+        launch()
+    n = int(download(runtime, plan.support.meta, np.int32, 2)[0])
+    points = download(runtime, plan.support.points, np.int32, (geo.max_points, 4))[:n, :3]
+    np.testing.assert_array_equal(points, ref.support_points(
+        lattice, geo.step, width, height, matcher.settings.add_corners))
+    triangles = []
+    for view in (0, 1):
+        tri = download(runtime, plan.delaunay.tri[view], np.int32, (geo.max_points, MAX_OWNED, 4))
+        count = download(runtime, plan.delaunay.tri_count[view], np.int32, geo.max_points)
+        slot, j = np.nonzero(np.arange(MAX_OWNED)[None, :] < count[:, None])
+        triangles.append(tri[slot, j, :3])
+    return points, triangles
+
+
+def in_unique_points(points: np.ndarray, tri: np.ndarray,
+                     view: int) -> tuple[np.ndarray, np.ndarray]:
+    xy = ref.view_coordinates(points, bool(view)).astype(np.int64)
+    keep = unique_points(xy)
+    index = np.full(len(xy), -1)
+    index[keep] = np.arange(len(keep))
+    return xy[keep], index[tri]
+
+
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_delaunay_degenerate_lattices(runtime, seed):
+    """Random lattices: co-circular squares and trapezoids, collinear rows, duplicate right-view
+    positions, corners; a valid Delaunay triangulation in both views."""
+    rng = np.random.default_rng(seed)
+    params = {**ROBOTICS, 'add_corners': bool(seed % 2), 'candidate_stepsize': 7}
+    shape = (-(-263 // 7), -(-701 // 7))
+    lattice = np.where(rng.random(shape) < 0.3, rng.integers(0, 60, shape), -1).astype(np.int32)
+    lattice[0, :] = lattice[:, 0] = 0
+    points, triangles = device_triangulation(runtime, params, 701, 263, lattice)
+    for view, tri in enumerate(triangles):
+        assert_delaunay(*in_unique_points(points, tri, view))
+
+
+def test_delaunay_generic_points_equal_qhull(runtime):
+    """One point per row at random positions: no four points are co-circular, the Delaunay
+    triangulation is unique, and ours must be exactly Qhull's."""
+    rng = np.random.default_rng(7)
+    shape = (-(-1500 // 7), -(-1201 // 7))
+    lattice = np.full(shape, -1, np.int32)
+    rows = np.arange(1, shape[0])
+    lattice[rows, rng.integers(5, shape[1], len(rows))] = rng.integers(0, 250, len(rows))
+    points, triangles = device_triangulation(runtime, {**ROBOTICS, 'candidate_stepsize': 7},
+                                             1201, 1500, lattice)
+    xy, ours = in_unique_points(points, triangles[1], 1)
+    theirs = Delaunay(xy.astype(float)).simplices
+    ta, tb, tc = (xy[theirs[:, k]] for k in range(3))
+    orient = np.sign((tb[:, 0] - ta[:, 0]) * (tc[:, 1] - ta[:, 1])
+                     - (tb[:, 1] - ta[:, 1]) * (tc[:, 0] - ta[:, 0]))
+    on_circle = incircle(ta[:, None], tb[:, None], tc[:, None], xy[None]) * orient[:, None] == 0
+    assert on_circle.sum() == 3 * len(theirs), 'the test set must be free of ties'
+    assert_delaunay(xy, ours)
+    assert {tuple(sorted(t)) for t in ours.tolist()} == \
+        {tuple(sorted(t)) for t in theirs.tolist()}
+
+
+# --- planes, grid, matching -------------------------------------------------------------------
+
+
+def test_planes(frame):
+    points = frame.points()
+    for view in (0, 1):
+        tri, keys = frame.triangles(view)
+        got = frame.get(frame.plan.views[view].planes.planes, np.float32,
+                        (frame.geo.max_points * MAX_OWNED, 4))[keys]
+        want = ref.planes(points, tri, bool(view))
+        np.testing.assert_allclose(got[:, :3], want[:, :3], rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(got[:, 3], want[:, 3])
+
+
+def test_grid(frame):
+    points = frame.points()
+    for view in (0, 1):
+        got = frame.get(frame.plan.views[view].grid.lists, np.int32,
+                        (frame.geo.grid_cells, frame.geo.list_len))
+        want = ref.grid_lists(points, bool(view), frame.s.grid_size, WIDTH, HEIGHT,
+                              frame.s.disp_max)
+        for cell in range(frame.geo.grid_cells):  # entries past the count are not read
+            n = want[cell, 0]
+            np.testing.assert_array_equal(got[cell, :n + 1], want[cell, :n + 1])
+
+
+def test_scan_conversion(frame):
+    points = frame.points()
+    for view in (0, 1):
+        tri, keys = frame.triangles(view)
+        got = frame.out_map(frame.plan.views[view].matching.owner, np.int32)
+        want = ref.raster(points, tri, keys, bool(view), WIDTH, HEIGHT, frame.s.subsampling)
+        np.testing.assert_array_equal(got, want)
+        assert (got >= 0).mean() > 0.5
+
+
+def test_matching(frame):
+    for view in (0, 1):
+        stages = frame.plan.views[view]
+        owner = frame.out_map(stages.matching.owner, np.int32)
+        planes = frame.get(stages.planes.planes, np.float32,
+                           (frame.geo.max_points * MAX_OWNED, 4))
+        keys = np.unique(owner[owner >= 0])
+        lists = frame.get(stages.grid.lists, np.int32, (frame.geo.grid_cells, frame.geo.list_len))
+        ref_desc, tgt_desc = (frame.desc(1), frame.desc(0)) if view else (frame.desc(0),
+                                                                          frame.desc(1))
+        want = ref.match(ref_desc, tgt_desc, owner, {int(k): planes[k] for k in keys}, lists,
+                         frame.s, bool(view))
+        np.testing.assert_array_equal(frame.out_map(stages.matching.disparity), want)
+        assert (want >= 0).mean() > 0.5
+
+
+def test_pipeline_output(frame):
+    """The published maps: -1 for every invalid pixel, mostly valid on this easy scene."""
+    left, right = frame.final
+    assert left.shape == (frame.geo.out_height, frame.geo.out_width)
+    assert set(np.unique(left[left < 0])) <= {-1.0}
+    assert (left >= 0).mean() > 0.6 and (right >= 0).mean() > 0.4
+
+
+# --- post-processing on crafted maps ------------------------------------------------------------
+
+
+def disparity_map(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
+    """Piecewise smooth disparities with noise, speckles and invalid holes (-1 and -10)."""
+    y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+    d = np.where(x + 0.3 * y < w / 2, 8 + 0.05 * x, 20 - 0.04 * y).astype(np.float32)
+    d += rng.integers(-1, 2, d.shape).astype(np.float32) * (rng.random(d.shape) < 0.2)
+    d[rng.random(d.shape) < 0.03] = 31.0
+    d[rng.random(d.shape) < 0.12] = -10.0
+    d[rng.random(d.shape) < 0.04] = -1.0
+    d[5:9, 10:30] = -10.0
+    return np.round(d * 4) / 4
+
+
+POST_SIZES = [(45, 67), (33, 70)]
+
+
+def run_kernel(runtime, name: str, items, args, local=None) -> None:
+    Launch(runtime, name, items, local, args, 'test')()
+
+
+def buffers(runtime, *arrays: np.ndarray) -> list[cl.Buffer]:
+    flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+    return [cl.Buffer(runtime.context, flags, hostbuf=np.ascontiguousarray(a)) for a in arrays]
+
+
+@pytest.mark.parametrize('h,w', POST_SIZES)
+@pytest.mark.parametrize('subsampling', [False, True])
+def test_lr_check(runtime, h, w, subsampling):
+    rng = np.random.default_rng(h)
+    d1, d2 = disparity_map(rng, h, w), disparity_map(rng, h, w)
+    b1, b2, o1, o2 = buffers(runtime, d1, d2, d1, d2)
+    run_kernel(runtime, 'elas_lr_check', (w, h),
+               (b1, b2, np.int32(w), np.int32(h), np.int32(subsampling), np.int32(2), o1, o2))
+    want1, want2 = ref.lr_check(d1, d2, 2, subsampling)
+    np.testing.assert_array_equal(download(runtime, o1, np.float32, (h, w)), want1)
+    np.testing.assert_array_equal(download(runtime, o2, np.float32, (h, w)), want2)
+
+
+@pytest.mark.parametrize('h,w', POST_SIZES)
+@pytest.mark.parametrize('min_size,sim', [(25, 1.0), (1, 0.5), (200, 2.0)])
+def test_remove_small_segments(runtime, h, w, min_size, sim):
+    d = disparity_map(np.random.default_rng(w), h, w)
+    (buf,) = buffers(runtime, d)
+    label, size = buffers(runtime, np.zeros((h, w), np.int32), np.zeros((h, w), np.int32))
+    dims = (np.int32(w), np.int32(h))
+    for name, args in (('elas_segments_init', (*dims, label, size)),
+                       ('elas_segments_merge', (buf, *dims, np.float32(sim), label)),
+                       ('elas_segments_count', (*dims, label, size)),
+                       ('elas_segments_apply', (buf, *dims, label, size, np.int32(min_size)))):
+        run_kernel(runtime, name, (w, h), args, LocalSizes.for_device(runtime).pixels)
+    np.testing.assert_array_equal(download(runtime, buf, np.float32, (h, w)),
+                                  ref.remove_small_segments(d, sim, min_size))
+
+
+@pytest.mark.parametrize('h,w', POST_SIZES)
+@pytest.mark.parametrize('gap,extrapolate', [(3, False), (5000, True), (1, True)])
+def test_gap_interpolation(runtime, h, w, gap, extrapolate):
+    d = disparity_map(np.random.default_rng(gap), h, w)
+    d[:, :3] = -10.0  # runs touching the first column are never filled
+    src, temp, dst = buffers(runtime, d, d, d)
+    dims = (np.int32(w), np.int32(h))
+    run_kernel(runtime, 'elas_gap', (GAP_GROUP * h,), (src, *dims, np.int32(1), np.int32(gap),
+                                                       np.int32(extrapolate), temp), (GAP_GROUP,))
+    run_kernel(runtime, 'elas_gap', (GAP_GROUP * w,), (temp, *dims, np.int32(0), np.int32(gap),
+                                                       np.int32(extrapolate), dst), (GAP_GROUP,))
+    np.testing.assert_array_equal(download(runtime, dst, np.float32, (h, w)),
+                                  ref.gap_interpolation(d, gap, extrapolate))
+
+
+@pytest.mark.parametrize('h,w', POST_SIZES)
+@pytest.mark.parametrize('subsampling', [False, True])
+def test_adaptive_mean(runtime, h, w, subsampling):
+    d = disparity_map(np.random.default_rng(w + subsampling), h, w)
+    src, temp, dst = buffers(runtime, d, d, d)
+    dims = (np.int32(w), np.int32(h))
+    local = LocalSizes.for_device(runtime).pixels
+    run_kernel(runtime, 'elas_adaptive_mean_h', (w, h), (src, *dims, np.int32(subsampling), temp),
+               local)
+    run_kernel(runtime, 'elas_adaptive_mean_v', (w, h),
+               (src, temp, *dims, np.int32(subsampling), dst), local)
+    np.testing.assert_array_equal(download(runtime, dst, np.float32, (h, w)),
+                                  ref.adaptive_mean(d, subsampling))
+
+
+def test_adaptive_mean_weights():
+    """libelas' effective weights: 4 below a difference of 2, 2 below 8, else 0."""
+    centre = np.float32(10.0)
+    taps = np.float32([10, 11.9, 12, 17.9, 18, 2.1, 2.0, -10])
+    np.testing.assert_array_equal(ref.am_weight(taps, centre), [4, 4, 2, 2, 0, 2, 0, 0])
+
+
+@pytest.mark.parametrize('h,w', POST_SIZES)
+def test_median(runtime, h, w):
+    d = disparity_map(np.random.default_rng(h * w), h, w)
+    src, temp, dst = buffers(runtime, d, d, d)
+    dims = (np.int32(w), np.int32(h))
+    run_kernel(runtime, 'elas_median_h', (w, h), (src, *dims, temp))
+    run_kernel(runtime, 'elas_median_v', (w, h), (src, temp, *dims, dst))
+    np.testing.assert_array_equal(download(runtime, dst, np.float32, (h, w)), ref.median(d))
+
+
+# --- parameters and API -------------------------------------------------------------------------
+
+
+def test_presets_are_valid_and_differ_as_libelas():
+    for preset in (ROBOTICS, MIDDLEBURY):
+        ELAS_SCHEMA.validate(ELAS_SCHEMA.defaults(), preset)
+    assert {k: v for k, v in ELAS_SCHEMA.defaults().items() if k in ROBOTICS} == dict(ROBOTICS)
+    changed = {k for k in ROBOTICS if ROBOTICS[k] != MIDDLEBURY[k]}
+    assert changed == {'support_threshold', 'add_corners', 'gamma', 'sradius', 'match_texture',
+                       'ipol_gap_width', 'filter_median', 'filter_adaptive_mean',
+                       'postprocess_only_left'}
+
+
+def test_prior_matches_libelas_values():
+    s = ElasSettings.from_values(ELAS_SCHEMA.defaults())
+    assert s.prior()[:4].tolist() == [-14, -9, -2, 0] and s.plane_radius == 2
+    m = ElasSettings.from_values({**ELAS_SCHEMA.defaults(), **MIDDLEBURY})
+    assert m.prior()[:4].tolist() == [-9, -5, -1, 0] and m.plane_radius == 3
+
+
+def test_parameter_checks():
+    with pytest.raises(ParameterError, match='disp_max - disp_min'):
+        ELAS_SCHEMA.validate(ELAS_SCHEMA.defaults(), {'disp_min': 100, 'disp_max': 105})
+    with pytest.raises(ParameterError, match='maximum'):
+        ELAS_SCHEMA.validate(ELAS_SCHEMA.defaults(), {'disp_max': 600})
+
+
+def test_bad_pairs_are_refused(runtime):
+    matcher = ElasMatcher(runtime)
+    small = np.zeros((40, 50), np.uint8)
+    with pytest.raises(ImageFormatError, match='one size'):
+        matcher.compute_gray(small, np.zeros((40, 51), np.uint8))
+    with pytest.raises(ImageFormatError, match='too small'):
+        matcher.compute_gray(small[:10], small[:10])
+
+
+def test_configure_applies_next_frame(runtime):
+    sample = stereo_pair(HEIGHT, WIDTH, seed=5, max_disparity=20.0)
+    matcher = ElasMatcher(runtime, {'disp_max': 40})
+    dense = matcher.compute_gray(sample.left, sample.right)
+    matcher.configure({'subsampling': True})
+    half = matcher.compute_gray(sample.left, sample.right)
+    assert half.shape == (HEIGHT // 2, WIDTH // 2) == matcher.output_shape(WIDTH, HEIGHT)
+    matcher.configure({'subsampling': False, 'speckle_size': 10_000_000})
+    assert (matcher.compute_gray(sample.left, sample.right) < 0).all()
+    assert (dense >= 0).any()
+
+
+def test_textureless_pair_is_all_invalid(runtime):
+    flat = np.full((64, 96), 128, np.uint8)
+    out = ElasMatcher(runtime).compute_gray(flat, flat)
+    assert out.shape == (64, 96) and (out == -1.0).all()
+
+
+def test_colour_input_equals_its_gray(runtime):
+    """Any encoding goes through the device decoder: bgr8 gives the map of its OpenCV gray."""
+    sample = stereo_pair(HEIGHT, WIDTH, seed=8, max_disparity=20.0)
+    rng = np.random.default_rng(8)
+    tint = rng.integers(0, 40, 3)
+    colour = [np.clip(img[..., None] + tint - 20, 0, 255).astype(np.uint8)
+              for img in (sample.left, sample.right)]
+    matcher = ElasMatcher(runtime, {'disp_max': 40})
+    got = matcher.compute(array_to_raw(colour[0], 'bgr8'), array_to_raw(colour[1], 'bgr8'))
+    want = matcher.compute_gray(*(cv2.cvtColor(c, cv2.COLOR_BGR2GRAY) for c in colour))
+    np.testing.assert_array_equal(got, want)
+    assert (got >= 0).mean() > 0.5
