@@ -32,7 +32,7 @@ demo: $(STAMP)
 # libelas through pyelas (GPL-3) is an optional test/benchmark oracle, never a runtime
 # dependency: built from source when possible; without it the libelas comparisons skip.
 $(VENV)/.oracles: $(VENV)/.requirements
-	CFLAGS="-O3 -msse3 -I$$($(PY) -c 'import numpy; print(numpy.get_include())')" \
+	CPPFLAGS="-I$$($(PY) -c 'import numpy; print(numpy.get_include())')" CFLAGS="-O3 -msse3" \
 		$(PY) -m pip install --quiet --disable-pip-version-check \
 		pyelas==1.0.1 || echo "pyelas did not build: libelas comparisons will be skipped"
 	touch $@

@@ -216,6 +216,13 @@ def grid_lists(points: np.ndarray, right_view: bool, grid_size: int, width: int,
     return lists
 
 
+def _slope(tu: list, tv: list, i: int, j: int) -> np.float32:
+    """dv/du of the line through corners i and j; 0 if their (integer) u are equal."""
+    if int(tu[i]) == int(tu[j]):
+        return np.float32(0)
+    return np.float32(tv[i] - tv[j]) / np.float32(tu[i] - tu[j])
+
+
 def raster(points: np.ndarray, triangles: np.ndarray, keys: np.ndarray, right_view: bool,
            width: int, height: int, subsampling: bool) -> np.ndarray:
     """computeDisparity's scan conversion; per pixel the largest key of the triangles that
@@ -233,11 +240,7 @@ def raster(points: np.ndarray, triangles: np.ndarray, keys: np.ndarray, right_vi
                     tu[j], tu[k] = tu[k], tu[j]
                     tv[j], tv[k] = tv[k], tv[j]
         au, bu, cu = int(tu[0]), int(tu[1]), int(tu[2])
-
-        def slope(i: int, j: int, ii: int, jj: int) -> np.float32:
-            return f32(tv[i] - tv[j]) / f32(tu[i] - tu[j]) if ii != jj else f32(0)
-
-        ab_a, ac_a, bc_a = slope(0, 1, au, bu), slope(0, 2, au, cu), slope(1, 2, bu, cu)
+        ab_a, ac_a, bc_a = _slope(tu, tv, 0, 1), _slope(tu, tv, 0, 2), _slope(tu, tv, 1, 2)
         ab_b, ac_b, bc_b = (f32(tv[0] - ab_a * tu[0]), f32(tv[0] - ac_a * tu[0]),
                             f32(tv[1] - bc_a * tu[1]))
         for lo, hi, a2, b2 in ((au, bu, ab_a, ab_b), (bu, cu, bc_a, bc_b)):

@@ -587,6 +587,35 @@ inline bool inside_circle(int2 a, int2 b, int2 c, int2 d, int ra, int rb, int rc
     return false;
 }
 
+// The circles through a and b: the current best apex c and the in-circle determinant of c as a
+// linear form in (x, y, x^2 + y^2) relative to a, so that testing a candidate costs five
+// products: incircle_det(a, b, c, s) = -(k.x sx + k.y sy + k.z (sx^2 + sy^2)).
+typedef struct {
+    int2 a, b, c;
+    int ra, rb, rc;
+    long3 k;
+} Pencil;
+
+inline void pencil_set(Pencil* p, int2 c, int rc)
+{
+    const long bx = p->b.x - p->a.x, by = p->b.y - p->a.y;
+    const long cx = c.x - p->a.x, cy = c.y - p->a.y;
+    const long bz = bx * bx + by * by, cz = cx * cx + cy * cy;
+    p->c = c;
+    p->rc = rc;
+    p->k = (long3)(by * cz - bz * cy, bz * cx - bx * cz, bx * cy - by * cx);
+}
+
+// Is s (left of a -> b) inside the current circle, ties broken as inside_circle does?
+inline bool pencil_inside(const Pencil* p, int2 s, int rs)
+{
+    const long sx = s.x - p->a.x, sy = s.y - p->a.y;
+    const long det = -(p->k.x * sx + p->k.y * sy + p->k.z * (sx * sx + sy * sy));
+    if (det != 0)
+        return det > 0;
+    return inside_circle(p->a, p->b, p->c, s, p->ra, p->rb, p->rc, rs);
+}
+
 typedef struct {
     __global const int4* slots;
     __global const int* row_start;
@@ -638,20 +667,17 @@ inline Circle circumcircle(int2 a, int2 b, int2 c)
 }
 
 // Replace *best by s if s lies left of a->b and inside the current best circle.
-inline bool improve(const RowTable* t, int sa, int sb, int2 A, int2 B, int s, int* best,
-                    int2* C, int* rc, int ra, int rb)
+inline bool improve(const RowTable* t, int sa, int sb, int s, int* best, Pencil* p)
 {
     if (s == sa || s == sb || s == *best)
         return false;
     const int4 rec = t->slots[s];
-    const int2 S = rec.xy;
-    if (orient2(A, B, S) <= 0)
+    if (orient2(p->a, p->b, rec.xy) <= 0)
         return false;
-    if (*best >= 0 && !inside_circle(A, B, *C, S, ra, rb, *rc, rec.z))
+    if (*best >= 0 && !pencil_inside(p, rec.xy, rec.z))
         return false;
     *best = s;
-    *C = S;
-    *rc = rec.z;
+    pencil_set(p, rec.xy, rec.z);
     return true;
 }
 
@@ -673,12 +699,12 @@ inline bool left_span(int2 A, int2 B, int y, double* lo, double* hi)
 
 // Offer the slots of row r with x in [lo, hi] (at most `limit` of them) to improve().
 inline void offer_row(const RowTable* t, int r, double lo, double hi, int limit, int sa, int sb,
-                      int2 A, int2 B, int* best, int2* C, int* rc, int ra, int rb)
+                      int* best, Pencil* p)
 {
     const int end = t->row_start[r] + t->row_len[r];
     const int first = row_lower_bound(t, r, ifloor(lo));
     for (int s = first; s < end && s < first + limit && (double)t->slots[s].x <= hi; ++s)
-        improve(t, sa, sb, A, B, s, best, C, rc, ra, rb);
+        improve(t, sa, sb, s, best, p);
 }
 
 // The Delaunay apex of the directed edge sa -> sb (on its left), or -1 on the convex hull.
@@ -686,8 +712,12 @@ inline int apex(const RowTable* t, int sa, int sb)
 {
     const int4 ra4 = t->slots[sa], rb4 = t->slots[sb];
     const int2 A = ra4.xy, B = rb4.xy;
-    int best = -1, rc = -1;
-    int2 C = (int2)(0, 0);
+    int best = -1;
+    Pencil p;
+    p.a = A;
+    p.b = B;
+    p.ra = ra4.z;
+    p.rb = rb4.z;
     // a first candidate: in the rows around the edge, the left slots nearest to its bisector
     const double mx = 0.5 * (A.x + B.x), my = 0.5 * (A.y + B.y);
     const int ex = B.x - A.x, ey = B.y - A.y;
@@ -697,8 +727,7 @@ inline int apex(const RowTable* t, int sa, int sb)
         const double target = ex != 0 ? mx - (y - my) * (double)ey / (double)ex : (double)A.x;
         double lo = target - 2.0 * iabs(ex) - 2.0 * iabs(ey) - 1.0, hi = 2.0 * target - lo;
         if (left_span(A, B, y, &lo, &hi))
-            offer_row(t, r, lo, hi, 3, sa, sb, A, B, &best, &C, &rc,
-                      ra4.z, rb4.z);
+            offer_row(t, r, lo, hi, 3, sa, sb, &best, &p);
     }
     if (best < 0) {
         // any point left of the line: the row ends are the extreme points of each row
@@ -707,15 +736,15 @@ inline int apex(const RowTable* t, int sa, int sb)
             if (n == 0)
                 continue;
             const int first = t->row_start[r];
-            improve(t, sa, sb, A, B, first, &best, &C, &rc, ra4.z, rb4.z);
-            improve(t, sa, sb, A, B, first + n - 1, &best, &C, &rc, ra4.z, rb4.z);
+            improve(t, sa, sb, first, &best, &p);
+            improve(t, sa, sb, first + n - 1, &best, &p);
         }
         if (best < 0)
             return -1;
     }
     // exact check of the circle; every improvement shrinks its part left of the edge, so one
     // sweep over the rows of the first circle, with ranges updated on the way, is enough
-    Circle k = circumcircle(A, B, C);
+    Circle k = circumcircle(A, B, p.c);
     double rad = sqrt(k.r2);
     for (int r = first_row_from(t, k.cy - rad - 1.0); r < t->rows; ++r) {
         const int y = t->row_y[r];
@@ -732,8 +761,8 @@ inline int apex(const RowTable* t, int sa, int sb)
         for (int s = row_lower_bound(t, r, ifloor(lo)); s < end; ++s) {
             if ((double)t->slots[s].x > hi)
                 break;
-            if (improve(t, sa, sb, A, B, s, &best, &C, &rc, ra4.z, rb4.z)) {
-                k = circumcircle(A, B, C);
+            if (improve(t, sa, sb, s, &best, &p)) {
+                k = circumcircle(A, B, p.c);
                 rad = sqrt(k.r2);
                 const double dy2 = ((double)y - k.cy) * ((double)y - k.cy);
                 hi = dmin(hi, k.cx + sqrt(dmax(k.r2 - dy2, 0.0)) + 1.0);
