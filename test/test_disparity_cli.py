@@ -4,7 +4,7 @@ import pytest
 
 from cl_vision_nodes.dataio.formats import read_kitti_disparity, read_pfm, write_png
 from cl_vision_nodes.dataio.synthetic import stereo_pair
-from test_cli import cl_vision
+from test_cli import assert_one_line_error, cl_vision
 
 
 @pytest.fixture(scope='module')
@@ -56,7 +56,4 @@ def test_pfm_png_npy_agree_and_match_ground_truth(folder, preset):
 def test_bad_input_one_line_exit_2(folder, args, words):
     folder, _ = folder
     args = [str(folder / a) if a.endswith(('.png', '.pfm', '.txt')) else a for a in args]
-    result = cl_vision('disparity', *args)
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and words in lines[0], result.stderr
+    assert_one_line_error(cl_vision('disparity', *args), words)

@@ -5,7 +5,7 @@ import pytest
 from cl_vision_nodes.dataio.formats import read_flo, write_png
 from cl_vision_nodes.dataio.synthetic import flow_pair
 from cl_vision_nodes.flow.metrics import flow_errors
-from test_cli import cl_vision
+from test_cli import assert_one_line_error, cl_vision
 
 
 @pytest.fixture(scope='module')
@@ -54,7 +54,4 @@ def test_npy_output_and_profile(frames):
 def test_bad_input_one_line_exit_2(frames, args, words):
     folder, _ = frames
     args = [str(folder / a) if a.endswith(('.png', '.flo', '.txt')) else a for a in args]
-    result = cl_vision('flow', *args)
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and words in lines[0], result.stderr
+    assert_one_line_error(cl_vision('flow', *args), words)

@@ -117,11 +117,13 @@ def test_lk_tiles_fit_local_memory_and_cover_the_level(radius):
     height = tile_height(radius)
     assert height % lk.GROUP[1] == 0 and local_bytes(radius, height) <= lk.LOCAL_LIMIT
     for shape in [(480, 640), (29, 37), (1, 1)]:
-        for offset in (0, lk.tile_offset(1)):
+        for level in (0, 1):
+            offset = lk.tile_offset(level, radius)
             gx, gy = level_items(shape, radius, offset)
             assert gx % lk.GROUP[0] == 0 and gy % lk.GROUP[1] == 0
             tiles_x, tiles_y = gx // lk.GROUP[0], gy // lk.GROUP[1]
             # the tiles cover the level and each holds image pixels (lk_level relies on it)
+            assert 0 <= offset < height
             assert tiles_x * lk.TILE_W - offset >= shape[1] > (tiles_x - 1) * lk.TILE_W - offset
             assert tiles_y * height - offset >= shape[0] > (tiles_y - 1) * height - offset
 
@@ -158,8 +160,8 @@ def threshold_between(values: np.ndarray) -> float:
     (29, 37, 5, 0, False, 3),
     (37, 29, 15, 16, True, 2),
     (45, 70, 15, 8, True, 3),  # tiles in both directions
-    (40, 33, 19, 0, True, 2),  # 16-row tiles
-    (20, 18, 31, 16, True, 2),  # 8-row tiles, the largest window
+    (40, 33, 19, 8, True, 2),  # 16-row tiles
+    (20, 18, 31, 4, True, 2),  # 8-row tiles, the largest window
     (3, 4, 5, 16, True, 2),  # the gradient's odd extension needs 3 pixels
     (13, 8, 3, 0, False, 0),  # no step: the start flow (and the tensor's NaN mask)
 ])

@@ -11,7 +11,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image
 
 from rosutil import REPO, RosHarness
-from test_cli import cl_vision
+from test_cli import assert_one_line_error, cl_vision
 
 TS = get_typestore(Stores.ROS2_KILTED)
 N, SPACING_NS = 10, 200_000_000
@@ -93,7 +93,4 @@ def test_start_offset_skips_the_beginning(ros, tmp_path):
 def test_bad_input_one_line_exit_2(tmp_path, args, words):
     bag = tmp_path / 'bag'
     write_image_bag(bag, StoragePlugin.MCAP)
-    result = cl_vision(*[str(bag) if a == 'BAG' else a for a in args])
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and words in lines[0], result.stderr
+    assert_one_line_error(cl_vision(*[str(bag) if a == 'BAG' else a for a in args]), words)

@@ -6,7 +6,7 @@ import pytest
 
 from cl_vision_nodes.dataio.formats import write_png
 from cl_vision_nodes.dataio.synthetic import texture
-from test_cli import cl_vision
+from test_cli import assert_one_line_error, cl_vision
 
 
 @pytest.fixture(scope='module')
@@ -43,7 +43,4 @@ def test_npz_json_and_drawing(folder):
 ])
 def test_bad_input_one_line_exit_2(folder, args, words):
     args = [str(folder / a) if a.endswith(('.png', '.npz', '.txt')) else a for a in args]
-    result = cl_vision('surf', *args)
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and words in lines[0], result.stderr
+    assert_one_line_error(cl_vision('surf', *args), words)

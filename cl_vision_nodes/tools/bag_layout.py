@@ -1,24 +1,28 @@
 """Topics, frames and camera conventions of the dataset bags (`cl-vision make-bag` writes them,
 `cl-vision eval` reads them and records the nodes' answers next to them).
 
-Inputs, under the camera namespace ``/camera`` (mono data sets have only the ``left`` topics):
+Inputs, under the camera namespace ``/camera``:
 
 | topic | type | content |
 |---|---|---|
 | `/camera/left/image_rect` | sensor_msgs/Image | rectified left image, mono8 |
-| `/camera/right/image_rect` | sensor_msgs/Image | rectified right image, mono8 (stereo only) |
-| `/camera/left/camera_info` | sensor_msgs/CameraInfo | K, P of the left camera |
-| `/camera/right/camera_info` | sensor_msgs/CameraInfo | right camera, P[0,3] = -fx * baseline (stereo only) |
-| `/camera/ground_truth/disparity` | sensor_msgs/Image | 32FC1, pixels (x_R = x_L - d), left image grid, NaN = unknown |
-| `/camera/ground_truth/flow` | sensor_msgs/Image | 32FC2 (u, v) px from the previous left frame to this one, on the previous frame's grid (Middlebury ``flow10`` convention, what flow_node publishes), NaN = unknown |
-| `/camera/ground_truth/homography` | std_msgs/Float64MultiArray | 9 values, row-major 3x3, maps the FIRST frame's pixels to this frame's |
+| `/camera/right/image_rect` | sensor_msgs/Image | rectified right image, mono8 |
+| `/camera/left/camera_info` | sensor_msgs/CameraInfo | left camera, P[0,3] = 0 |
+| `/camera/right/camera_info` | sensor_msgs/CameraInfo | right camera, P[0,3] = -fx * baseline |
+| `/camera/ground_truth/disparity` | sensor_msgs/Image | 32FC1 px, left grid, x_R = x_L - d |
+| `/camera/ground_truth/flow` | sensor_msgs/Image | 32FC2 (u, v) px, previous left -> this |
+| `/camera/ground_truth/homography` | std_msgs/Float64MultiArray | 3x3 row-major, first -> this |
 
-Ground truth is NaN wherever it is unknown or the pixel cannot be matched (occluded or out of
-view: KITTI ``disp_noc``, the Cones mask, the synthetic ``valid`` mask), so an evaluator needs no
-other mask. Every message of one frame carries the same header stamp and is logged at that bag
-time; the homography, having no header, is tied to its frame by that bag time. Frames are
-``camera_left_optical_frame`` and ``camera_right_optical_frame`` (ground-truth images are on the
-left frame). Stamps increase by 1 / rate from 1 s (a zero stamp reads as "unset" to many tools).
+Mono data sets have only the ``left`` topics. The flow is on the previous frame's grid
+(Middlebury ``flow10`` convention, what flow_node publishes); the homography maps the FIRST
+frame's pixels to this frame's. Ground truth is NaN wherever it is unknown or the pixel cannot
+be matched (occluded or out of view: KITTI ``disp_noc``, the Cones mask, the synthetic ``valid``
+mask), so an evaluator needs no other mask.
+
+Every message of one frame carries the same header stamp and is logged at that bag time; the
+homography, having no header, is tied to its frame by that bag time. Stamps increase by 1 / rate
+from 1 s (a zero stamp reads as "unset" to many tools). Frames are ``camera_left_optical_frame``
+and ``camera_right_optical_frame`` (ground-truth images are on the left frame).
 
 Camera infos describe rectified cameras: ``plumb_bob`` with zero distortion, R = identity,
 K = P[:3,:3] with fx = fy and the principal point at the image centre; fx and the baseline come

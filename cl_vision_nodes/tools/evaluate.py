@@ -60,7 +60,7 @@ STOP_TIMEOUT_S = 15.0
 POLL_S = 0.02
 PROGRESS_PERIOD_S = 0.25
 D1_PIXELS, D1_RELATIVE, BAD_PIXELS = 3.0, 0.05, 2.0
-IMAGE_TYPE = 'sensor_msgs/msg/Image'
+EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C; the partial report is still written
 CLOUD_TYPE = 'sensor_msgs/msg/PointCloud2'
 DISPARITY_TYPE = 'stereo_msgs/msg/DisparityImage'
 DIAGNOSTICS_TYPE = 'diagnostic_msgs/msg/DiagnosticArray'
@@ -90,16 +90,17 @@ class NodeSpec:
 NODE_SPECS = {spec.key: spec for spec in (
     NodeSpec('flow', 'cl_vision_nodes.ros.flow_node', FLOW_SCHEMA, layout.LEFT_NAMESPACE,
              (f'image:={layout.LEFT_IMAGE}',), (layout.LEFT_IMAGE,),
-             {layout.FLOW_OUTPUT: IMAGE_TYPE, layout.FLOW_COLOR_OUTPUT: IMAGE_TYPE},
+             {layout.FLOW_OUTPUT: layout.IMAGE_TYPE,
+              layout.FLOW_COLOR_OUTPUT: layout.IMAGE_TYPE},
              needs_previous_frame=True),
     NodeSpec('surf', 'cl_vision_nodes.ros.surf_node', SURF_SCHEMA, layout.LEFT_NAMESPACE,
              (f'image:={layout.LEFT_IMAGE}',), (layout.LEFT_IMAGE,),
              {layout.KEYPOINTS_OUTPUT: CLOUD_TYPE,
-              layout.KEYPOINTS_IMAGE_OUTPUT: IMAGE_TYPE}),
+              layout.KEYPOINTS_IMAGE_OUTPUT: layout.IMAGE_TYPE}),
     NodeSpec('disparity', 'cl_vision_nodes.ros.disparity_node', ELAS_SCHEMA,
              layout.CAMERA_NAMESPACE, (), layout.STEREO_INPUTS,
              {layout.DISPARITY_OUTPUT: DISPARITY_TYPE,
-              layout.DISPARITY_COLOR_OUTPUT: IMAGE_TYPE}),
+              layout.DISPARITY_COLOR_OUTPUT: layout.IMAGE_TYPE}),
 )}
 
 
@@ -180,8 +181,9 @@ def parse_nodes(text: str) -> list[str]:
     names = [n.strip() for n in text.split(',') if n.strip()]
     unknown = [n for n in names if n not in NODE_SPECS]
     if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown node {', '.join(unknown) or text!r}; "
-                                         f"choose from {','.join(NODE_SPECS)}")
+        named = ', '.join(unknown) if unknown else repr(text)
+        raise argparse.ArgumentTypeError(f"unknown node {named}; choose from "
+                                         f"{','.join(NODE_SPECS)}")
     return names
 
 
@@ -264,7 +266,10 @@ def start_node(spec: NodeSpec, parameters: dict[str, Value], logs: Path,
                '--params-file', str(params_file)]
     log = logs / f'{spec.key}.log'
     with log.open('w') as stream:
-        process = subprocess.Popen(command, stdout=stream, stderr=subprocess.STDOUT, env=env)
+        # A session of its own: Ctrl-C reaches only the evaluator, which stops the nodes after
+        # recording what they answered so far.
+        process = subprocess.Popen(command, stdout=stream, stderr=subprocess.STDOUT, env=env,
+                                   start_new_session=True)
     return NodeProcess(spec, process, log)
 
 
@@ -312,7 +317,8 @@ class Player:
         import rclpy
         from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
         self.node = rclpy.create_node('cl_vision_eval')
-        # Reliable publishers reach the nodes' best-effort subscriptions; outputs are reliable.
+        # Reliable both ways: the nodes' inputs are made reliable for the run (reliable_inputs)
+        # and their outputs are.
         publish_qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
         record_qos = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST,
                                 reliability=ReliabilityPolicy.RELIABLE)
@@ -325,7 +331,7 @@ class Player:
 
     def _on_output(self, topic: str, data: bytes, info: dict) -> None:
         received = info.get('received_timestamp') or time.time_ns()
-        self.inbox.append(Received(topic, cdr_stamp(data), received, bytes(data)))
+        self.inbox.append(Received(topic, cdr_stamp(data), received, data))
 
     def spin(self, seconds: float) -> None:
         import rclpy
@@ -359,8 +365,8 @@ def wait_connected(player: Player, nodes: list[NodeProcess], timeout_s: float) -
         for node in nodes:
             node.check_alive()
         if time.monotonic() > deadline:
-            raise CLVisionError(f"nodes not connected after {timeout_s:g} s on {', '.join(waiting)}"
-                                f' (logs in {nodes[0].log.parent})')
+            raise CLVisionError(f'nodes not connected after {timeout_s:g} s on '
+                                f"{', '.join(waiting)} (logs in {nodes[0].log.parent})")
         player.spin(POLL_S)
     end = time.monotonic() + SETTLE_S  # the nodes' side of the match lands right after ours
     while time.monotonic() < end:
@@ -372,7 +378,7 @@ def wait_connected(player: Player, nodes: list[NodeProcess], timeout_s: float) -
 
 def decode_image(data: bytes) -> np.ndarray:
     from cl_vision_nodes.ros.image_conversion import image_to_numpy
-    return image_to_numpy(deserialize(data, IMAGE_TYPE))
+    return image_to_numpy(deserialize(data, layout.IMAGE_TYPE))
 
 
 def mean(values: list[float]) -> float | None:
@@ -440,6 +446,9 @@ def disparity_errors(estimate: np.ndarray, truth: np.ndarray,
 
 
 class DisparityScorer:
+    """D1, bad > 2 px and density of each disparity map against
+    /camera/ground_truth/disparity (``disparity_errors``)."""
+
     def __init__(self) -> None:
         self.rows: list[dict[str, float]] = []
         self.last: tuple[np.ndarray, np.ndarray, float] | None = None
@@ -519,7 +528,8 @@ SCORERS = {'flow': FlowScorer, 'surf': SurfScorer, 'disparity': DisparityScorer}
 
 @dataclass
 class NodeRun:
-    """What one node did: frames it was due to answer, on-time answers, topic counts."""
+    """What one node did: the frames it was due to answer, the latency of each answer that
+    came within the timeout, and its accuracy scorer."""
 
     spec: NodeSpec
     scorer: Scorer
@@ -615,11 +625,12 @@ def frame_size(frame: BagFrame) -> tuple[int, int]:
 
 
 def play(bag: Bag, player: Player, recorder: Recorder, runs: list[NodeRun],
-         nodes: list[NodeProcess], timeout_s: float, progress: Progress) -> int:
-    """Lockstep over every frame; returns the number of frames sent. Ctrl-C ends the run early
-    with everything recorded so far."""
+         nodes: list[NodeProcess], timeout_s: float, progress: Progress) -> tuple[int, bool]:
+    """Lockstep over every frame: the number of frames sent and whether Ctrl-C ended the run
+    early (what was recorded until then is kept and reported)."""
+    from rclpy.executors import ExternalShutdownException
     previous_size = None
-    sent = 0
+    sent, interrupted = 0, False
     try:
         for frame in read_frames(bag):
             size = frame_size(frame)
@@ -634,11 +645,11 @@ def play(bag: Bag, player: Player, recorder: Recorder, runs: list[NodeRun],
                     run.latency_ms[frame.index] = (main.time_ns - sent_ns) / 1e6
                     run.scorer.add(frame, main.data, size)
             progress.update(sent, runs)
-    except KeyboardInterrupt:
-        pass
+    except (KeyboardInterrupt, ExternalShutdownException):
+        interrupted = True
     progress.update(sent, runs, force=True)
     progress.finish()
-    return sent
+    return sent, interrupted
 
 
 # --- report ------------------------------------------------------------------------------------
@@ -680,11 +691,13 @@ def latency_plot(out: Path, runs: list[NodeRun]) -> str:
     import matplotlib
     matplotlib.use('Agg')
     from matplotlib import pyplot as plt
+    from matplotlib.ticker import MaxNLocator
     figure, axes = plt.subplots(figsize=(7, 3.5), dpi=100)
     for run in runs:
         frames = list(run.latency_ms)
         axes.plot(frames, [run.latency_ms[i] for i in frames], marker='o', markersize=3,
                   label=run.spec.key)
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_xlabel('frame')
     axes.set_ylabel('latency, ms (publish -> answer)')
     axes.grid(alpha=0.3)
@@ -767,68 +780,92 @@ def write_report(out: Path, report: dict[str, Any], runs: list[NodeRun]) -> None
 # --- command -----------------------------------------------------------------------------------
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.timeout <= 0:
-        raise DataFormatError(f'--timeout must be positive, got {args.timeout}')
-    bag = open_layout_bag(Path(args.bag))
-    specs, notes = select_nodes(args.nodes, set(bag.topics))
-    parameters = node_parameters(specs, args.param, args.device)
-    out = Path(args.out)
-    if (out / 'bag').exists():
-        raise DataFormatError(f'{out / "bag"} exists already, not overwriting')
-    logs = out / 'logs'
-    logs.mkdir(parents=True, exist_ok=True)
-    for note in notes:
-        print(f'cl-vision eval: {note}', file=sys.stderr)
-    domain_id = random.randint(1, 101) if args.domain_id is None else args.domain_id
-    env = node_environment(domain_id)
-    os.environ.update(ROS_DOMAIN_ID=env['ROS_DOMAIN_ID'],
-                      ROS_AUTOMATIC_DISCOVERY_RANGE=env['ROS_AUTOMATIC_DISCOVERY_RANGE'])
+@dataclass
+class Outcome:
+    """How the lockstep run went, besides what each NodeRun holds."""
 
+    sent: int
+    interrupted: bool
+    wall_s: float
+    exit_codes: dict[str, int]
+    received: Counter[str]
+
+
+def evaluate_bag(bag: Bag, runs: list[NodeRun], parameters: dict[str, dict[str, Value]],
+                 out: Path, env: dict[str, str], timeout_s: float) -> Outcome:
+    """Start the nodes, play the bag in lockstep into DIR/bag, stop the nodes."""
     import rclpy
     from rosbags.rosbag2 import StoragePlugin, Writer
-    runs = [NodeRun(spec, SCORERS[spec.key]()) for spec in specs]
-    outputs = {t: m for spec in specs for t, m in spec.outputs.items()}
+    outputs = {t: m for run in runs for t, m in run.spec.outputs.items()}
     outputs[layout.DIAGNOSTICS] = DIAGNOSTICS_TYPE
-    inputs = sorted({t for spec in specs for t in spec.inputs})
-    recorded_types = {t: layout.INPUT_TYPES[t] for t in bag.topics} | outputs
+    inputs = sorted({t for run in runs for t in run.spec.inputs})
     total = topic_counts(bag.path)[layout.LEFT_IMAGE][1]
     rclpy.init()
     nodes: list[NodeProcess] = []
     player = None
-    started = time.monotonic()
     try:
-        nodes = [start_node(spec, parameters[spec.key], logs, env) for spec in specs]
+        nodes = [start_node(run.spec, parameters[run.spec.key], out / 'logs', env)
+                 for run in runs]
         player = Player(inputs, outputs)
         with Writer(out / 'bag', version=9, storage_plugin=StoragePlugin.MCAP) as writer:
-            recorder = Recorder(writer, recorded_types)
-            wait_connected(player, nodes, args.timeout)
+            recorder = Recorder(writer, {t: layout.INPUT_TYPES[t] for t in bag.topics} | outputs)
+            wait_connected(player, nodes, timeout_s)
             started = time.monotonic()
-            sent = play(bag, player, recorder, runs, nodes, args.timeout, Progress(total))
+            sent, interrupted = play(bag, player, recorder, runs, nodes, timeout_s,
+                                     Progress(total))
             wall_s = time.monotonic() - started
     finally:
         exit_codes = stop_nodes(nodes)
         if player is not None:
             player.destroy()
         rclpy.try_shutdown()
-    report = {
-        'bag': str(args.bag), 'output_bag': str(out / 'bag'), 'device': args.device,
-        'domain_id': domain_id, 'timeout_s': args.timeout, 'interrupted': sent < total,
-        'frames_sent': sent, 'wall_s': wall_s, 'wall_fps': sent / wall_s if wall_s else None,
+    return Outcome(sent, interrupted, wall_s, exit_codes, recorder.received)
+
+
+def build_report(args: argparse.Namespace, domain_id: int, runs: list[NodeRun],
+                 parameters: dict[str, dict[str, Value]], outcome: Outcome,
+                 notes: list[str]) -> dict[str, Any]:
+    return {
+        'bag': str(args.bag), 'output_bag': str(Path(args.out) / 'bag'), 'device': args.device,
+        'domain_id': domain_id, 'timeout_s': args.timeout, 'interrupted': outcome.interrupted,
+        'frames_sent': outcome.sent, 'wall_s': outcome.wall_s,
+        'wall_fps': outcome.sent / outcome.wall_s if outcome.wall_s else None,
         'nodes': {run.spec.key: {**run.summary(), 'parameters': parameters[run.spec.key],
-                                 'exit_code': exit_codes[run.spec.key]} for run in runs},
-        'topics': {t: {'type': m, 'received': recorder.received[t],
-                       'expected': len(run.due)}
+                                 'exit_code': outcome.exit_codes[run.spec.key]} for run in runs},
+        'topics': {t: {'type': m, 'received': outcome.received[t], 'expected': len(run.due)}
                    for run in runs for t, m in run.spec.outputs.items()},
         'notes': notes + [f'{key} node exited with code {code} on SIGINT (see logs/{key}.log)'
-                          for key, code in exit_codes.items() if code != 0],
+                          for key, code in outcome.exit_codes.items() if code != 0],
     }
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.timeout <= 0:
+        raise DataFormatError(f'--timeout must be positive, got {args.timeout}')
+    bag = open_layout_bag(Path(args.bag))
+    specs, notes = select_nodes(args.nodes, set(bag.topics))
+    parameters = node_parameters(specs, args.param, args.device)
+    notes += [f'--param for {key} ignored: that node does not run'
+              for key in sorted({a.partition('.')[0] for a in args.param} - parameters.keys())]
+    out = Path(args.out)
+    if (out / 'bag').exists():
+        raise DataFormatError(f'{out / "bag"} exists already, not overwriting')
+    (out / 'logs').mkdir(parents=True, exist_ok=True)
+    for note in notes:
+        print(f'cl-vision eval: {note}', file=sys.stderr)
+    domain_id = random.randint(1, 101) if args.domain_id is None else args.domain_id
+    env = node_environment(domain_id)
+    os.environ.update(ROS_DOMAIN_ID=env['ROS_DOMAIN_ID'],
+                      ROS_AUTOMATIC_DISCOVERY_RANGE=env['ROS_AUTOMATIC_DISCOVERY_RANGE'])
+    runs = [NodeRun(spec, SCORERS[spec.key]()) for spec in specs]
+    outcome = evaluate_bag(bag, runs, parameters, out, env, args.timeout)
+    report = build_report(args, domain_id, runs, parameters, outcome, notes)
     write_report(out, report, runs)
     for key, node in report['nodes'].items():
         print(f"{key}: {node['answered']}/{node['frames_due']} answered, latency mean "
               f"{_fmt((node['latency_ms'] or {}).get('mean'), 1)} ms")
     print(f'report: {(out / "report.md").resolve()}')
-    return 0
+    return EXIT_INTERRUPTED if outcome.interrupted else 0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

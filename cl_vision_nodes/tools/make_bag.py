@@ -158,7 +158,8 @@ def flow_sequence_folder(root: Path) -> Dataset | None:
 
     def frames() -> Iterator[Frame]:
         for number, path in sorted(numbered):
-            yield Frame(read_image(path), flow=read_flo(truth[number]) if number in truth else None)
+            flow = read_flo(truth[number]) if number in truth else None
+            yield Frame(read_image(path), flow=flow)
     return Dataset('flow sequence', StereoCamera(), frames())
 
 
@@ -350,7 +351,8 @@ def run(args: argparse.Namespace) -> int:
     dataset = open_dataset(args.dataset, args.disparity_scale, args.seed)
     counts = write_bag(dataset, Path(args.out), args.storage, args.rate)
     frames = counts.get(layout.LEFT_IMAGE, 0)
-    print(f'{args.out}: {dataset.layout}, {frames} frames at {args.rate:g} Hz')
+    print(f"{args.out}: {dataset.layout}, {frames} frame{'' if frames == 1 else 's'} at "
+          f'{args.rate:g} Hz')
     for topic, count in counts.items():
         print(f'  {topic:36s} {layout.INPUT_TYPES[topic]:30s} {count}')
     return 0
