@@ -23,6 +23,7 @@ from rclpy.subscription import Subscription
 from cl_vision_nodes.errors import CLVisionError
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, Value
+from cl_vision_nodes.ros.dds_profile import use_large_image_profile
 from cl_vision_nodes.ros.frame_stats import FrameStats
 from cl_vision_nodes.ros.parameters import ParameterBinding
 
@@ -150,6 +151,7 @@ class VisionNode(Node):
 
 def spin_node(factory: Callable[[], Node], args: list[str] | None = None) -> int:
     """Run one node until Ctrl-C or shutdown; start-up errors become one log line and code 2."""
+    use_large_image_profile()
     rclpy.init(args=args)
     node = None
     try:

@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     from cl_vision_nodes.dataio.synthetic import Motion, flow_sequence
     from cl_vision_nodes.ros.convert_node import ConvertNode
+    from cl_vision_nodes.ros.dds_profile import use_large_image_profile
     from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 
     out_dir = Path(args.out or f'demo-output/{time.strftime("%Y%m%d-%H%M%S")}')
@@ -50,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     frames = flow_sequence(args.frames, height, width, motion=Motion('rotation'), seed=1).frames
     progress = DemoProgress()
 
+    use_large_image_profile()
     rclpy.init()
     try:
         node = ConvertNode(parameter_overrides=[

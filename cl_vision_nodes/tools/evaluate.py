@@ -49,6 +49,7 @@ from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.errors import CLVisionError, DataFormatError, ParameterError
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.params import ParameterSchema, Value
+from cl_vision_nodes.ros.dds_profile import use_large_image_profile
 from cl_vision_nodes.surf.schema import SURF_SCHEMA
 from cl_vision_nodes.tools import bag_layout as layout
 from cl_vision_nodes.tools.replay import Bag, message_class
@@ -800,6 +801,7 @@ def evaluate_bag(bag: Bag, runs: list[NodeRun], parameters: dict[str, dict[str, 
     outputs[layout.DIAGNOSTICS] = DIAGNOSTICS_TYPE
     inputs = sorted({t for run in runs for t in run.spec.inputs})
     total = topic_counts(bag.path)[layout.LEFT_IMAGE][1]
+    use_large_image_profile()
     rclpy.init()
     nodes: list[NodeProcess] = []
     player = None

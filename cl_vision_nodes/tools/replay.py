@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from cl_vision_nodes.errors import DataFormatError
+from cl_vision_nodes.ros.dds_profile import use_large_image_profile
 
 REPLAY_DEPTH = 100
 LINGER_S = 2.0
@@ -101,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     from rclpy.duration import Duration
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
+    use_large_image_profile()
     rclpy.init()
     node = rclpy.create_node('cl_vision_replay')
     try:

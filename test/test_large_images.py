@@ -1,0 +1,42 @@
+"""Large best-effort images reach a node: the Fast DDS profile the package applies (a 1080p
+bgr8 frame is 6.2 MB; with Fast DDS' defaults nothing above about 0.5 MB arrives)."""
+import numpy as np
+
+from cl_vision_nodes.ros.dds_profile import PROFILE_VARIABLES, use_large_image_profile
+from cl_vision_nodes.ros.image_conversion import numpy_to_image, image_to_numpy
+from rosutil import NodeProcess, RosHarness
+from sensor_msgs.msg import Image
+
+
+def test_profile_is_applied_only_when_none_is_configured(monkeypatch):
+    for name in PROFILE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv('RMW_IMPLEMENTATION', 'rmw_cyclonedds_cpp')
+    assert not use_large_image_profile()
+    monkeypatch.setenv('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
+    assert use_large_image_profile()
+    monkeypatch.setenv('FASTDDS_DEFAULT_PROFILES_FILE', '/site/profile.xml')
+    assert not use_large_image_profile()
+
+
+def test_full_hd_bgr8_frame_through_a_node():
+    ros = RosHarness('large_image_harness')
+    proc = NodeProcess('cl_vision_nodes.ros.convert_node',
+                       ['-r', 'image:=/large/in', '-r', 'image_out:=/large/out'])
+    try:
+        pub = ros.publisher(Image, '/large/in')
+        out = ros.collect(Image, '/large/out')
+        assert ros.wait_until(lambda: pub.get_subscription_count() > 0), proc.output()
+        frame = np.random.default_rng(0).integers(0, 256, (1080, 1920, 3), dtype=np.uint8)
+        msg = numpy_to_image(frame, 'bgr8')
+        got = None
+        for _ in range(5):
+            pub.publish(msg)
+            got = out.wait_for(lambda msgs: msgs[0] if msgs else None, timeout=10.0)
+            if got is not None:
+                break
+        assert got is not None, proc.output()
+        assert image_to_numpy(got).shape == (1080, 1920)
+    finally:
+        assert proc.stop() == 0, proc.output()
+        ros.close()
