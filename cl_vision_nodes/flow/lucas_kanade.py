@@ -56,10 +56,11 @@ def tile_height(radius: int) -> int:
     return next(h for h in (32, 16, 8) if local_bytes(radius, h) <= LOCAL_LIMIT)
 
 
-def tile_offset(level: int) -> int:
-    """Tile origin shift of a level (-offset): 0 and 8 alternate, so a tile edge of one level
-    never lands on one of the next finer level (edges at multiples of 32, doubled)."""
-    return (level % 2) * (TILE_W // 2)
+def tile_offset(level: int, radius: int) -> int:
+    """Tile origin shift of a level (origins at k * tile - offset on both axes): 0 and half a
+    tile height alternate, so tile edges move between levels (lk_level needs offset < the tile
+    height: every tile holds image pixels)."""
+    return (level % 2) * (tile_height(radius) // 2)
 
 
 _DEFINES: dict[int, Defines] = {}
@@ -150,7 +151,7 @@ class LucasKanade:
                 (ch, cw), coarse = prev.shapes[level + 1], flows[(level + 1) % 2]
             else:
                 (ch, cw), coarse = (0, 0), flows[(level + 1) % 2]  # not read: cw = 0
-            offset = tile_offset(level)
+            offset = tile_offset(level, radius)
             args = (prev.levels[level], cur.levels[level], i32(w), i32(h), coarse, i32(cw),
                     i32(ch), flows[level % 2], taps, i32(settings.lk_iterations), i32(offset),
                     f32(settings.min_eigenvalue), i32(level == 0))
@@ -162,6 +163,9 @@ class LucasKanade:
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         """Flow from ``prev`` to ``cur`` at level 0 (float2, NaN where not confident)."""
         plan = self._plan(prev, cur, settings)
+        # Hand the frame's upload and pyramid to the device now (some drivers hold enqueued
+        # commands until a flush), so it works on them while the levels are enqueued.
+        self.runtime.queue.flush()
         launch, defines = self.runtime.launch, plan.defines
         for items, args in plan.launches:
             launch(PROGRAM, 'lk_level', items, GROUP, args, STAGE, defines)

@@ -6,12 +6,13 @@
 // of its pyramid level, from frame 0 (previous) to frame 1 (current); work-item
 // (get_global_id(0), get_global_id(1)) is pixel (x, y), so neighbouring work-items touch
 // neighbouring addresses. Kernels without local memory guard their own bounds, so any global
-// size and any local size the driver picks are correct. The tiled kernels (lk_step, hs_sor,
+// size and any local size the driver picks are correct. The tiled kernels (lk_level, hs_sor,
 // bm_search) require their work-group size, take global sizes rounded up to it, and let every
 // work-item of a group reach every barrier (out-of-image items only skip loads and stores).
 //
-// Build defines: only the block matcher needs BM_BLOCK, BM_RADIUS and BM_LOCAL (work-group
-// size, a power of two); built without them the program holds every other kernel.
+// Build defines: the block matcher needs BM_BLOCK, BM_RADIUS and BM_LOCAL (work-group size, a
+// power of two), Lucas-Kanade LK_RADIUS and LK_TILE_H; built without them the program holds
+// every other kernel.
 #pragma OPENCL FP_CONTRACT OFF
 
 // Reflect-101 border (cv2.BORDER_REFLECT_101) for offsets up to one image length, then clamped,
@@ -141,46 +142,32 @@ __kernel void flow_upsample(__global const float2* coarse, const int cw, const i
 #define LK_ROW_LOADS ((2 * LK_RADIUS + 7) / 4)
 #define LK_DAMPING 0.1f
 
-// Row pass of the separable window (taps[0 .. LK_TAPS - 1], sum 1): r[row][c] = sum_j taps[j]
-// s[row][c + j] for every span row and tile column, four neighbouring columns per task from
-// LK_ROW_LOADS float4 loads (reads stay within the padded row). Component y only if `both`.
-inline void lk_window_rows(__local const float4* sx, __local const float4* sy,
-                           __local float4* rx, __local float4* ry, __constant float* taps,
-                           int lid, const int both)
+// Row pass of the separable window (taps[0 .. LK_TAPS - 1], sum 1) over one component:
+// r[row][c] = sum_j taps[j] s[row][c + j] for every span row and tile column, four neighbouring
+// columns per task from LK_ROW_LOADS float4 loads (reads stay within the padded row).
+inline void lk_window_rows(__local const float4* s, __local float4* r, __constant float* taps,
+                           int lid)
 {
 #pragma unroll
     for (int m = 0; m < LK_ROW_PASSES; ++m) {
         const int task = lid + m * LK_ITEMS;
         if (task < LK_ROW_TASKS) {
             const int row = task / LK_QUADS, quad = task % LK_QUADS;
-            const int from = row * (LK_SPAN_P / 4) + quad;
-            float vx[4 * LK_ROW_LOADS], vy[4 * LK_ROW_LOADS];
+            __local const float4* from = s + row * (LK_SPAN_P / 4) + quad;
+            float v[4 * LK_ROW_LOADS];
 #pragma unroll
             for (int i = 0; i < LK_ROW_LOADS; ++i) {
-                const float4 a = sx[from + i];
-                vx[4 * i] = a.x;
-                vx[4 * i + 1] = a.y;
-                vx[4 * i + 2] = a.z;
-                vx[4 * i + 3] = a.w;
-                if (both) {
-                    const float4 b = sy[from + i];
-                    vy[4 * i] = b.x;
-                    vy[4 * i + 1] = b.y;
-                    vy[4 * i + 2] = b.z;
-                    vy[4 * i + 3] = b.w;
-                }
+                const float4 a = from[i];
+                v[4 * i] = a.x;
+                v[4 * i + 1] = a.y;
+                v[4 * i + 2] = a.z;
+                v[4 * i + 3] = a.w;
             }
-            float4 ax = 0.0f, ay = 0.0f;
+            float4 acc = 0.0f;
 #pragma unroll
-            for (int j = 0; j < LK_TAPS; ++j) {
-                const float t = taps[j];
-                ax += t * (float4)(vx[j], vx[j + 1], vx[j + 2], vx[j + 3]);
-                if (both)
-                    ay += t * (float4)(vy[j], vy[j + 1], vy[j + 2], vy[j + 3]);
-            }
-            rx[row * LK_QUADS + quad] = ax;
-            if (both)
-                ry[row * LK_QUADS + quad] = ay;
+            for (int j = 0; j < LK_TAPS; ++j)
+                acc += taps[j] * (float4)(v[j], v[j + 1], v[j + 2], v[j + 3]);
+            r[row * LK_QUADS + quad] = acc;
         }
     }
 }
@@ -279,7 +266,8 @@ void lk_level(__global const float* i0, __global const float* i1, const int w, c
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    lk_window_rows(sx, sy, rx, ry, taps, lid, 1);
+    lk_window_rows(sx, rx, taps, lid);
+    lk_window_rows(sy, ry, taps, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
     lk_window_cols(rx, ry, taps, lx, ly, sa, 1);
 #pragma unroll
@@ -289,7 +277,7 @@ void lk_level(__global const float* i0, __global const float* i1, const int w, c
             fx[k] = g[m].y * g[m].y;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    lk_window_rows(sx, sy, rx, ry, taps, lid, 0);
+    lk_window_rows(sx, rx, taps, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
     lk_window_cols(rx, ry, taps, lx, ly, sb, 0);
 
@@ -313,7 +301,8 @@ void lk_level(__global const float* i0, __global const float* i1, const int w, c
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        lk_window_rows(sx, sy, rx, ry, taps, lid, 1);
+        lk_window_rows(sx, rx, taps, lid);
+        lk_window_rows(sy, ry, taps, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
         float2 b[LK_ROWS];
         lk_window_cols(rx, ry, taps, lx, ly, b, 1);
