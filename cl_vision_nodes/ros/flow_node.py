@@ -45,7 +45,7 @@ class FlowNode(VisionNode):
             self.estimator.reset()
         self._stream, self._last_stamp = stream, stamp
         with self.compute():
-            flow = self.estimator.push(raw)
+            flow = self.estimator.push(raw, copy=False)  # copied into the message below
         if flow is None:
             return
         self.flow_pub.publish(numpy_to_image(flow, '32FC2', msg.header))

@@ -2,8 +2,9 @@
 
 Our figure is the streaming cost a node pays per frame: upload of the new frame, its pyramid,
 the flow to the previous frame (whose pyramid stays on the device) and the download of the
-HxWx2 result. OpenCV runs on the CPU, and through its own OpenCL path (T-API, UMat, download
-included) when the chosen device is a GPU. No ROS imports: it runs on a GPU box with numpy,
+HxWx2 result into pinned memory (flow_node then copies it into its message). OpenCV runs on
+the CPU, and through its own OpenCL path (T-API, UMat, download included) when the chosen
+device is a GPU. No ROS imports: it runs on a GPU box with numpy,
 OpenCV and pyopencl only.
 """
 from __future__ import annotations
@@ -61,7 +62,7 @@ def streaming(method: str, raws: list):
         estimator = FlowEstimator(runtime, {'method': method})
         frames = itertools.cycle(raws)
         estimator.push(next(frames))
-        return lambda: estimator.push(next(frames))
+        return lambda: estimator.push(next(frames), copy=False)  # as flow_node calls it
     return prepare
 
 
