@@ -60,6 +60,7 @@ SETTLE_S = 0.3
 STOP_TIMEOUT_S = 15.0
 POLL_S = 0.02
 PROGRESS_PERIOD_S = 0.25
+STATUS_PERIOD_S = 1.0
 D1_PIXELS, D1_RELATIVE, BAD_PIXELS = 3.0, 0.05, 2.0
 EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C; the partial report is still written
 CLOUD_TYPE = 'sensor_msgs/msg/PointCloud2'
@@ -559,26 +560,44 @@ class NodeRun:
                 'accuracy': self.scorer.summary()}
 
 
-class Progress:
-    """One ``\\r`` line on stderr: frames done of the total and each node's rate."""
+ACCURACY_HEADLINES = (('epe', 'EPE {:.3f} px'), ('d1', 'D1 {:.1%}'),
+                      ('repeatability', 'repeatability {:.2f}'))
 
-    def __init__(self, total: int):
-        self.total, self.started, self.shown = total, time.monotonic(), 0.0
+
+def node_status(run: NodeRun) -> str:
+    """``flow 12.3 fps EPE 0.031 px``: a node's rate and its main accuracy figure so far."""
+    summary = run.scorer.summary()
+    accuracy = next((fmt.format(summary[key]) for key, fmt in ACCURACY_HEADLINES
+                     if summary.get(key) is not None), '')
+    return f'{run.spec.key} {run.fps() or 0.0:.1f} fps {accuracy}'.rstrip()
+
+
+class Progress:
+    """Progress on the terminal: a ``\r`` bar on stderr, or (``lines``) one status line a
+    second on stdout with every node's rate and accuracy so far (the demo's view)."""
+
+    def __init__(self, total: int, lines: bool = False):
+        self.total, self.lines = total, lines
+        self.started, self.shown = time.monotonic(), 0.0
 
     def update(self, done: int, runs: list[NodeRun], force: bool = False) -> None:
         now = time.monotonic()
-        if not force and now - self.shown < PROGRESS_PERIOD_S:
+        if not force and now - self.shown < (STATUS_PERIOD_S if self.lines else PROGRESS_PERIOD_S):
             return
         self.shown = now
+        nodes = ', '.join(node_status(r) for r in runs)
+        if self.lines:
+            print(f'[{now - self.started:5.1f} s] frames {done}/{self.total}: {nodes}', flush=True)
+            return
         width = 24
         filled = width * done // max(self.total, 1)
-        rates = '  '.join(f'{r.spec.key} {r.fps() or 0.0:.1f} fps' for r in runs)
         sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} frames"
-                         f'  {rates}  {now - self.started:.0f} s ')
+                         f'  {nodes}  {now - self.started:.0f} s ')
         sys.stderr.flush()
 
     def finish(self) -> None:
-        sys.stderr.write('\n')
+        if not self.lines:
+            sys.stderr.write('\n')
 
 
 class Recorder:
@@ -793,7 +812,8 @@ class Outcome:
 
 
 def evaluate_bag(bag: Bag, runs: list[NodeRun], parameters: dict[str, dict[str, Value]],
-                 out: Path, env: dict[str, str], timeout_s: float) -> Outcome:
+                 out: Path, env: dict[str, str], timeout_s: float,
+                 status_lines: bool = False) -> Outcome:
     """Start the nodes, play the bag in lockstep into DIR/bag, stop the nodes."""
     import rclpy
     from rosbags.rosbag2 import StoragePlugin, Writer
@@ -814,7 +834,7 @@ def evaluate_bag(bag: Bag, runs: list[NodeRun], parameters: dict[str, dict[str, 
             wait_connected(player, nodes, timeout_s)
             started = time.monotonic()
             sent, interrupted = play(bag, player, recorder, runs, nodes, timeout_s,
-                                     Progress(total))
+                                     Progress(total, status_lines))
             wall_s = time.monotonic() - started
     finally:
         exit_codes = stop_nodes(nodes)
@@ -860,7 +880,7 @@ def run(args: argparse.Namespace) -> int:
     os.environ.update(ROS_DOMAIN_ID=env['ROS_DOMAIN_ID'],
                       ROS_AUTOMATIC_DISCOVERY_RANGE=env['ROS_AUTOMATIC_DISCOVERY_RANGE'])
     runs = [NodeRun(spec, SCORERS[spec.key]()) for spec in specs]
-    outcome = evaluate_bag(bag, runs, parameters, out, env, args.timeout)
+    outcome = evaluate_bag(bag, runs, parameters, out, env, args.timeout, args.status_lines)
     report = build_report(args, domain_id, runs, parameters, outcome, notes)
     write_report(out, report, runs)
     for key, node in report['nodes'].items():
@@ -889,4 +909,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument('--domain-id', type=int,
                         help='ROS_DOMAIN_ID of the run (default: a random one, so that live '
                              'camera traffic cannot mix in)')
+    parser.add_argument('--status-lines', action='store_true',
+                        help='one status line a second (frames, fps and accuracy per node) '
+                             'instead of a progress bar')
     parser.set_defaults(run=run)

@@ -1,0 +1,25 @@
+"""`cl-vision demo` (what `make demo` runs): three nodes over DDS, status lines, outputs."""
+import json
+
+from rosbags.rosbag2 import Reader
+
+from test_cli import cl_vision
+
+
+def test_demo_runs_the_three_nodes_and_names_its_outputs(tmp_path):
+    out = tmp_path / 'demo'
+    result = cl_vision('demo', '--frames', '4', '--out', str(out))
+    assert result.returncode == 0, result.stdout + result.stderr
+    status = [line for line in result.stdout.splitlines() if line.startswith('[')]
+    assert status and all(k in status[-1] for k in ('flow', 'surf', 'disparity', 'D1'))
+    assert f'demo outputs: {out.resolve()}' in result.stdout
+    report = json.loads((out / 'report.json').read_text())
+    assert {k: v['answered'] for k, v in report['nodes'].items()} == \
+        {'flow': 3, 'surf': 4, 'disparity': 4}
+    assert report['nodes']['disparity']['accuracy']['d1'] < 0.3
+    for picture in ('camera_disparity_color.png', 'camera_left_flow_color.png',
+                    'camera_left_keypoints_image.png'):
+        assert (out / picture).stat().st_size > 0
+    with Reader(out / 'bag') as bag:
+        topics = {c.topic: c.msgcount for c in bag.connections}
+    assert topics['/camera/disparity'] == 4 and topics['/camera/left/flow'] == 3
