@@ -14,7 +14,7 @@ from typing import Any, Callable
 import rclpy
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.parameter import Parameter
+from rclpy.parameter import Parameter, parameter_value_to_python
 from rclpy.parameter_client import AsyncParameterClient
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
 
@@ -116,6 +116,11 @@ class RosHarness:
         """Call ``<node>/set_parameters``, the service ``ros2 param set`` calls."""
         return list(self._call(node_name, lambda c: c.set_parameters(
             [Parameter(k, value=v) for k, v in values.items()])).results)
+
+    def get_parameters(self, node_name: str, names: list[str]) -> dict[str, Any]:
+        """Current values (``ros2 param get``), by name."""
+        values = self._call(node_name, lambda c: c.get_parameters(names)).values
+        return {name: parameter_value_to_python(value) for name, value in zip(names, values)}
 
     def describe_parameters(self, node_name: str) -> dict[str, Any]:
         """Every declared parameter's descriptor (``ros2 param describe``), by name."""

@@ -47,3 +47,28 @@ def test_launch_file_nodes_and_parameters(path):
                     spec = schema.specs.get(name)
                     assert spec is not None, f'{file.name}: {exe} declares no {name}'
                     assert type(value) is spec.type, f'{file.name}: {name} type'
+
+
+CONFIG_FILES = sorted((REPO / 'config').glob('*.yaml'))
+
+
+@pytest.fixture(scope='module')
+def ros():
+    from rosutil import RosHarness
+    harness = RosHarness('config_test_harness')
+    yield harness
+    harness.close()
+
+
+@pytest.mark.parametrize('path', CONFIG_FILES, ids=lambda p: p.name)
+def test_each_node_starts_with_its_parameter_file(ros, path):
+    from rosutil import NodeProcess
+    (node, section), = yaml.safe_load(path.read_text()).items()
+    values = section['ros__parameters']
+    proc = NodeProcess(f'cl_vision_nodes.ros.{node}', ['--params-file', str(path)])
+    try:
+        got = ros.get_parameters(node, list(values))
+        assert got == values, proc.output()
+        assert proc.alive()
+    finally:
+        assert proc.stop() == 0, proc.output()
