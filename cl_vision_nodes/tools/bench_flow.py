@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-from dataclasses import dataclass
 from typing import Callable
 
 import cv2
@@ -21,23 +20,12 @@ from cl_vision_nodes.dataio.synthetic import flow_pair
 from cl_vision_nodes.flow.estimator import FlowEstimator, gray_to_raw
 from cl_vision_nodes.flow.schema import METHODS
 from cl_vision_nodes.opencl.runtime import ClRuntime
-from cl_vision_nodes.tools.bench_timing import device_stages, time_ms
+from cl_vision_nodes.tools.bench_timing import BenchRow, device_stages, format_rows, time_ms
 
 SIZES = ((640, 480), (1280, 720))
 DIS_PRESETS = {'DIS ULTRAFAST': cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST,
                'DIS FAST': cv2.DISOPTICAL_FLOW_PRESET_FAST,
                'DIS MEDIUM': cv2.DISOPTICAL_FLOW_PRESET_MEDIUM}
-
-
-@dataclass(frozen=True)
-class FlowRow:
-    method: str
-    where: str
-    width: int
-    height: int
-    mean_ms: float
-    best_ms: float
-    stages: str = ''
 
 
 def farneback(f0, f1):
@@ -66,47 +54,32 @@ def streaming(method: str, raws: list):
     return prepare
 
 
-def run(device: str, repeats: int, sizes=SIZES) -> list[FlowRow]:
+def run(device: str, repeats: int, sizes=SIZES) -> list[BenchRow]:
     runtime = ClRuntime(device)
-    rows: list[FlowRow] = []
+    rows: list[BenchRow] = []
     for width, height in sizes:
         sample = flow_pair(height, width, motion='translation', seed=0)
         frames = [sample.frame0, sample.frame1]
         raws = [gray_to_raw(f) for f in frames]
         for method in METHODS:
             step = streaming(method, raws)(runtime)
-            rows.append(FlowRow(method, runtime.entry.name, width, height,
+            rows.append(BenchRow(method, runtime.entry.name, width, height,
                                 *time_ms(step, repeats),
                                 device_stages(device, streaming(method, raws))))
         cv2.ocl.setUseOpenCL(False)
         for name, fn in opencv_cases().items():
-            rows.append(FlowRow(name, f'OpenCV CPU ({cv2.getNumThreads()} threads)', width,
+            rows.append(BenchRow(name, f'OpenCV CPU ({cv2.getNumThreads()} threads)', width,
                                 height, *time_ms(lambda: fn(*frames), repeats)))
         if runtime.entry.is_gpu and cv2.ocl.haveOpenCL():
             cv2.ocl.setUseOpenCL(True)
             umats = [cv2.UMat(f) for f in frames]
             for name, fn in opencv_cases().items():
-                rows.append(FlowRow(name, f'OpenCV OpenCL ({cv2.ocl.Device.getDefault().name()})',
+                rows.append(BenchRow(name, f'OpenCV OpenCL ({cv2.ocl.Device.getDefault().name()})',
                                     width, height, *time_ms(lambda: fn(*umats).get(), repeats)))
             cv2.ocl.setUseOpenCL(False)
     return rows
 
 
-def format_table(rows: list[FlowRow]) -> str:
-    lines = [f'{"method":<14} {"size":>9} {"mean ms":>9} {"best ms":>9} {"fps":>8} '
-             f'{"vs DIS MEDIUM cpu":>18}  where / device ms per stage']
-    for size in sorted({(r.width, r.height) for r in rows}):
-        group = [r for r in rows if (r.width, r.height) == size]
-        medium = next(r.mean_ms for r in group
-                      if r.method == 'DIS MEDIUM' and r.where.startswith('OpenCV CPU'))
-        for r in group:
-            lines.append(f'{r.method:<14} {f"{r.width}x{r.height}":>9} {r.mean_ms:>9.2f} '
-                         f'{r.best_ms:>9.2f} {1e3 / r.mean_ms:>8.1f} '
-                         f'{medium / r.mean_ms:>17.2f}x  {r.where}'
-                         + (f' / {r.stages}' if r.stages else ''))
-    return '\n'.join(lines)
-
-
 def main(args: argparse.Namespace) -> None:
     print('Dense optical flow, ms per frame (ours: upload + pyramid + flow + download)')
-    print(format_table(run(args.device, args.repeats)))
+    print(format_rows(run(args.device, args.repeats), 'DIS MEDIUM cpu', lambda r: r.method == 'DIS MEDIUM' and r.where.startswith('OpenCV CPU')))

@@ -6,7 +6,6 @@ Frames are a real image (``--image``, resized) or a generated texture. No ROS im
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -16,22 +15,10 @@ from cl_vision_nodes.dataio.synthetic import texture
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.surf.extractor import SurfExtractor
-from cl_vision_nodes.tools.bench_timing import device_stages, time_ms
+from cl_vision_nodes.tools.bench_timing import BenchRow, device_stages, format_rows, time_ms
 
 SIZES = ((640, 480), (800, 640))
 CAPS = (2000, 8000)
-
-
-@dataclass(frozen=True)
-class SurfRow:
-    method: str
-    where: str
-    width: int
-    height: int
-    keypoints: int
-    mean_ms: float
-    best_ms: float
-    stages: str = ''
 
 
 def frame(width: int, height: int, image_path: str | None) -> np.ndarray:
@@ -48,9 +35,9 @@ def extraction(params: dict, raw):
     return prepare
 
 
-def run(device: str, repeats: int, image_path: str | None, sizes=SIZES) -> list[SurfRow]:
+def run(device: str, repeats: int, image_path: str | None, sizes=SIZES) -> list[BenchRow]:
     runtime = ClRuntime(device)
-    rows: list[SurfRow] = []
+    rows: list[BenchRow] = []
     for width, height in sizes:
         gray = frame(width, height, image_path)
         raw = array_to_raw(gray, 'mono8')
@@ -58,32 +45,21 @@ def run(device: str, repeats: int, image_path: str | None, sizes=SIZES) -> list[
             params = {'max_keypoints': cap}
             extractor = SurfExtractor(runtime, params)
             count = len(extractor.detect_and_describe(raw))
-            rows.append(SurfRow(f'SURF max {cap}', runtime.entry.name, width, height, count,
-                                *time_ms(lambda: extractor.detect_and_describe(raw), repeats),
-                                device_stages(device, extraction(params, raw))))
+            rows.append(BenchRow(f'SURF max {cap}', runtime.entry.name, width, height,
+                                 *time_ms(lambda: extractor.detect_and_describe(raw), repeats),
+                                 device_stages(device, extraction(params, raw)),
+                                 note=f'{count} kp'))
         where = f'OpenCV CPU ({cv2.getNumThreads()} threads)'
         for name, detector in (('SIFT', cv2.SIFT_create()), ('ORB 2000', cv2.ORB_create(2000))):
             count = len(detector.detectAndCompute(gray, None)[0])
-            rows.append(SurfRow(name, where, width, height, count,
-                                *time_ms(lambda: detector.detectAndCompute(gray, None), repeats)))
+            rows.append(BenchRow(name, where, width, height,
+                                 *time_ms(lambda: detector.detectAndCompute(gray, None), repeats),
+                                 note=f'{count} kp'))
     return rows
-
-
-def format_table(rows: list[SurfRow]) -> str:
-    lines = [f'{"method":<15} {"size":>8} {"kp":>6} {"mean ms":>9} {"best ms":>9} {"fps":>8} '
-             f'{"vs SIFT":>8}  where / device ms per stage']
-    for size in sorted({(r.width, r.height) for r in rows}):
-        group = [r for r in rows if (r.width, r.height) == size]
-        sift = next(r.mean_ms for r in group if r.method == 'SIFT')
-        for r in group:
-            lines.append(f'{r.method:<15} {f"{r.width}x{r.height}":>8} {r.keypoints:>6} '
-                         f'{r.mean_ms:>9.2f} {r.best_ms:>9.2f} {1e3 / r.mean_ms:>8.1f} '
-                         f'{sift / r.mean_ms:>7.1f}x  {r.where}'
-                         + (f' / {r.stages}' if r.stages else ''))
-    return '\n'.join(lines)
 
 
 def main(args: argparse.Namespace) -> None:
     source = args.image or 'generated texture'
     print(f'SURF detect + describe, ms per frame (upload and download included), {source}')
-    print(format_table(run(args.device, args.repeats, args.image)))
+    print(format_rows(run(args.device, args.repeats, args.image), 'SIFT',
+                      lambda r: r.method == 'SIFT'))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 from cl_vision_nodes.opencl.runtime import ClRuntime
@@ -29,3 +30,33 @@ def device_stages(device: str, prepare: Callable[[ClRuntime], Callable[[], objec
     runtime.profiler.collect()
     call()
     return ', '.join(f'{k} {v:.2f}' for k, v in runtime.profiler.collect().items())
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    """One measured case: ms per frame (mean and best), where it ran, and device ms per stage."""
+
+    method: str
+    where: str
+    width: int
+    height: int
+    mean_ms: float
+    best_ms: float
+    stages: str = ''
+    note: str = ''
+
+
+def format_rows(rows: list[BenchRow], label: str, is_baseline: Callable[[BenchRow], bool]) -> str:
+    """A table grouped by frame size with fps and each row's speed ratio to the size's
+    baseline row (the same-run comparison every benchmark prints)."""
+    lines = [f'{"method":<18} {"size":>9} {"note":>8} {"mean ms":>9} {"best ms":>9} {"fps":>8} '
+             f'{"vs " + label:>18}  where / device ms per stage']
+    for size in sorted({(r.width, r.height) for r in rows}):
+        group = [r for r in rows if (r.width, r.height) == size]
+        baseline = next(r.mean_ms for r in group if is_baseline(r))
+        for r in group:
+            lines.append(f'{r.method:<18} {f"{r.width}x{r.height}":>9} {r.note:>8} '
+                         f'{r.mean_ms:>9.2f} {r.best_ms:>9.2f} {1e3 / r.mean_ms:>8.1f} '
+                         f'{baseline / r.mean_ms:>17.2f}x  {r.where}'
+                         + (f' / {r.stages}' if r.stages else ''))
+    return '\n'.join(lines)
