@@ -26,4 +26,9 @@ class DeviceError(CLVisionError):
 
 
 class KernelBuildError(CLVisionError):
-    """An OpenCL program failed to compile; the message carries the .cl file and compiler log."""
+    """An OpenCL program failed to compile: the message names the device, the .cl files, the
+    compiler's first error and the fix; ``log`` holds the compiler's whole output."""
+
+    def __init__(self, message: str, log: str = ''):
+        super().__init__(message)
+        self.log = log

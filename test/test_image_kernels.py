@@ -79,9 +79,9 @@ def test_field_encoding_is_not_an_intensity_image(images):
 def test_buffers_are_reused_across_frames(images, runtime):
     rng = np.random.default_rng(10)
     images.convert(random_image('bgr8', 40, 30, rng), 'mono8')
-    allocated = runtime.allocated_bytes()
+    allocated = images.buffers.allocated_bytes()
     buffers = dict(runtime._buffers)
     for _ in range(3):
         images.convert(random_image('bgr8', 40, 30, rng), 'mono8')
-    assert runtime.allocated_bytes() == allocated
+    assert images.buffers.allocated_bytes() == allocated
     assert all(runtime._buffers[k] is v for k, v in buffers.items())

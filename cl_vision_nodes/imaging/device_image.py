@@ -2,7 +2,8 @@
 
 ``DeviceImages.upload_gray`` sends a message's bytes as they are (padded rows, either byte order,
 Bayer, YUV) and decodes them to float gray on the device, so the host never converts pixels.
-``convert`` is the whole round trip used by ``convert_node`` and the tests.
+``convert`` is the whole round trip used by ``convert_node`` and the tests. Each ``DeviceImages``
+owns its buffers: an estimator that keeps two decoded frames asks for two roles.
 """
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from typing import Literal
 import numpy as np
 import pyopencl as cl
 
-from cl_vision_nodes.imaging.encodings import (RawImage, array_to_raw, as_bytes, opencl_defines,
-                                               validate, validate_intensity)
+from cl_vision_nodes.imaging.encodings import (HOST_IS_BIG_ENDIAN, RawImage, array_to_raw,
+                                               as_bytes, opencl_defines, validate,
+                                               validate_intensity)
 from cl_vision_nodes.opencl.runtime import ClRuntime
 
 OutputEncoding = Literal['mono8', '32FC1', 'passthrough']
 OUTPUT_ENCODINGS: tuple[str, ...] = ('mono8', '32FC1', 'passthrough')
-HOST_IS_BIG_ENDIAN = np.little_endian is False
+KERNELS = 'imaging/device_image.cl'
 
 
 class DeviceImages:
@@ -25,16 +27,18 @@ class DeviceImages:
 
     def __init__(self, runtime: ClRuntime):
         self.runtime = runtime
-        self.defines = opencl_defines()
-
-    def _launch(self, name: str, items: tuple[int, ...], args: tuple, stage: str) -> None:
-        self.runtime.launch('image', name, items, None, args, stage, self.defines)
+        self.buffers = runtime.buffers()
+        program = runtime.program(KERNELS, opencl_defines())
+        self._decode = program.kernel('decode_gray')
+        self._to_mono8 = program.kernel('gray_to_mono8')
+        self._scale = program.kernel('scale_f32')
+        self._repack_rows = program.kernel('repack_rows')
 
     def upload_raw(self, raw: RawImage) -> cl.Buffer:
         """Copy the message bytes (step*height of them) into the ``raw`` device buffer."""
         validate(raw)
         host = as_bytes(raw.data)[:raw.step * raw.height]
-        buf = self.runtime.buffer('raw', host.nbytes, cl.mem_flags.READ_ONLY)
+        buf = self.buffers.get('raw', host.nbytes, cl.mem_flags.READ_ONLY)
         event = cl.enqueue_copy(self.runtime.queue, buf, host, is_blocking=False)
         self.runtime.profiler.record('upload', event)
         return buf
@@ -43,9 +47,9 @@ class DeviceImages:
         """Decode ``raw`` into a float32 HxW device buffer of intensities on the 0..255 scale."""
         info = validate_intensity(raw)
         src = self.upload_raw(raw)
-        gray = self.runtime.buffer(role, raw.width * raw.height * 4)
+        gray = self.buffers.get(role, raw.width * raw.height * 4)
         swap = int(bool(raw.is_bigendian) != HOST_IS_BIG_ENDIAN and info.dtype.itemsize > 1)
-        self._launch('decode_gray', (raw.width, raw.height),
+        self._decode((raw.width, raw.height),
                      (src, np.int32(raw.step), np.int32(raw.width), np.int32(raw.height),
                       np.int32(info.id), np.int32(swap), gray), 'decode')
         return gray
@@ -65,9 +69,9 @@ class DeviceImages:
         gray = self.upload_gray(raw)
         count = raw.width * raw.height
         mono8 = output == 'mono8'
-        out_buf = self.runtime.buffer(f'out_{output}', count * (1 if mono8 else 4))
-        self._launch('gray_to_mono8' if mono8 else 'scale_f32', (count,),
-                     (gray, np.int32(count), np.float32(gain), out_buf), 'scale')
+        out_buf = self.buffers.get(f'out_{output}', count * (1 if mono8 else 4))
+        (self._to_mono8 if mono8 else self._scale)(
+            (count,), (gray, np.int32(count), np.float32(gain), out_buf), 'scale')
         pixels = self.download(out_buf, (raw.height, raw.width),
                                np.dtype(np.uint8 if mono8 else np.float32))
         return array_to_raw(pixels, output)
@@ -78,9 +82,9 @@ class DeviceImages:
         row_bytes = raw.width * info.bytes_per_pixel
         item = info.dtype.itemsize
         swap = bool(raw.is_bigendian) != HOST_IS_BIG_ENDIAN and item > 1
-        out_buf = self.runtime.buffer('out_passthrough', row_bytes * raw.height)
-        self._launch('repack_rows', (row_bytes, raw.height),
-                     (src, np.int32(raw.step), np.int32(row_bytes), np.int32(raw.height),
-                      np.int32(item - 1 if swap else 0), out_buf), 'repack')
+        out_buf = self.buffers.get('out_passthrough', row_bytes * raw.height)
+        self._repack_rows((row_bytes, raw.height),
+                          (src, np.int32(raw.step), np.int32(row_bytes), np.int32(raw.height),
+                           np.int32(item - 1 if swap else 0), out_buf), 'repack')
         packed = self.download(out_buf, (raw.height * row_bytes,), np.dtype(np.uint8))
         return RawImage(info.name, raw.height, raw.width, row_bytes, HOST_IS_BIG_ENDIAN, packed)

@@ -32,6 +32,7 @@ build defines (``opencl_defines()``) and an encoding argument. Never renumber; a
 from __future__ import annotations
 
 import array
+import sys
 from dataclasses import dataclass
 from typing import Literal, Union
 
@@ -59,6 +60,10 @@ class EncodingInfo:
     dtype: np.dtype
     bytes_per_pixel: int
     order: str = ''
+
+
+HOST_IS_BIG_ENDIAN = sys.byteorder == 'big'
+"""Byte order of this host, the order of arrays made here."""
 
 
 def _info(name: str, id_: int, kind: Kind, channels: int, dtype: str, order: str = '') -> EncodingInfo:
@@ -254,7 +259,8 @@ def to_gray_reference(raw: RawImage) -> np.ndarray:
     """NumPy reference of the device gray decoder: float32 HxW intensity on the 0..255 scale.
 
     mono16 is scaled by float32(1/257) (a multiply, as the kernel does); colour and demosaiced
-    Bayer use OpenCV's fixed-point weights; yuv takes the pixel's Y byte; 32FC1 passes through.
+    Bayer use OpenCV's fixed-point weights; yuv takes the pixel's Y byte; 32FC1 passes through,
+    with NaN and infinities (a depth camera's holes) read as 0.
     """
     a = raw_to_array(raw)
     info = encoding_info(raw.encoding)
@@ -269,7 +275,8 @@ def to_gray_reference(raw: RawImage) -> np.ndarray:
     if info.kind == 'yuv':
         return a[..., info.order.index('Y')].astype(np.float32)
     if info.kind == 'float':
-        return a.astype(np.float32)
+        gray = a.astype(np.float32)
+        return np.where(np.isfinite(gray), gray, np.float32(0))
     raise ImageFormatError(f'{info.name} is a two-channel field, not an intensity image; expected an image encoding')
 
 

@@ -16,7 +16,6 @@ converter, which is the tested path.
 """
 from __future__ import annotations
 
-import sys
 from typing import Any, Optional
 
 import numpy as np
@@ -24,9 +23,8 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
 from cl_vision_nodes.imaging.encodings import (
-    ENCODINGS, EncodingInfo, RawImage, array_to_raw, check_array, raw_to_array, validate)
-
-_HOST_BIGENDIAN = sys.byteorder == 'big'
+    ENCODINGS, HOST_IS_BIG_ENDIAN, EncodingInfo, RawImage, array_to_raw, check_array,
+    raw_to_array, validate)
 
 
 def image_msg_to_raw(msg: Image) -> RawImage:
@@ -57,7 +55,7 @@ def raw_to_msg(raw: RawImage, header: Optional[Header] = None) -> Image:
 
 def _array_to_msg(a: np.ndarray, info: EncodingInfo, header: Optional[Header]) -> Image:
     msg = Image()
-    return _fill(msg, array_to_raw(a, info.name, _HOST_BIGENDIAN, out=msg.data), info, header)
+    return _fill(msg, array_to_raw(a, info.name, HOST_IS_BIG_ENDIAN, out=msg.data), info, header)
 
 
 def _sample(info: EncodingInfo) -> np.ndarray:
@@ -101,7 +99,7 @@ def image_to_numpy(msg: Image) -> np.ndarray:
     raw = image_msg_to_raw(msg)
     info = validate(raw)
     if (_BRIDGE is not None and raw.encoding in _BRIDGE_ENCODINGS
-            and raw.is_bigendian == _HOST_BIGENDIAN and raw.step == raw.width * info.bytes_per_pixel):
+            and raw.is_bigendian == HOST_IS_BIG_ENDIAN and raw.step == raw.width * info.bytes_per_pixel):
         return _BRIDGE.imgmsg_to_cv2(msg, 'passthrough')
     return raw_to_array(raw)
 

@@ -112,9 +112,11 @@ __kernel void decode_gray(__global const uchar* raw, const int step, const int w
     case ENC_YUV422_YUY2:  // YUYV: Y0 U Y1 V
         g = (float)row[2 * x];
         break;
-    case ENC_32FC1:
-        g = load_f32(row + 4 * x, swap_bytes);
+    case ENC_32FC1: {  // NaN and infinities (a depth camera's holes) read as 0: one bad
+        const float f = load_f32(row + 4 * x, swap_bytes);  // pixel must not spread
+        g = isfinite(f) ? f : 0.0f;
         break;
+    }
     }
     gray[(size_t)y * width + x] = g;
 }

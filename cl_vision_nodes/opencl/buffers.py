@@ -1,0 +1,31 @@
+"""Device buffers owned by one object, keyed by role and reused while the size stays the same.
+
+Each estimator (and each image decoder) has its own ``Buffers``: two objects on one runtime
+never see each other's buffers, and the per-frame path allocates nothing.
+"""
+from __future__ import annotations
+
+import pyopencl as cl
+
+
+class Buffers:
+    """The device buffers of one owner."""
+
+    def __init__(self, context: cl.Context):
+        self.context = context
+        self._buffers: dict[str, cl.Buffer] = {}
+
+    def get(self, role: str, nbytes: int, flags: int = cl.mem_flags.READ_WRITE) -> cl.Buffer:
+        """The buffer of ``role``, reallocated only when its byte size (or flags) change."""
+        nbytes = max(int(nbytes), 1)
+        found = self._buffers.get(role)
+        if found is None or found.size != nbytes or found.flags != flags:
+            found = cl.Buffer(self.context, flags, nbytes)
+            self._buffers[role] = found
+        return found
+
+    def __len__(self) -> int:
+        return len(self._buffers)
+
+    def allocated_bytes(self) -> int:
+        return sum(buf.size for buf in self._buffers.values())

@@ -1,0 +1,165 @@
+"""Which OpenCL devices exist, which of them can build our kernels, and which one to use.
+
+A device is usable only if it compiles and runs a tiny probe kernel: an installed driver whose
+compiler cannot target this CPU (PoCL 3.0 inside the pyopencl wheel on AMD family 26 says
+``unknown target CPU 'generic'``) lists a device that would fail every build. ``auto``, ``gpu``
+and ``cpu`` skip such devices with one warning naming the reason and the fix; an explicit
+choice (``P:D`` or a name) that fails is an error.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pyopencl as cl
+
+from cl_vision_nodes.errors import DeviceError
+
+DEVICE_ENV = 'CL_VISION_DEVICE'
+LOG = logging.getLogger('cl_vision_nodes.opencl')
+
+INSTALL_HINT = (
+    'install an OpenCL driver: on a CPU-only Debian/Ubuntu machine `sudo apt install '
+    'pocl-opencl-icd` (the `make` set-up does this when the bundled PoCL cannot compile); for '
+    'NVIDIA the driver ICD (`nvidia-opencl-icd` or the CUDA driver), for Intel GPUs '
+    '`intel-opencl-icd`, for AMD ROCm `rocm-opencl-runtime`; `cl-vision doctor` checks every '
+    'device')
+
+PROBE_SOURCE = """
+__kernel void probe(__global float* out) {
+    const int i = get_global_id(0);
+    out[i] = (float)i * 0.5f;
+}
+"""
+
+
+@dataclass(frozen=True)
+class DeviceEntry:
+    """One OpenCL device with the ``P:D`` indices that select it."""
+
+    platform_index: int
+    device_index: int
+    platform_name: str
+    device: cl.Device
+
+    @property
+    def name(self) -> str:
+        return self.device.name.strip()
+
+    @property
+    def index(self) -> str:
+        return f'{self.platform_index}:{self.device_index}'
+
+    @property
+    def is_gpu(self) -> bool:
+        return bool(self.device.type & cl.device_type.GPU)
+
+    @property
+    def kind(self) -> str:
+        if self.is_gpu:
+            return 'GPU'
+        return 'CPU' if self.device.type & cl.device_type.CPU else 'other'
+
+    def describe(self) -> str:
+        return f'{self.name} ({self.kind}, {self.platform_name}, {self.index})'
+
+
+def list_devices() -> list[DeviceEntry]:
+    """All devices of all platforms; DeviceError with install advice when there are none."""
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as exc:
+        raise DeviceError(f'no OpenCL platform found ({exc}); {INSTALL_HINT}') from None
+    entries = []
+    for p_index, platform in enumerate(platforms):
+        try:
+            devices = platform.get_devices()
+        except cl.Error:
+            continue  # a platform whose driver is installed but unusable: skip it
+        entries.extend(DeviceEntry(p_index, d_index, platform.name.strip(), device)
+                       for d_index, device in enumerate(devices))
+    if not entries:
+        raise DeviceError(f'OpenCL platforms exist but expose no device; {INSTALL_HINT}')
+    return entries
+
+
+def first_line(text: str) -> str:
+    """The first line of a compiler or driver message that says what went wrong."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    for line in lines:
+        if 'error' in line.lower():
+            return line
+    return lines[0] if lines else 'no message'
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(platform_index: int, device_index: int) -> str | None:
+    device = cl.get_platforms()[platform_index].get_devices()[device_index]
+    try:
+        context = cl.Context([device])
+        queue = cl.CommandQueue(context)
+        kernel = cl.Program(context, PROBE_SOURCE).build().probe
+        out = np.zeros(4, np.float32)
+        buf = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
+        kernel(queue, (4,), None, buf)
+        cl.enqueue_copy(queue, out, buf)
+    except (cl.Error, RuntimeError) as exc:
+        return first_line(str(exc))
+    if not np.array_equal(out, np.arange(4, dtype=np.float32) * 0.5):
+        return f'the probe kernel computed {out.tolist()}'
+    return None
+
+
+def probe(entry: DeviceEntry) -> str | None:
+    """None if ``entry`` builds and runs a tiny kernel, else the reason it cannot (cached per
+    process: a node or test session probes each device once)."""
+    return _probe(entry.platform_index, entry.device_index)
+
+
+def resolve_spec(spec: str | None) -> str:
+    """The effective device request: an explicit one, else CL_VISION_DEVICE, else ``auto``."""
+    if spec and spec != 'auto':
+        return spec
+    return os.environ.get(DEVICE_ENV, '').strip() or 'auto'
+
+
+def _matching(request: str, entries: list[DeviceEntry]) -> list[DeviceEntry]:
+    key = request.lower()
+    if key == 'auto':
+        return sorted(entries, key=lambda e: not e.is_gpu)  # GPUs first, stable otherwise
+    if key in ('gpu', 'cpu'):
+        return [e for e in entries if e.kind.lower() == key]
+    if ':' in key and all(part.isdigit() for part in key.split(':', 1)):
+        return [e for e in entries if e.index == key]
+    return [e for e in entries if key in f'{e.platform_name} {e.name}'.lower()]
+
+
+def select_device(spec: str | None = None) -> DeviceEntry:
+    """Pick a working device by ``auto``, ``gpu``, ``cpu``, ``P:D`` or a name part.
+
+    ``auto``/``gpu``/``cpu`` take the first candidate that passes the probe and warn about each
+    one skipped; an explicit choice that fails the probe raises DeviceError.
+    """
+    request = resolve_spec(spec)
+    entries = list_devices()
+    found = _matching(request, entries)
+    if not found:
+        available = '; '.join(f'{e.index} {e.name} ({e.kind})' for e in entries)
+        raise DeviceError(f'no OpenCL device matches {request!r}; available: {available}')
+    explicit = request.lower() not in ('auto', 'gpu', 'cpu')
+    failures = []
+    for entry in found:
+        reason = probe(entry)
+        if reason is None:
+            return entry
+        if explicit:
+            raise DeviceError(f'OpenCL device {entry.describe()} cannot build kernels: {reason}; '
+                              f'{INSTALL_HINT}')
+        LOG.warning('skipping OpenCL device %s: it cannot build kernels (%s); %s',
+                    entry.describe(), reason, INSTALL_HINT)
+        failures.append(f'{entry.describe()}: {reason}')
+    raise DeviceError(f'no {request} OpenCL device can build kernels ({"; ".join(failures)}); '
+                      f'{INSTALL_HINT}')

@@ -1,0 +1,66 @@
+"""What a device allows, read once: work-group size, local memory, fp64, image support.
+
+Kernels with fixed local tiles take their sizes as build defines chosen here, so the same code
+runs on a GPU with 1024 work-items per group and on a small one (or PoCL with
+``POCL_MAX_WORK_GROUP_SIZE=64``) with 64.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyopencl as cl
+
+MIN_GROUP = 64
+"""The smallest work-group limit the kernels are written for (Mali, Raspberry Pi, PoCL at 64)."""
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """The limits of one device that shape our launches."""
+
+    max_group: int
+    max_item_sizes: tuple[int, ...]
+    local_mem: int
+    fp64: bool
+    image_support: bool
+    compute_units: int
+    is_gpu: bool
+
+    @classmethod
+    def of(cls, device: cl.Device) -> DeviceLimits:
+        return cls(max_group=int(device.max_work_group_size),
+                   max_item_sizes=tuple(int(n) for n in device.max_work_item_sizes),
+                   local_mem=int(device.local_mem_size),
+                   fp64='cl_khr_fp64' in device.extensions,
+                   image_support=bool(device.image_support),
+                   compute_units=int(device.max_compute_units),
+                   is_gpu=bool(device.type & cl.device_type.GPU))
+
+    def fits(self, local: tuple[int, ...]) -> bool:
+        """Whether a work-group of shape ``local`` may be launched on this device."""
+        total = 1
+        for size, limit in zip(local, self.max_item_sizes):
+            if size > limit:
+                return False
+            total *= size
+        return total <= self.max_group
+
+    def group(self, preferred: int) -> int:
+        """The largest power of two <= ``preferred`` that the device allows in one dimension."""
+        size = preferred
+        while size > 1 and not self.fits((size,)):
+            size //= 2
+        return size
+
+    def group_2d(self, preferred: tuple[int, int], min_width: int = 1) -> tuple[int, int]:
+        """``preferred`` (x, y) halved, rows first and then columns down to ``min_width``,
+        until the device allows it."""
+        width, height = preferred
+        while not self.fits((width, height)):
+            if height > 1:
+                height //= 2
+            elif width > min_width:
+                width //= 2
+            else:
+                break
+        return width, height
