@@ -76,12 +76,12 @@ def test_field_encoding_is_not_an_intensity_image(images):
         images.upload_gray(raw)
 
 
-def test_buffers_are_reused_across_frames(images, runtime):
+def test_buffers_are_reused_across_frames(images):
     rng = np.random.default_rng(10)
     images.convert(random_image('bgr8', 40, 30, rng), 'mono8')
     allocated = images.buffers.allocated_bytes()
-    buffers = dict(runtime._buffers)
+    buffers = images.buffers.handles()
     for _ in range(3):
         images.convert(random_image('bgr8', 40, 30, rng), 'mono8')
     assert images.buffers.allocated_bytes() == allocated
-    assert all(runtime._buffers[k] is v for k, v in buffers.items())
+    assert all(images.buffers.handles()[k] is v for k, v in buffers.items())

@@ -24,6 +24,10 @@ class Buffers:
             self._buffers[role] = found
         return found
 
+    def handles(self) -> dict[str, cl.Buffer]:
+        """The buffers by role now (a copy: tests compare it with a later one)."""
+        return dict(self._buffers)
+
     def __len__(self) -> int:
         return len(self._buffers)
 
