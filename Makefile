@@ -26,7 +26,13 @@ $(STAMP): $(VENV)/.requirements $(SOURCES)
 	rm -rf build cl_vision_nodes.egg-info
 	touch $@
 
-demo: $(STAMP)
+# A working OpenCL device: the PoCL bundled with pyopencl cannot compile on some CPUs; then
+# Debian/Ubuntu's pocl-opencl-icd is installed with apt (see scripts/ensure_opencl.sh).
+$(VENV)/.opencl: $(VENV)/.requirements scripts/ensure_opencl.sh
+	bash scripts/ensure_opencl.sh $(PY)
+	touch $@
+
+demo: $(STAMP) $(VENV)/.opencl
 	$(VENV)/bin/cl-vision demo
 
 # libelas through pyelas (GPL-3) is an optional test/benchmark oracle, never a runtime
@@ -37,10 +43,10 @@ $(VENV)/.oracles: $(VENV)/.requirements
 		pyelas==1.0.1 || echo "pyelas did not build: libelas comparisons will be skipped"
 	touch $@
 
-test: $(STAMP) $(VENV)/.oracles
+test: $(STAMP) $(VENV)/.opencl $(VENV)/.oracles
 	$(PY) -m pytest -q test
 
-bench: $(STAMP) $(VENV)/.oracles
+bench: $(STAMP) $(VENV)/.opencl $(VENV)/.oracles
 	$(VENV)/bin/cl-vision bench all
 
 clean:

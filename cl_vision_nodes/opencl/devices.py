@@ -12,6 +12,7 @@ import functools
 import logging
 import os
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pyopencl as cl
@@ -137,11 +138,12 @@ def _matching(request: str, entries: list[DeviceEntry]) -> list[DeviceEntry]:
     return [e for e in entries if key in f'{e.platform_name} {e.name}'.lower()]
 
 
-def select_device(spec: str | None = None) -> DeviceEntry:
+def select_device(spec: str | None = None,
+                  warn: Callable[[str], None] = LOG.warning) -> DeviceEntry:
     """Pick a working device by ``auto``, ``gpu``, ``cpu``, ``P:D`` or a name part.
 
-    ``auto``/``gpu``/``cpu`` take the first candidate that passes the probe and warn about each
-    one skipped; an explicit choice that fails the probe raises DeviceError.
+    ``auto``/``gpu``/``cpu`` take the first candidate that passes the probe and ``warn`` once
+    about each one skipped; an explicit choice that fails the probe raises DeviceError.
     """
     request = resolve_spec(spec)
     entries = list_devices()
@@ -158,8 +160,8 @@ def select_device(spec: str | None = None) -> DeviceEntry:
         if explicit:
             raise DeviceError(f'OpenCL device {entry.describe()} cannot build kernels: {reason}; '
                               f'{INSTALL_HINT}')
-        LOG.warning('skipping OpenCL device %s: it cannot build kernels (%s); %s',
-                    entry.describe(), reason, INSTALL_HINT)
+        warn(f'skipping OpenCL device {entry.describe()}: it cannot build kernels ({reason}); '
+             f'{INSTALL_HINT}')
         failures.append(f'{entry.describe()}: {reason}')
     raise DeviceError(f'no {request} OpenCL device can build kernels ({"; ".join(failures)}); '
                       f'{INSTALL_HINT}')

@@ -7,13 +7,13 @@ are constructed, so a node compiles everything while it starts.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pyopencl as cl
 
 from cl_vision_nodes.opencl.buffers import Buffers
-from cl_vision_nodes.opencl.devices import select_device
+from cl_vision_nodes.opencl.devices import LOG, select_device
 from cl_vision_nodes.opencl.limits import DeviceLimits
 from cl_vision_nodes.opencl.profiling import StageProfiler
 from cl_vision_nodes.opencl.programs import NO_DEFINES, Defines, Program, build, build_options
@@ -26,8 +26,9 @@ sizes (bm block and radius) cannot grow the cache without bound."""
 class ClRuntime:
     """Device, context, queue, profiler and program cache of one node or CLI run."""
 
-    def __init__(self, device: str | None = 'auto', *, profile: bool = False):
-        self.entry = select_device(device)
+    def __init__(self, device: str | None = 'auto', *, profile: bool = False,
+                 warn: Callable[[str], None] = LOG.warning):
+        self.entry = select_device(device, warn)
         self.device = self.entry.device
         self.limits = DeviceLimits.of(self.device)
         self.context = cl.Context([self.device])

@@ -10,8 +10,8 @@ import sys
 from typing import Callable, NoReturn, Sequence
 
 from cl_vision_nodes.errors import CLVisionError
-from cl_vision_nodes.tools import (demo, disparity_cli, evaluate, flow_cli, make_bag, replay,
-                                   surf_cli)
+from cl_vision_nodes.tools import (demo, disparity_cli, doctor, evaluate, flow_cli, make_bag,
+                                   replay, surf_cli)
 from cl_vision_nodes.tools.cli_common import add_device_option
 
 EXIT_BAD_INPUT = 2
@@ -25,7 +25,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
-    from cl_vision_nodes.opencl.runtime import list_devices, select_device
+    from cl_vision_nodes.opencl.devices import list_devices, select_device
     chosen = select_device(args.device)
     for entry in list_devices():
         mark = '*' if entry == chosen else ' '
@@ -72,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(run=cmd_bench)
 
     demo.add_parser(sub)
+    doctor.add_parser(sub)
     evaluate.add_parser(sub)
     flow_cli.add_parser(sub)
     make_bag.add_parser(sub)

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Make sure this machine has an OpenCL device that can build kernels, for `make demo/test`.
+#
+# Why: the PoCL inside the pyopencl wheel (PoCL 3.0-rc2, LLVM 14) cannot compile anything on
+# CPUs its LLVM does not know (AMD family 26: "unknown target CPU 'generic'"), and a GPU driver
+# may be missing. Debian/Ubuntu's own PoCL (`pocl-opencl-icd`) compiles on those CPUs; installed
+# through apt it registers itself in /etc/OpenCL/vendors, where pyopencl's ICD loader looks.
+# Usage: scripts/ensure_opencl.sh PYTHON (the venv's python, with cl_vision_nodes installed).
+set -uo pipefail
+py=${1:?usage: ensure_opencl.sh PYTHON}
+probe() { "$py" -c 'from cl_vision_nodes.opencl.devices import select_device as s; print(s("auto").describe())'; }
+
+if device=$(probe 2>/tmp/cl_vision_probe.$$); then
+  echo "OpenCL: $device builds kernels"
+  rm -f /tmp/cl_vision_probe.$$; exit 0
+fi
+echo "OpenCL: no device can build kernels here ($(tail -n 1 /tmp/cl_vision_probe.$$))"
+rm -f /tmp/cl_vision_probe.$$
+packages="pocl-opencl-icd ocl-icd-libopencl1"
+if ! command -v apt-get >/dev/null; then
+  echo "OpenCL: install a CPU OpenCL driver (PoCL) or your GPU's OpenCL driver, then run make again" >&2
+  exit 1
+fi
+if [ "$(id -u)" = 0 ]; then sudo=; elif sudo -n true 2>/dev/null; then sudo="sudo -n"; else
+  echo "OpenCL: installing Debian's PoCL needs root; run: sudo apt-get install -y $packages" >&2
+  exit 1
+fi
+echo "OpenCL: installing $packages (Debian/Ubuntu's PoCL) with apt-get"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get install -y -q --no-install-recommends $packages >/dev/null ||
+  { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q --no-install-recommends $packages >/dev/null; } ||
+  { echo "OpenCL: apt-get could not install $packages; install an OpenCL driver by hand" >&2; exit 1; }
+if device=$(probe); then
+  echo "OpenCL: $device builds kernels"; exit 0
+fi
+echo "OpenCL: still no device can build kernels; run '$py -m cl_vision_nodes.tools.cli doctor'" >&2
+exit 1
