@@ -1,74 +1,156 @@
-"""OpenCL runtime: device choice, program/kernel cache, buffer reuse and errors that say what to do."""
+"""The device layer: probed device choice, programs by value, no fp64, limits, owned buffers."""
 import numpy as np
 import pyopencl as cl
 import pytest
 
 from cl_vision_nodes.errors import DeviceError, KernelBuildError
 from cl_vision_nodes.imaging.encodings import opencl_defines
-from cl_vision_nodes.opencl import runtime as rt
+from cl_vision_nodes.opencl import devices, programs
+from cl_vision_nodes.opencl import runtime as runtime_module
+from cl_vision_nodes.opencl.limits import DeviceLimits
+from cl_vision_nodes.opencl.runtime import ClRuntime
 
 ENC = opencl_defines()
+IMAGE = 'imaging/device_image.cl'
 
 
 def test_auto_prefers_a_gpu_else_the_first_device():
-    entries = rt.list_devices()
-    chosen = rt.select_device('auto')
+    entries = devices.list_devices()
+    chosen = devices.select_device('auto')
     gpus = [e for e in entries if e.is_gpu]
     assert chosen == (gpus[0] if gpus else entries[0])
 
 
 def test_selection_by_kind_index_and_name_substring():
-    first = rt.list_devices()[0]
-    assert rt.select_device(f'{first.platform_index}:{first.device_index}') == first
-    assert rt.select_device(first.name[:6].lower()) == first
-    assert rt.select_device(first.kind.lower()) == first
+    first = devices.list_devices()[0]
+    assert devices.select_device(first.index) == first
+    assert devices.select_device(first.name[:6].lower()) == first
+    assert devices.select_device(first.kind.lower()) == first
 
 
 def test_environment_variable_applies_to_auto_only(monkeypatch):
-    first = rt.list_devices()[0]
-    monkeypatch.setenv(rt.DEVICE_ENV, f'{first.platform_index}:{first.device_index}')
-    assert rt.resolve_spec('auto') == f'{first.platform_index}:{first.device_index}'
-    assert rt.resolve_spec('cpu') == 'cpu'
-    monkeypatch.setenv(rt.DEVICE_ENV, 'no-such-device')
+    first = devices.list_devices()[0]
+    monkeypatch.setenv(devices.DEVICE_ENV, first.index)
+    assert devices.resolve_spec('auto') == first.index
+    assert devices.resolve_spec('cpu') == 'cpu'
+    monkeypatch.setenv(devices.DEVICE_ENV, 'no-such-device')
     with pytest.raises(DeviceError, match="no OpenCL device matches 'no-such-device'; available"):
-        rt.select_device(None)
+        devices.select_device(None)
 
 
 @pytest.mark.parametrize('spec', ['7:7', 'quantum'])
 def test_unknown_device_lists_what_is_available(spec):
     with pytest.raises(DeviceError, match='available: 0:0'):
-        rt.select_device(spec)
+        devices.select_device(spec)
 
 
-def test_build_failure_names_the_file_and_carries_the_compiler_log(monkeypatch):
-    runtime = rt.ClRuntime('auto')
-    monkeypatch.setattr(rt, 'kernel_source',
-                        lambda name: '__kernel void broken(__global float* x) { x[0] = y; }')
+def test_auto_skips_a_device_that_cannot_build_and_says_why(monkeypatch):
+    entries = devices.list_devices()
+    broken = entries[0]
+    monkeypatch.setattr(devices, 'probe', lambda e: "error: unknown target CPU 'generic'"
+                        if e == broken else None)
+    warnings = []
+    if len(entries) > 1:
+        assert devices.select_device('auto', warnings.append) != broken
+    else:
+        with pytest.raises(DeviceError, match="no auto OpenCL device can build kernels"):
+            devices.select_device('auto', warnings.append)
+    assert len(warnings) == 1
+    assert broken.name in warnings[0] and "unknown target CPU" in warnings[0]
+    assert 'pocl-opencl-icd' in warnings[0]  # the fix
+
+
+def test_an_explicit_device_that_cannot_build_is_an_error(monkeypatch):
+    first = devices.list_devices()[0]
+    monkeypatch.setattr(devices, 'probe', lambda e: 'error: unknown target CPU')
+    with pytest.raises(DeviceError, match='cannot build kernels: error: unknown target CPU'):
+        devices.select_device(first.index)
+
+
+def test_every_listed_device_here_passes_the_probe():
+    assert [devices.probe(e) for e in devices.list_devices()] == \
+        [None] * len(devices.list_devices())
+
+
+def test_build_failure_is_one_line_naming_device_file_first_error_and_fix(monkeypatch, runtime):
+    monkeypatch.setattr(programs, 'kernel_source', lambda file: f'#line 1 "{file}"\n'
+                        '__kernel void broken(__global float* x) { x[0] = y; }\n')
     with pytest.raises(KernelBuildError) as info:
-        runtime.program('image')
+        runtime.program('broken/example.cl')
     message = str(info.value)
-    assert 'kernels/image.cl' in message and "'y'" in message  # the compiler's own words
+    assert len(message.splitlines()) == 1
+    assert 'kernels/broken/example.cl' in message and runtime.entry.name in message
+    assert "'y'" in message and 'example.cl' in message.split('failed:')[1]  # compiler's words
+    assert 'cl-vision doctor' in message
+    assert "'y'" in info.value.log
 
 
-def test_programs_kernels_and_buffers_are_cached(runtime):
+def test_double_is_a_compile_error_on_every_device(monkeypatch, runtime):
+    """fp32 only: a kernel that uses double does not build, even where the device has fp64."""
+    monkeypatch.setattr(programs, 'kernel_source', lambda file: (
+        '__kernel void k(__global float* x) { double d = x[0]; x[0] = (float)(d * 2); }\n'))
+    with pytest.raises(KernelBuildError, match='fp64_is_not_used_by_cl_vision_nodes'):
+        runtime.program('uses_double.cl')
+
+
+def test_programs_are_cached_by_value_and_kernels_once(runtime):
     one, two = {**ENC, 'X': 1}, {**ENC, 'X': 2}
-    assert runtime.program('image', one) is runtime.program('image', dict(one))
-    assert runtime.program('image', one) is not runtime.program('image', two)
-    k = runtime.kernel('image', 'scale_f32', one)
-    assert runtime.kernel('image', 'scale_f32', one) is k
-    a = runtime.buffer('test_role', 1024)
-    assert runtime.buffer('test_role', 1024) is a
-    assert runtime.buffer('test_role', 2048) is not a
+    assert runtime.program(IMAGE, one) is runtime.program((IMAGE,), dict(one))
+    assert runtime.program(IMAGE, one) is not runtime.program(IMAGE, two)
+    program = runtime.program(IMAGE, one)
+    assert program.kernel('scale_f32') is program.kernel('scale_f32')
+
+
+def test_program_cache_is_bounded(monkeypatch):
+    monkeypatch.setattr(runtime_module, 'MAX_PROGRAMS', 3)
+    runtime = ClRuntime('auto')
+    first = runtime.program(IMAGE, {**ENC, 'N': 0})
+    for n in range(1, 6):
+        runtime.program(IMAGE, {**ENC, 'N': n})
+    assert runtime.cache_sizes()['programs'] == 3
+    assert runtime.program(IMAGE, {**ENC, 'N': 0}) is not first  # dropped, built again
+
+
+def test_buffers_belong_to_their_owner(runtime):
+    a, b = runtime.buffers(), runtime.buffers()
+    first = a.get('flow_a', 1024)
+    assert a.get('flow_a', 1024) is first and b.get('flow_a', 1024) is not first
+    assert a.get('flow_a', 2048) is not first and len(a) == 1
+    assert a.allocated_bytes() == 2048
+
+
+def test_launch_rounds_up_to_whole_groups_and_checks_the_limit(runtime):
+    kernel = runtime.program(IMAGE, ENC).kernel('scale_f32')
+    buffers = runtime.buffers()
+    count = 1000  # not a multiple of the group
+    src, dst = buffers.get('src', count * 4), buffers.get('dst', count * 4)
+    host = np.arange(count, dtype=np.float32)
+    cl.enqueue_copy(runtime.queue, src, host)
+    kernel((count,), (src, np.int32(count), np.float32(2.0), dst), 'scale', local=(64,))
+    out = np.empty_like(host)
+    cl.enqueue_copy(runtime.queue, out, dst)
+    assert np.array_equal(out, host * 2)
+    with pytest.raises(DeviceError, match='work-items'):
+        kernel((count,), (src, np.int32(count), np.float32(2.0), dst), 'scale',
+               local=(kernel.max_group * 2,))
+
+
+def test_limits_shrink_groups_to_what_the_device_allows():
+    small = DeviceLimits(max_group=64, max_item_sizes=(64, 64, 64), local_mem=32768, fp64=False,
+                         image_support=False, compute_units=1, is_gpu=True)
+    assert small.group(256) == 64 and small.group(32) == 32
+    assert small.group_2d((32, 8)) == (32, 2)
+    assert small.group_2d((16, 16)) == (16, 4)
+    assert small.group_2d((256, 1), min_width=16) == (64, 1)
 
 
 def test_profiling_reports_device_time_per_stage():
-    runtime = rt.ClRuntime('auto', profile=True)
-    buf = runtime.buffer('x', 4 * 1000)
+    runtime = ClRuntime('auto', profile=True)
+    buf = runtime.buffers().get('x', 4 * 1000)
     host = np.arange(1000, dtype=np.float32)
     runtime.profiler.record('upload', cl.enqueue_copy(runtime.queue, buf, host))
-    kernel = runtime.kernel('image', 'scale_f32', ENC)
-    runtime.profiler.record('scale', kernel(runtime.queue, (1000,), None, buf, np.int32(1000),
-                                            np.float32(2.0), buf))
+    runtime.program(IMAGE, ENC).kernel('scale_f32')(
+        (1000,), (buf, np.int32(1000), np.float32(2.0), buf), 'scale')
     times = runtime.profiler.collect()
     assert set(times) == {'upload', 'scale'} and all(t >= 0 for t in times.values())
     assert runtime.profiler.collect() == {}
