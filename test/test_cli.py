@@ -1,4 +1,5 @@
 """`cl-vision` as users run it: output, and one line + exit code 2 on bad input."""
+import os
 import subprocess
 import sys
 
@@ -7,9 +8,11 @@ import pytest
 from rosutil import REPO
 
 
-def cl_vision(*args: str) -> subprocess.CompletedProcess:
+def cl_vision(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``cl-vision args`` from this checkout, with ``env`` added to the environment."""
     return subprocess.run([sys.executable, '-m', 'cl_vision_nodes.tools.cli', *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})})
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, words: str) -> None:

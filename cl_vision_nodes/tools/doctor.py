@@ -135,7 +135,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     else:
         for report in reports:
             print_report(report, chosen)
-        print(f'* = chosen by --device {args.device!r}' if chosen else
+        print(f'(*: chosen by --device {args.device!r})' if chosen else
               f'no device matching {args.device!r} can build kernels')
     if any(r.runs_everything for r in reports):
         return 0
