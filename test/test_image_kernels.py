@@ -1,4 +1,5 @@
-"""The device image decoder (kernels/image.cl) against the NumPy reference, bit-exact."""
+"""The device image decoder (kernels/imaging/device_image.cl) against the NumPy reference,
+bit-exact."""
 import numpy as np
 import pytest
 
@@ -33,6 +34,20 @@ def random_image(encoding: str, height: int, width: int, rng: np.random.Generato
 @pytest.fixture(scope='module')
 def images(runtime):
     return DeviceImages(runtime)
+
+
+@pytest.mark.parametrize('big', [False, True])
+def test_non_finite_float_pixels_read_as_zero_and_do_not_spread(images, big):
+    """A depth camera's holes (NaN, inf) in a 32FC1 frame: 0 there, every other pixel kept."""
+    rng = np.random.default_rng(3)
+    pixels = (rng.random((20, 24)) * 255).astype(np.float32)
+    pixels[5:9, 6:11] = np.nan
+    pixels[0, 0], pixels[19, 23] = np.inf, -np.inf
+    raw = array_to_raw(pixels, '32FC1', big)
+    got = images.download(images.upload_gray(raw), pixels.shape, np.dtype(np.float32))
+    holes = ~np.isfinite(pixels)
+    assert np.all(got[holes] == 0) and np.array_equal(got[~holes], pixels[~holes])
+    np.testing.assert_array_equal(got, to_gray_reference(raw))
 
 
 @pytest.mark.parametrize('encoding', [e for e, i in ENCODINGS.items() if i.kind != 'field'])
