@@ -1,4 +1,5 @@
-"""SURF kernels (kernels/surf.cl) against the NumPy references and their invariants."""
+"""SURF kernels (kernels/surf/*.cl) against the NumPy references and their invariants."""
+import dataclasses
 import math
 
 import numpy as np
@@ -10,8 +11,8 @@ from cl_vision_nodes.imaging.device_image import DeviceImages
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.surf import SURF_SCHEMA, Keypoints, SurfExtractor, SurfSettings, point_dtype
 from cl_vision_nodes.surf.detector import HessianDetector, layer_samples
-from cl_vision_nodes.surf.device import KP_FIELDS, RANK_ITEMS, RANK_SPLIT, SurfKernels
 from cl_vision_nodes.surf.integral import DeviceIntegral, check_size
+from cl_vision_nodes.surf.keypoints import KP_FIELDS
 from cl_vision_nodes.surf.reference import hessian_layer, integral
 
 
@@ -35,7 +36,7 @@ def images(runtime):
 def device_integral(runtime, images, image: np.ndarray) -> np.ndarray:
     height, width = image.shape
     gray = images.upload_gray(array_to_raw(image, 'mono8'), 'test_gray')
-    integ = DeviceIntegral(SurfKernels(runtime)).compute(gray, height, width)
+    integ = DeviceIntegral(runtime, runtime.buffers()).compute(gray, height, width)
     return images.download(integ, (height + 1, width + 1), np.dtype(np.uint32))
 
 
@@ -68,9 +69,10 @@ def test_hessian_matches_reference_bit_exact(runtime, images, shape):
     height, width = shape
     octaves, layers = 3, 5  # 3 octave layers + 2
     gray = images.upload_gray(array_to_raw(image, 'mono8'), 'test_gray')
-    kernels = SurfKernels(runtime)
-    integ = DeviceIntegral(kernels).compute(gray, height, width)
-    det = HessianDetector(kernels, images).responses(integ, height, width, octaves, layers)
+    buffers = runtime.buffers()
+    integ = DeviceIntegral(runtime, buffers).compute(gray, height, width)
+    det = HessianDetector(runtime, buffers, images).responses(integ, height, width, octaves,
+                                                              layers)
     flat = images.download(det, (layer_samples(height, width, octaves, layers),),
                            np.dtype(np.float32))
     sums = integral(image)
@@ -118,7 +120,7 @@ def test_keypoints_are_interpolated_strict_maxima_in_output_order(runtime, image
 
 
 @pytest.mark.parametrize('count,keep', [(1, 5), (38, 100), (300, 300), (300, 41)])
-def test_rank_orders_like_opencv_with_ties(runtime, count, keep):
+def test_rank_orders_like_opencv_with_ties(runtime, images, count, keep):
     """rank_keypoints alone: OpenCV's KeypointGreater order, ties on every key."""
     rng = np.random.default_rng(count)
     cand_f = np.zeros((count, 4), np.float32)
@@ -135,8 +137,8 @@ def test_rank_orders_like_opencv_with_ties(runtime, count, keep):
                for a in (cand_f, cand_i, np.array([count], np.uint32))]
     out = cl.Buffer(runtime.context, cl.mem_flags.READ_WRITE, keep * KP_FIELDS * 4)
     cl.enqueue_fill_buffer(runtime.queue, out, np.float32(-1), 0, keep * KP_FIELDS * 4)
-    SurfKernels(runtime).launch('rank_keypoints', (count, RANK_SPLIT), (RANK_ITEMS, RANK_SPLIT),
-                                (*buffers, np.int32(keep), np.int32(KP_FIELDS), out), 'test')
+    HessianDetector(runtime, runtime.buffers(), images).rank(*buffers, count, keep, KP_FIELDS,
+                                                             out)
     got = np.empty((keep, KP_FIELDS), np.float32)
     cl.enqueue_copy(runtime.queue, got, out)
     order = np.lexsort((cand_i[:, 2], cand_f[:, 0], -cand_f[:, 1], -cand_i[:, 0],
@@ -162,10 +164,24 @@ def test_results_are_deterministic_and_buffers_reused(runtime):
     image = textured(120, 173, seed=7)
     extractor = SurfExtractor(runtime)
     first = extractor.detect_and_describe(image)
-    allocated = runtime.allocated_bytes()
+    handles = extractor.buffers.handles(), extractor.images.buffers.handles()
     second = extractor.detect_and_describe(image)
-    assert runtime.allocated_bytes() == allocated
+    assert (extractor.buffers.handles(), extractor.images.buffers.handles()) == handles
     np.testing.assert_array_equal(first.to_structured(), second.to_structured())
+
+
+def test_same_keypoints_with_64_work_items_per_group(runtime, monkeypatch):
+    """Work-group sizes come from the device's limits and never change the result."""
+    image = textured(150, 190, seed=19)
+    params = {'max_keypoints': 60, 'n_octaves': 2}  # the histogram cut and the ranking run
+    wide = SurfExtractor(runtime, params)
+    monkeypatch.setattr(runtime, 'limits', dataclasses.replace(runtime.limits, max_group=64))
+    narrow = SurfExtractor(runtime, params)
+    assert narrow._detector.cut_group == 64 and narrow._describer.ori_group == 64
+    expected = wide.detect_and_describe(image)
+    assert len(expected) == 60
+    np.testing.assert_array_equal(narrow.detect_and_describe(image).to_structured(),
+                                  expected.to_structured())
 
 
 @pytest.mark.parametrize('extended,upright', [(False, False), (True, False), (False, True),

@@ -31,8 +31,18 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from cl_vision_nodes.surf.device import DESC_WG, KP_FIELDS, ORI_SAMPLES, ORI_WG, SurfKernels
+from cl_vision_nodes.errors import DeviceError
+from cl_vision_nodes.opencl.runtime import ClRuntime
+from cl_vision_nodes.surf.keypoints import KP_FIELDS, record_defines
 
+KERNELS = ('surf/common.cl', 'surf/describe.cl')
+ORI_WG = 128
+"""Preferred orientation work-group (one per keypoint, work-items stride over the samples)."""
+DESC_WG = 64
+"""Exactly 64: 4 work-items per subregion of the descriptor's 4x4 grid (every device we support
+allows 64 work-items per group)."""
+ORI_SAMPLES = 113
+"""Integer points (i, j) with i^2 + j^2 <= 6^2: OpenCV's orientation samples."""
 ORI_RADIUS = 6
 ORI_SIGMA = 2.5
 DESC_SIGMA = 3.3
@@ -64,31 +74,32 @@ def descriptor_weights() -> np.ndarray:
 
 
 class Describer:
-    """Enqueues orientation and descriptors for a device keypoint list (kernels/surf.cl)."""
+    """Enqueues orientation and descriptors for a device keypoint list (kernels/surf/describe.cl);
+    the constant sample and weight tables are uploaded once, here."""
 
-    def __init__(self, kernels: SurfKernels):
-        self.kernels = kernels
-        self._tables: tuple[cl.Buffer, cl.Buffer] | None = None
-
-    def _constant_tables(self) -> tuple[cl.Buffer, cl.Buffer]:
-        """The sample and weight tables, uploaded once per extractor."""
-        if self._tables is None:
-            flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
-            ctx = self.kernels.runtime.context
-            self._tables = (cl.Buffer(ctx, flags, hostbuf=orientation_samples()),
-                            cl.Buffer(ctx, flags, hostbuf=descriptor_weights()))
-        return self._tables
+    def __init__(self, runtime: ClRuntime):
+        if not runtime.limits.fits((DESC_WG,)):
+            raise DeviceError(f'SURF descriptors need work-groups of {DESC_WG} work-items; '
+                              f'{runtime.entry.name} allows {runtime.limits.max_group}')
+        self.ori_group = runtime.limits.group(ORI_WG)
+        program = runtime.program(KERNELS, {**record_defines(), 'ORI_WG': self.ori_group,
+                                            'ORI_SAMPLES': ORI_SAMPLES, 'DESC_WG': DESC_WG,
+                                            'PATCH_SZ': PATCH_SZ})
+        self._orientation = program.kernel('orientation')
+        self._descriptor = program.kernel('descriptor')
+        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
+        self._samples = cl.Buffer(runtime.context, flags, hostbuf=orientation_samples())
+        self._weights = cl.Buffer(runtime.context, flags, hostbuf=descriptor_weights())
 
     def describe(self, integ: cl.Buffer, height: int, width: int, keypoints: cl.Buffer,
                  count: int, upright: bool, extended: bool) -> None:
         """Write angle, validity and descriptor into the first ``count`` records of
         ``keypoints`` (KP_FIELDS + 64 or 128 floats each)."""
-        samples, weights = self._constant_tables()
         stride = np.int32(KP_FIELDS + (128 if extended else 64))
         w, h = np.int32(width), np.int32(height)
-        self.kernels.launch('orientation', (count * ORI_WG,), (ORI_WG,),
-                            (integ, w, h, keypoints, stride, samples, np.int32(upright)),
-                            'orientation')
-        self.kernels.launch('descriptor', (count * DESC_WG,), (DESC_WG,),
-                            (integ, w, h, keypoints, stride, weights, np.int32(extended)),
-                            'descriptor')
+        self._orientation((count * self.ori_group,),
+                          (integ, w, h, keypoints, stride, self._samples, np.int32(upright)),
+                          'orientation', (self.ori_group,))
+        self._descriptor((count * DESC_WG,),
+                         (integ, w, h, keypoints, stride, self._weights, np.int32(extended)),
+                         'descriptor', (DESC_WG,))

@@ -5,8 +5,11 @@ array), runs every stage on the device and downloads the keypoints and descripto
 Stages, profiled under these names: upload/decode (DeviceImages), integral, hessian, detect,
 select, orientation, descriptor, download. The only blocking read before the final download is
 the candidate count after ``detect`` (it sizes the per-keypoint launches); keypoints and
-descriptors then come back in one read. Buffers are reused across frames of the same size;
-``configure`` applies validated parameters to the next frame.
+descriptors then come back in one read. The constructor builds every program (their defines
+are sizes from the device's limits, never parameters: ``configure`` applies validated
+parameters to the next frame without a build). The extractor owns its device buffers
+(``buffers`` for its stages, ``images.buffers`` for the decoded frame), reused across frames of
+the same size and settings.
 
 Deviations from OpenCV's SURF are listed where they live: ``detector`` (the keypoint cap),
 ``describe`` (descriptor cell sampling), ``integral`` (non-8-bit input is rounded to 0..255).
@@ -25,9 +28,8 @@ from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.surf.describe import Describer
 from cl_vision_nodes.surf.detector import HessianDetector
-from cl_vision_nodes.surf.device import KP_FIELDS, SurfKernels
 from cl_vision_nodes.surf.integral import DeviceIntegral
-from cl_vision_nodes.surf.keypoints import Keypoints
+from cl_vision_nodes.surf.keypoints import KP_FIELDS, Keypoints
 from cl_vision_nodes.surf.schema import SURF_SCHEMA, SurfSettings
 
 
@@ -40,11 +42,11 @@ class SurfExtractor:
         self.settings = SurfSettings.from_values(self.values)
         if params:
             self.configure(params)
-        kernels = SurfKernels(runtime)
-        self._images = DeviceImages(runtime)
-        self._integral = DeviceIntegral(kernels)
-        self._detector = HessianDetector(kernels, self._images)
-        self._describer = Describer(kernels)
+        self.buffers = runtime.buffers()
+        self.images = DeviceImages(runtime)
+        self._integral = DeviceIntegral(runtime, self.buffers)
+        self._detector = HessianDetector(runtime, self.buffers, self.images)
+        self._describer = Describer(runtime)
 
     def configure(self, params: Mapping[str, Value]) -> None:
         """Apply changed parameters from the next frame on; ParameterError leaves all unchanged."""
@@ -57,13 +59,13 @@ class SurfExtractor:
         raw = image if isinstance(image, RawImage) else gray_to_raw(np.asarray(image))
         settings = self.settings
         height, width = raw.height, raw.width
-        gray = self._images.upload_gray(raw, 'surf_gray')
+        gray = self.images.upload_gray(raw)
         integ = self._integral.compute(gray, height, width)
         keypoints, count = self._detector.detect(integ, height, width, settings)
         if count == 0:
             return Keypoints.empty(settings.descriptor_length)
         self._describer.describe(integ, height, width, keypoints, count, settings.upright,
                                  settings.extended)
-        records = self._images.download(
+        records = self.images.download(
             keypoints, (count, KP_FIELDS + settings.descriptor_length), np.dtype(np.float32))
         return Keypoints.from_records(records)

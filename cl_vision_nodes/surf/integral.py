@@ -2,12 +2,14 @@
 ``cv2.integral`` layout), exact for 8-bit input while 255 W H < 2^32 (up to 4096x4096 and a
 little beyond).
 
-Blocked scan in three kernels, after seed 002 but parallel over blocks in both passes:
+Blocked scan in three kernels (kernels/surf/integral.cl), after seed 002 but parallel over
+blocks in both passes:
 
-1. ``integral_blocks``: one work-group per block of INT_WG columns x INT_STRIP rows keeps each
-   column's running sum over the strip and scans it across the block in local memory, giving
-   the sum over the strip's rows above and the block's columns left of every pixel; it also
-   writes each row's block total.
+1. ``integral_blocks``: one work-group per block of ``block`` columns (up to 128, as the device
+   allows) x INT_STRIP rows keeps each column's running sum over the strip and scans it across
+   the block in local memory, giving the sum over the strip's rows above and the block's
+   columns left of every pixel; it also writes each row's block total. Sums are exact
+   integers, so the block width does not change the result.
 2. ``integral_carries``: per row, the exclusive prefix of the block totals (columns left of the
    block); per column, the exclusive prefix over strips (rows above the strip).
 3. ``integral_combine``: adds both carries in place and writes the zero border.
@@ -22,8 +24,16 @@ import numpy as np
 import pyopencl as cl
 
 from cl_vision_nodes.errors import ImageFormatError
-from cl_vision_nodes.surf.device import INT_STRIP, INT_WG, SurfKernels
+from cl_vision_nodes.opencl.buffers import Buffers
+from cl_vision_nodes.opencl.runtime import ClRuntime
 
+KERNELS = ('surf/integral.cl',)
+BLOCK_WG = 128
+"""Preferred columns per block of the scan (one work-group); the device may allow fewer."""
+INT_STRIP = 16
+"""Rows per block of the scan."""
+CARRY_WG = 64
+COMBINE_WG = (32, 4)
 MAX_PIXELS = (2**32 - 1) // 255
 """Largest pixel count whose 8-bit sum fits uint32 (16.8 Mpx; 4096x4096 = 16.78 Mpx fits)."""
 
@@ -37,27 +47,35 @@ def check_size(height: int, width: int) -> None:
 
 
 class DeviceIntegral:
-    """Computes the integral image of a float gray device buffer into a reused buffer."""
+    """Computes the integral image of a float gray device buffer into buffers of ``buffers``
+    (roles ``integral*``), reused while the image size stays the same."""
 
-    def __init__(self, kernels: SurfKernels):
-        self.kernels = kernels
+    def __init__(self, runtime: ClRuntime, buffers: Buffers):
+        self.runtime = runtime
+        self.buffers = buffers
+        limits = runtime.limits
+        self.block = limits.group(BLOCK_WG)
+        program = runtime.program(KERNELS, {'INT_WG': self.block, 'INT_STRIP': INT_STRIP})
+        self._blocks = program.kernel('integral_blocks')
+        self._carries = program.kernel('integral_carries')
+        self._combine = program.kernel('integral_combine')
+        self._carry_group = (limits.group(min(CARRY_WG, self._carries.max_group)),)
+        self._combine_group = limits.group_2d(COMBINE_WG)
 
     def compute(self, gray: cl.Buffer, height: int, width: int) -> cl.Buffer:
-        """Enqueue the three passes; returns the ``surf_integral`` buffer (no host sync)."""
+        """Enqueue the three passes; returns the ``integral`` buffer (no host sync)."""
         check_size(height, width)
-        blocks = -(-width // INT_WG)
+        blocks = -(-width // self.block)
         strips = -(-height // INT_STRIP)
-        rt = self.kernels.runtime
-        launch = self.kernels.launch
-        integ = rt.buffer('surf_integral', (height + 1) * (width + 1) * 4)
-        row_totals = rt.buffer('surf_integral_row_totals', height * blocks * 4)
-        row_carry = rt.buffer('surf_integral_row_carry', height * blocks * 4)
-        strip_carry = rt.buffer('surf_integral_strip_carry', strips * width * 4)
+        integ = self.buffers.get('integral', (height + 1) * (width + 1) * 4)
+        row_totals = self.buffers.get('integral_row_totals', height * blocks * 4)
+        row_carry = self.buffers.get('integral_row_carry', height * blocks * 4)
+        strip_carry = self.buffers.get('integral_strip_carry', strips * width * 4)
         w, h, nb = np.int32(width), np.int32(height), np.int32(blocks)
-        launch('integral_blocks', (blocks * INT_WG, strips), (INT_WG, 1),
-               (gray, w, h, integ, row_totals), 'integral')
-        launch('integral_carries', (height + width,), (64,),
-               (integ, row_totals, w, h, nb, row_carry, strip_carry), 'integral')
-        launch('integral_combine', (width + 1, height + 1), (32, 4),
-               (integ, row_carry, strip_carry, w, h, nb), 'integral')
+        self._blocks((blocks * self.block, strips), (gray, w, h, integ, row_totals), 'integral',
+                     (self.block, 1))
+        self._carries((height + width,), (integ, row_totals, w, h, nb, row_carry, strip_carry),
+                      'integral', self._carry_group)
+        self._combine((width + 1, height + 1), (integ, row_carry, strip_carry, w, h, nb),
+                      'integral', self._combine_group)
         return integ

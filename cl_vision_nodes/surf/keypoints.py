@@ -5,6 +5,9 @@ DESIGN.md (x, y, size, angle, response float32; octave int32; laplacian int8; de
 x 64/128), with the descriptor aligned to 4 bytes: offsets 0, 4, 8, 12, 16, 20, 24, 28,
 point_step 28 + 4 length. ``Keypoints.to_structured()`` produces exactly those bytes, and
 ``Keypoints.from_structured()`` reads them back (the decoder for consumers).
+
+``RECORD_FIELDS`` is the device layout of a keypoint while the kernels work on it, passed to
+them as build defines (``record_defines``): the one definition of the record.
 """
 from __future__ import annotations
 
@@ -16,6 +19,17 @@ SCALAR_FIELDS: tuple[tuple[str, str, int], ...] = (
     ('x', '<f4', 0), ('y', '<f4', 4), ('size', '<f4', 8), ('angle', '<f4', 12),
     ('response', '<f4', 16), ('octave', '<i4', 20), ('laplacian', 'i1', 24))
 DESCRIPTOR_OFFSET = 28
+RECORD_FIELDS: tuple[str, ...] = ('x', 'y', 'size', 'angle', 'response', 'octave', 'laplacian',
+                                  'valid')
+"""Floats of a device keypoint record before its descriptor (64 or 128 floats), so that one read
+fetches a whole record; the kernels see field ``name`` at index ``KP_<NAME>``."""
+KP_FIELDS = len(RECORD_FIELDS)
+
+
+def record_defines() -> dict[str, int]:
+    """Build defines of the record layout: KP_X ... KP_VALID and KP_FIELDS."""
+    return {**{f'KP_{name.upper()}': index for index, name in enumerate(RECORD_FIELDS)},
+            'KP_FIELDS': KP_FIELDS}
 
 
 def point_dtype(length: int) -> np.dtype:
@@ -54,14 +68,16 @@ class Keypoints:
 
     @classmethod
     def from_records(cls, records: np.ndarray) -> Keypoints:
-        """From the device layout: N x (8 + length) float32 rows (x, y, size, angle, response,
-        octave, laplacian, valid, descriptor...); invalid rows are dropped, order kept. The
-        descriptor is a view into ``records`` (no copy of the largest part)."""
-        valid = records[:, 7] > 0
+        """From the device layout: N x (KP_FIELDS + length) float32 records (RECORD_FIELDS,
+        then the descriptor); invalid rows are dropped, order kept. The descriptor is a view
+        into ``records`` (no copy of the largest part)."""
+        valid = records[:, RECORD_FIELDS.index('valid')] > 0
         r = records if valid.all() else records[valid]
-        return cls(r[:, 0].copy(), r[:, 1].copy(), r[:, 2].copy(), r[:, 3].copy(),
-                   r[:, 4].copy(), r[:, 5].astype(np.int32), r[:, 6].astype(np.int8),
-                   r[:, 8:])
+        field = dict(zip(RECORD_FIELDS, r[:, :KP_FIELDS].T, strict=True))
+        return cls(field['x'].copy(), field['y'].copy(), field['size'].copy(),
+                   field['angle'].copy(), field['response'].copy(),
+                   field['octave'].astype(np.int32), field['laplacian'].astype(np.int8),
+                   r[:, KP_FIELDS:])
 
     @property
     def points(self) -> np.ndarray:
