@@ -98,8 +98,8 @@ def evaluate(estimator: FlowEstimator, frame0: np.ndarray, frame1: np.ndarray,
 
 
 def print_table(title: str, sequences: dict[str, dict[str, Result]], timed: bool = True) -> None:
-    """One row per method; ``timed`` adds the mean wall ms per pair (PoCL here: the first run
-    of a new image size also builds kernels, so only warmed-up runs are timed)."""
+    """One row per method; ``timed`` adds the mean wall ms per pair (only warmed-up runs are
+    timed: the first run of a new image size allocates its buffers)."""
     names = list(sequences)
     print(f'\n{title}: EPE px / AAE deg per sequence (density where < 100 %)'
           + (', ms per pair' if timed else ''))
@@ -127,7 +127,7 @@ def middlebury(shared_data, estimator) -> dict[str, dict[str, Result]]:
     root = shared_data('flow', 'middlebury')
     pairs = {name: (*gray_pair(root / name, 'frame10.png', 'frame11.png'),
                     read_flo(root / name / 'flow10.flo')) for name in MIDDLEBURY}
-    evaluate(estimator, *pairs['Venus'])  # builds the programs: times below exclude it
+    evaluate(estimator, *pairs['Venus'])  # first run of each size: times below exclude it
     results = {name: evaluate(estimator, *pair) for name, pair in pairs.items()}
     print_table('Middlebury (grayscale, full size)', results)
     return results

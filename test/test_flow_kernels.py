@@ -1,10 +1,14 @@
-"""Flow kernels (kernels/flow.cl) against their NumPy references, plus the estimator's plumbing.
+"""Flow kernels (kernels/flow/*.cl) against their NumPy references, plus the estimator's plumbing.
 
 Sizes are small and odd (never multiples of a work-group). Tolerances: float kernels are
 compared with the float64 references to 1e-4 relative of the data's scale (float32 rounding
 through a few dozen operations); block matching is integer arithmetic and must match exactly
 (its sub-pixel offsets to 1e-5 px); medians select values and match to float32 rounding.
+Kernels are launched with the programs and work-groups the host modules build for the device:
+run these tests also under POCL_MAX_WORK_GROUP_SIZE=64 (the smallest groups we support).
 """
+import dataclasses
+
 import cv2
 import numpy as np
 import pyopencl as cl
@@ -12,15 +16,18 @@ import pytest
 
 from cl_vision_nodes.errors import ImageFormatError, ParameterError
 from cl_vision_nodes.flow import FLOW_SCHEMA, FlowEstimator, flow_errors, flow_to_color
+from cl_vision_nodes.flow import block_matching, coarse_to_fine, pyramid
+from cl_vision_nodes.flow import horn_schunck as hs
 from cl_vision_nodes.flow import lucas_kanade as lk
 from cl_vision_nodes.flow import reference as ref
-from cl_vision_nodes.flow.block_matching import WORK_GROUP
-from cl_vision_nodes.flow.device import f32, i32, launch
-from cl_vision_nodes.flow.horn_schunck import TILE, sor_slots, tile_offset
-from cl_vision_nodes.flow.lucas_kanade import (level_defines, level_items, local_bytes,
-                                               tile_height, window_taps)
+from cl_vision_nodes.flow.horn_schunck import sor_slots, tile_offset
+from cl_vision_nodes.flow.lucas_kanade import LkTiling, local_bytes, window_taps
 from cl_vision_nodes.flow.pyramid import level_shapes
 from cl_vision_nodes.imaging.encodings import array_to_raw
+from cl_vision_nodes.opencl import runtime as runtime_module
+from cl_vision_nodes.opencl.limits import DeviceLimits
+
+i32, f32 = np.int32, np.float32
 
 SIZES = [(29, 37), (37, 29), (8, 13), (3, 2)]
 
@@ -65,8 +72,8 @@ def test_pyr_down_matches_reference_and_opencv(runtime, h, w):
     img = smooth_image(np.random.default_rng(1), h, w)
     dh, dw = (h + 1) // 2, (w + 1) // 2
     dst = empty(runtime, (dh, dw))
-    launch(runtime, 'pyr_down', (dw, dh), (upload(runtime, img), i32(w), i32(h), dst, i32(dw),
-                                          i32(dh)), 'pyramid')
+    pyramid.program(runtime).kernel('pyr_down')(
+        (dw, dh), (upload(runtime, img), i32(w), i32(h), dst, i32(dw), i32(dh)), 'pyramid')
     got = download(runtime, dst, (dh, dw))
     close(got, ref.pyr_down(img))
     if min(h, w) > 2:  # OpenCV's own border rule differs on 1- and 2-pixel sides
@@ -83,7 +90,8 @@ def test_level_shapes_halve_like_pyrdown_and_stop_at_8_pixels():
 def test_gradient_matches_reference(runtime, h, w):
     img = smooth_image(np.random.default_rng(2), h, w)
     grad = empty(runtime, (h, w, 2))
-    launch(runtime, 'gradient', (w, h), (upload(runtime, img), i32(w), i32(h), grad), 'd')
+    pyramid.program(runtime).kernel('gradient')(
+        (w, h), (upload(runtime, img), i32(w), i32(h), grad), 'd')
     close(download(runtime, grad, (h, w, 2)), ref.gradient(img))
 
 
@@ -92,8 +100,8 @@ def test_gradient_is_exact_on_a_ramp_up_to_the_border(runtime):
     h, w = 11, 17
     y, x = np.mgrid[:h, :w].astype(np.float32)
     grad = empty(runtime, (h, w, 2))
-    launch(runtime, 'gradient', (w, h),
-           (upload(runtime, 3.0 * x - 2.0 * y + 7.0), i32(w), i32(h), grad), 'd')
+    pyramid.program(runtime).kernel('gradient')(
+        (w, h), (upload(runtime, 3.0 * x - 2.0 * y + 7.0), i32(w), i32(h), grad), 'd')
     got = download(runtime, grad, (h, w, 2))
     np.testing.assert_allclose(got[..., 0], 3.0, atol=1e-4)
     np.testing.assert_allclose(got[..., 1], -2.0, atol=1e-4)
@@ -104,46 +112,76 @@ def test_flow_upsample_matches_reference(runtime, h, w):
     ch, cw = (h + 1) // 2, (w + 1) // 2
     coarse = np.random.default_rng(3).normal(0, 2, (ch, cw, 2)).astype(np.float32)
     fine = empty(runtime, (h, w, 2))
-    launch(runtime, 'flow_upsample', (w, h),
-           (upload(runtime, coarse), i32(cw), i32(ch), fine, i32(w), i32(h)), 'u')
+    coarse_to_fine.program(runtime).kernel('flow_upsample')(
+        (w, h), (upload(runtime, coarse), i32(cw), i32(ch), fine, i32(w), i32(h)), 'u')
     close(download(runtime, fine, (h, w, 2)), ref.flow_upsample(coarse, (h, w)), scale=4.0)
 
 
 # --- Lucas-Kanade -------------------------------------------------------------------------------
 
 
+def limits(max_group: int, local_mem: int) -> DeviceLimits:
+    return DeviceLimits(max_group=max_group, max_item_sizes=(max_group,) * 3, local_mem=local_mem,
+                        fp64=False, image_support=True, compute_units=8, is_gpu=True)
+
+
+DEVICES = {'NVIDIA': limits(1024, 48 * 1024), 'PoCL': limits(4096, 1 << 20),
+           'PoCL at 64': limits(64, 1 << 20), 'Mali': limits(1024, 32 * 1024)}
+
+
+@pytest.mark.parametrize('device', DEVICES)
 @pytest.mark.parametrize('radius', range(1, 16))
-def test_lk_tiles_fit_local_memory_and_cover_the_level(radius):
-    height = tile_height(radius)
-    assert height % lk.GROUP[1] == 0 and local_bytes(radius, height) <= lk.LOCAL_LIMIT
+def test_lk_tiles_fit_local_memory_and_cover_the_level(radius, device):
+    limits = DEVICES[device]
+    budget = lk.local_budget(limits)
+    if local_bytes(radius, min(lk.TILE_HEIGHTS)) > budget:
+        with pytest.raises(ParameterError, match='local memory'):
+            LkTiling.of(limits, radius)
+        return
+    tiling = LkTiling.of(limits, radius)
+    height = tiling.tile_h
+    assert height % tiling.group_h == 0 and local_bytes(radius, height) <= budget
+    assert limits.fits(tiling.group) and tiling.group[0] == lk.TILE_W
+    if limits.local_mem >= lk.LOCAL_CAP:  # the same tiles, so the same results
+        assert height == LkTiling.of(DEVICES['NVIDIA'], radius).tile_h
     for shape in [(480, 640), (29, 37), (1, 1)]:
         for level in (0, 1):
-            offset = lk.tile_offset(level, radius)
-            gx, gy = level_items(shape, radius, offset)
-            assert gx % lk.GROUP[0] == 0 and gy % lk.GROUP[1] == 0
-            tiles_x, tiles_y = gx // lk.GROUP[0], gy // lk.GROUP[1]
+            offset = tiling.offset(level)
+            gx, gy = tiling.items(shape, offset)
+            assert gx % tiling.group[0] == 0 and gy % tiling.group[1] == 0
+            tiles_x, tiles_y = gx // tiling.group[0], gy // tiling.group[1]
             # the tiles cover the level and each holds image pixels (lk_level relies on it)
             assert 0 <= offset < height
             assert tiles_x * lk.TILE_W - offset >= shape[1] > (tiles_x - 1) * lk.TILE_W - offset
             assert tiles_y * height - offset >= shape[0] > (tiles_y - 1) * height - offset
 
 
-def lk_level(runtime, i0, i1, coarse, window, iterations, min_eig, final, offset):
+def test_work_groups_fit_a_device_of_64_work_items():
+    small = DEVICES['PoCL at 64']
+    assert LkTiling.of(small, 7).group == (32, 2)
+    assert hs.sor_group(small) == (16, 4)
+    assert block_matching.group_size(small) == 64
+    assert LkTiling.of(DEVICES['NVIDIA'], 7).group == (32, 8) and hs.sor_group(
+        DEVICES['NVIDIA']) == (16, 16)
+
+
+def lk_level(runtime, i0, i1, coarse, window, iterations, min_eig, final, offset,
+             tiling: LkTiling | None = None):
     h, w = i0.shape
-    radius = window // 2
+    tiling = tiling or LkTiling.of(runtime.limits, window // 2)
     taps = window_taps(window, window / 4)
     out = empty(runtime, (h, w, 2))
     ch, cw = coarse.shape[:2] if coarse is not None else (0, 0)
     coarse_buf = upload(runtime, coarse if coarse is not None else np.zeros(2))
-    launch(runtime, 'lk_level', level_items((h, w), radius, offset),
-           (upload(runtime, i0), upload(runtime, i1), i32(w), i32(h), coarse_buf, i32(cw),
-            i32(ch), out, upload(runtime, taps), i32(iterations), i32(offset), f32(min_eig),
-            i32(final)),
-           'lk', defines=level_defines(radius), local=lk.GROUP)
+    lk.program(runtime, tiling).kernel('lk_level')(
+        tiling.items((h, w), offset),
+        (upload(runtime, i0), upload(runtime, i1), i32(w), i32(h), coarse_buf, i32(cw), i32(ch),
+         out, upload(runtime, taps), i32(iterations), i32(offset), f32(min_eig), i32(final)),
+        'lk', local=tiling.group)
     got = download(runtime, out, (h, w, 2))
     want = ref.lk_level(i0, i1, None if coarse is None else coarse.astype(np.float64),
                         taps.astype(np.float64), iterations, min_eig, final,
-                        (lk.TILE_W, tile_height(radius)), offset)
+                        (lk.TILE_W, tiling.tile_h), offset)
     return got, want
 
 
@@ -201,7 +239,24 @@ def test_lk_level_tiles_only_approximate_near_their_edges(runtime):
     assert np.abs(got - exact).mean() < 0.01
 
 
+def test_lk_level_result_does_not_depend_on_the_group_height(runtime):
+    """A device allowing 64 work-items per group runs 32 x 2 groups on the same 32-row tiles."""
+    rng = np.random.default_rng(16)
+    i0, i1 = smooth_image(rng, 45, 70), smooth_image(rng, 45, 70)
+    coarse = rng.normal(0, 0.8, (23, 35, 2)).astype(np.float32)
+    tiling = LkTiling.of(runtime.limits, 7)
+    got, _ = lk_level(runtime, i0, i1, coarse, 15, 3, 0.0, False, 16, tiling)
+    small, _ = lk_level(runtime, i0, i1, coarse, 15, 3, 0.0, False, 16,
+                        dataclasses.replace(tiling, group_h=2))
+    np.testing.assert_array_equal(small, got)
+
+
 # --- Horn-Schunck -------------------------------------------------------------------------------
+
+
+def hs_kernel(runtime, name: str, group: tuple[int, int] | None = None):
+    """A kernel of the hs program as HornSchunck builds it (or for hs_sor groups of ``group``)."""
+    return hs.program(runtime, group or hs.sor_group(runtime.limits)).kernel(name)
 
 
 def int_buffer(runtime, values: list[int]) -> cl.Buffer:
@@ -216,9 +271,9 @@ def test_hs_warp_matches_reference_and_resets_the_solver(runtime, h, w):
     g0, g1 = ref.gradient(i0).astype(np.float32), ref.gradient(i1).astype(np.float32)
     flow = rng.normal(0, 2.0, (h, w, 2)).astype(np.float32)  # some pixels leave the frame
     terms, flags = empty(runtime, (h, w, 4)), int_buffer(runtime, [5, 5, 5])
-    launch(runtime, 'hs_warp', (w, h),
-           (upload(runtime, i0), upload(runtime, g0), upload(runtime, i1), upload(runtime, g1),
-            upload(runtime, flow), i32(w), i32(h), terms, flags), 'w')
+    hs_kernel(runtime, 'hs_warp')(
+        (w, h), (upload(runtime, i0), upload(runtime, g0), upload(runtime, i1), upload(runtime, g1),
+                 upload(runtime, flow), i32(w), i32(h), terms, flags), 'w')
     want = ref.hs_warp(i0, g0, i1, g1, flow.astype(np.float64))
     got = download(runtime, terms, (h, w, 4))
     np.testing.assert_array_equal(got[..., 3], want[..., 3])
@@ -239,19 +294,22 @@ SOLVER = dict(alpha2=36.0, omega=1.7, inv_eps_d2=0.25, inv_eps_s2=100.0)
 
 
 def run_sor(runtime, terms, flow, dflow, launches: list[int], tol: float,
-            fresh: bool = False) -> np.ndarray:
+            fresh: bool = False, group: tuple[int, int] | None = None) -> np.ndarray:
     """hs_sor launched as horn_schunck does: ping-pong increments, alternating tilings, the
-    convergence slots as hs_warp leaves them; ``fresh``: the first launch ignores ``dflow``."""
+    convergence slots as hs_warp leaves them; ``fresh``: the first launch ignores ``dflow``;
+    ``group``: work-groups other than the device's own."""
     h, w = flow.shape[:2]
+    group = group or hs.sor_group(runtime.limits)
+    sor = hs_kernel(runtime, 'hs_sor', group)
     buffers = [upload(runtime, dflow), empty(runtime, (h, w, 2))]
     flags = int_buffer(runtime, [0, 0, 1])
     fixed = (upload(runtime, terms), upload(runtime, flow))
     for index, sweeps in enumerate(launches):
         offset = tile_offset(index)
-        launch(runtime, 'hs_sor', (w + offset, h + offset),
-               (*fixed, buffers[index % 2], buffers[1 - index % 2], flags, i32(w), i32(h),
-                i32(fresh and index == 0), i32(offset), i32(sweeps), *sor_slots(index),
-                *(f32(v) for v in SOLVER.values()), f32(tol)), 'hs', local=(TILE, TILE))
+        sor(hs.sor_items((h, w), offset, group),
+            (*fixed, buffers[index % 2], buffers[1 - index % 2], flags, i32(w), i32(h),
+             i32(fresh and index == 0), i32(offset), i32(sweeps), *sor_slots(index),
+             *(f32(v) for v in SOLVER.values()), f32(tol)), 'hs', local=group)
     return download(runtime, buffers[len(launches) % 2], (h, w, 2))
 
 
@@ -264,8 +322,16 @@ def test_hs_sor_launch_matches_reference(runtime, h, w, offset, sweeps):
     want = dflow.astype(np.float64)
     for index, count in enumerate(launches):
         want = ref.hs_sor(terms.astype(np.float64), flow.astype(np.float64), want,
-                          tile_offset(index), count, **SOLVER)
+                          tile_offset(index), count, **SOLVER, tile=hs.TILE)
     close(got, want, scale=float(np.abs(want).max()), rel=1e-4)
+
+
+def test_hs_sor_result_does_not_depend_on_the_group_height(runtime):
+    """A device allowing 64 work-items per group runs 16 x 4 groups on the same 16 x 16 tiles."""
+    terms, flow, dflow = hs_problem(np.random.default_rng(17), 40, 33)
+    np.testing.assert_array_equal(
+        run_sor(runtime, terms, flow, dflow, [3, 3], tol=0.0, group=(hs.TILE, 4)),
+        run_sor(runtime, terms, flow, dflow, [3, 3], tol=0.0))
 
 
 def test_hs_sor_fresh_launch_starts_from_zero(runtime):
@@ -294,8 +360,9 @@ def test_hs_update_matches_reference(runtime, h, w, median):
     dflow = rng.normal(0, 1, (h, w, 2)).astype(np.float32)
     dflow[0, :3] = 1e4  # outliers the median must remove
     out = empty(runtime, (h, w, 2))
-    launch(runtime, 'hs_update', (w, h), (upload(runtime, flow), upload(runtime, dflow), i32(w),
-                                          i32(h), i32(median), out), 'm')
+    hs_kernel(runtime, 'hs_update')(
+        (w, h), (upload(runtime, flow), upload(runtime, dflow), i32(w), i32(h), i32(median), out),
+        'm')
     want = ref.hs_update(flow, dflow.astype(np.float32), median)
     np.testing.assert_allclose(download(runtime, out, (h, w, 2)), want, rtol=1e-6, atol=1e-6)
 
@@ -306,10 +373,11 @@ def test_hs_update_matches_reference(runtime, h, w, median):
 def bm(runtime, i0, i1, block, radius, subpixel):
     h, w = i0.shape
     out = empty(runtime, (h, w, 2))
-    defines = {'BM_BLOCK': block, 'BM_RADIUS': radius, 'BM_LOCAL': WORK_GROUP}
-    launch(runtime, 'bm_search', (-(-w // block) * WORK_GROUP, -(-h // block)),
-           (upload(runtime, i0), upload(runtime, i1), i32(w), i32(h), i32(subpixel), out),
-           'bm', defines=defines, local=(WORK_GROUP, 1))
+    local = block_matching.group_size(runtime.limits)
+    block_matching.program(runtime, block, radius).kernel('bm_search')(
+        (-(-w // block) * local, -(-h // block)),
+        (upload(runtime, i0), upload(runtime, i1), i32(w), i32(h), i32(subpixel), out), 'bm',
+        local=(local, 1))
     return download(runtime, out, (h, w, 2))
 
 
@@ -350,6 +418,18 @@ def frames(h=37, w=53, shift=2):
     return big[4:4 + h, 4:4 + w], big[4:4 + h, 4 - shift:4 - shift + w]
 
 
+def estimator_buffers(est: FlowEstimator) -> dict[str, cl.Buffer]:
+    """Every device buffer an estimator owns, by role: its own and its image decoder's."""
+    return {**est.buffers.handles(),
+            **{f'images/{role}': buf for role, buf in est.images.buffers.handles().items()}}
+
+
+def assert_same_buffers(est: FlowEstimator, before: dict[str, cl.Buffer]) -> None:
+    now = estimator_buffers(est)
+    assert now.keys() == before.keys()
+    assert all(now[role] is buf for role, buf in before.items())
+
+
 @pytest.mark.parametrize('method', ['lk', 'hs', 'bm'])
 def test_streaming_matches_one_shot_and_reuses_buffers(runtime, method):
     a, b = frames()
@@ -357,14 +437,60 @@ def test_streaming_matches_one_shot_and_reuses_buffers(runtime, method):
     assert est.push(array_to_raw(a, 'mono8')) is None
     first = est.push(array_to_raw(b, 'mono8'))
     est.push(array_to_raw(a, 'mono8'))  # both pyramid slots have now served as 'previous'
-    allocated, buffers = runtime.allocated_bytes(), dict(runtime._buffers)
+    buffers = estimator_buffers(est)
     est.push(array_to_raw(b, 'mono8'))
     again = est.push(array_to_raw(a, 'mono8'))
     assert first.shape == (37, 53, 2) and first.dtype == np.float32
-    assert runtime.allocated_bytes() == allocated
-    assert all(runtime._buffers[k] is v for k, v in buffers.items())
+    assert_same_buffers(est, buffers)
     np.testing.assert_array_equal(est.estimate(a, b), first)
     assert np.nanmedian(again[..., 0]) < -1.0 < 1.0 < np.nanmedian(first[..., 0])
+
+
+def test_bm_stream_of_1000_frames_keeps_caches_and_buffers_constant(runtime):
+    """Issue 10: kernels were cached by the identity of a defines dict that bm built every
+    frame, so a bm stream grew the cache by one entry a frame. Programs are now built when
+    the estimator is made or configured, and a stream allocates nothing after its first frames."""
+    rng = np.random.default_rng(18)
+    raws = [array_to_raw(textured(rng, 40, 48), 'mono8') for _ in range(2)]
+    est = FlowEstimator(runtime, {'method': 'bm'})
+    for raw in raws * 2:
+        est.push(raw)
+    caches, buffers = runtime.cache_sizes(), estimator_buffers(est)
+    for index in range(1000):
+        est.push(raws[index % 2], copy=False)
+    assert runtime.cache_sizes() == caches
+    assert_same_buffers(est, buffers)
+
+
+def test_a_new_build_define_builds_only_its_program_once(runtime, monkeypatch):
+    """block_size and search_radius rebuild bm alone, window_size lk alone, in configure();
+    switching back finds the programs in the runtime's cache."""
+    est = FlowEstimator(runtime, {'method': 'bm'})
+    built = []
+
+    def build(context, entry, files, defines):
+        built.append(files)
+        return real_build(context, entry, files, defines)
+    real_build = runtime_module.build
+    monkeypatch.setattr(runtime_module, 'build', build)
+    est.configure({'block_size': 6, 'search_radius': 5})  # sizes no other test builds
+    est.configure({'window_size': 11})
+    est.configure({'block_size': 8, 'search_radius': 7, 'window_size': 15})
+    assert built == [block_matching.KERNELS, lk.KERNELS]
+    a, b = frames()
+    est.estimate(a, b)
+    assert len(built) == 2
+
+
+def test_two_estimators_on_one_runtime_keep_their_own_streams(runtime):
+    a, b = frames()
+    first, second = FlowEstimator(runtime, {'method': 'bm'}), FlowEstimator(runtime,
+                                                                              {'method': 'bm'})
+    first.push(array_to_raw(a, 'mono8'))
+    second.push(array_to_raw(b, 'mono8'))
+    forward, backward = first.push(array_to_raw(b, 'mono8')), second.push(array_to_raw(a, 'mono8'))
+    np.testing.assert_array_equal(forward, first.estimate(a, b))
+    np.testing.assert_array_equal(backward, first.estimate(b, a))
 
 
 def test_parameters_apply_to_the_next_frame_and_bad_ones_are_rejected(runtime):

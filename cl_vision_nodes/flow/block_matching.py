@@ -4,35 +4,61 @@ SAD on 8-bit quantised intensities over ``block_size`` blocks, every displacemen
 ``search_radius``; ties go to the smallest |d| (so textureless blocks report no motion), then
 to raster order; candidates reaching outside frame 1 are excluded. Output is dense: every
 pixel gets its block's vector. Block and radius are compile-time constants (fully sized local
-tiles), so a new combination builds the program once and is cached by the runtime.
+tiles): a new combination builds the bm program alone, once, when it is configured; the
+runtime keeps it by value, so switching back costs nothing.
 """
 from __future__ import annotations
 
+import numpy as np
 import pyopencl as cl
 
-from cl_vision_nodes.flow.device import i32, launch
+from cl_vision_nodes.flow.coarse_to_fine import flow_buffers
 from cl_vision_nodes.flow.pyramid import DevicePyramid
 from cl_vision_nodes.flow.schema import FlowSettings
+from cl_vision_nodes.opencl.buffers import Buffers
+from cl_vision_nodes.opencl.limits import DeviceLimits
+from cl_vision_nodes.opencl.programs import Program
 from cl_vision_nodes.opencl.runtime import ClRuntime
 
+KERNELS = ('flow/common.cl', 'flow/block_matching.cl')
 WORK_GROUP = 64
-"""Work-items per block: a multiple of every common SIMD width (32 NVIDIA, 64 AMD, 8-16 CPU)."""
+"""Work-items per block where the device allows it: a multiple of every common SIMD width (32
+NVIDIA, 64 AMD, 8-16 CPU)."""
+
+
+def group_size(limits: DeviceLimits) -> int:
+    """Work-items per block on this device (BM_LOCAL): WORK_GROUP or the largest power of two
+    below it that the device allows; the result does not depend on it."""
+    return limits.group(WORK_GROUP)
+
+
+def program(runtime: ClRuntime, block: int, radius: int) -> Program:
+    """The bm program for one block size and search radius (sizes of its local tiles)."""
+    return runtime.program(KERNELS, {'BM_BLOCK': block, 'BM_RADIUS': radius,
+                                     'BM_LOCAL': group_size(runtime.limits)})
 
 
 class BlockMatcher:
-    """Runs bm on level 0 of two device pyramids into the ``flow_a`` buffer."""
+    """Runs bm on level 0 of two device pyramids into the estimator's first flow buffer."""
 
-    def __init__(self, runtime: ClRuntime):
+    def __init__(self, runtime: ClRuntime, buffers: Buffers, settings: FlowSettings):
         self.runtime = runtime
+        self.buffers = buffers
+        self.local = group_size(runtime.limits)
+        self.configure(settings)
+
+    def configure(self, settings: FlowSettings) -> None:
+        """Build (or find among the runtime's programs) bm_search for the block size and search
+        radius of ``settings``: at start and on a parameter change, never per frame."""
+        self._search = program(self.runtime, settings.block_size,
+                               settings.search_radius).kernel('bm_search')
+        self._block = settings.block_size
 
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         h, w = prev.shapes[0]
-        block = settings.block_size
-        flow = self.runtime.buffer('flow_a', h * w * 8)
-        defines = {'BM_BLOCK': block, 'BM_RADIUS': settings.search_radius,
-                   'BM_LOCAL': WORK_GROUP}
-        blocks = (-(-w // block), -(-h // block))
-        launch(self.runtime, 'bm_search', (blocks[0] * WORK_GROUP, blocks[1]),
-               (prev.levels[0], cur.levels[0], i32(w), i32(h), i32(settings.subpixel), flow),
-               'bm_search', defines=defines, local=(WORK_GROUP, 1))
+        flow = flow_buffers(self.buffers, (h, w))[0]
+        blocks = (-(-w // self._block), -(-h // self._block))
+        self._search((blocks[0] * self.local, blocks[1]),
+                     (prev.levels[0], cur.levels[0], np.int32(w), np.int32(h),
+                      np.int32(settings.subpixel), flow), 'bm_search', local=(self.local, 1))
         return flow

@@ -1,25 +1,43 @@
 """What pyramidal lk and hs share: how many levels to use and the flow buffers between levels."""
 from __future__ import annotations
 
+import numpy as np
 import pyopencl as cl
 
-from cl_vision_nodes.flow.device import ZERO_F32, Shape, fill, i32, launch
-from cl_vision_nodes.flow.pyramid import DevicePyramid
+from cl_vision_nodes.flow.pyramid import DevicePyramid, Shape
+from cl_vision_nodes.opencl.buffers import Buffers
+from cl_vision_nodes.opencl.kernel import Kernel
+from cl_vision_nodes.opencl.programs import Program
 from cl_vision_nodes.opencl.runtime import ClRuntime
+
+KERNELS = ('flow/common.cl', 'flow/coarse_to_fine.cl')
+
+
+def program(runtime: ClRuntime) -> Program:
+    """The prolongation program (flow_upsample): no build defines."""
+    return runtime.program(KERNELS)
 
 
 def used_levels(prev: DevicePyramid, cur: DevicePyramid, requested: int) -> int:
     return max(1, min(requested, len(prev.shapes), len(cur.shapes)))
 
 
-class FlowField:
-    """Ping-pong pair of float2 flow buffers sized for level 0, reused by every level."""
+def flow_buffers(buffers: Buffers, finest: Shape) -> tuple[cl.Buffer, cl.Buffer]:
+    """The estimator's pair of float2 flow buffers sized for level 0: lk and hs ping-pong
+    between them level by level, bm writes the first; each method's result is one of them."""
+    nbytes = finest[0] * finest[1] * 8
+    return buffers.get('flow_a', nbytes), buffers.get('flow_b', nbytes)
 
-    def __init__(self, runtime: ClRuntime, finest: Shape):
-        count = finest[0] * finest[1]
+
+class FlowField:
+    """Ping-pong pair of flow buffers (``flow_buffers``), reused by every level of one frame."""
+
+    def __init__(self, runtime: ClRuntime, upsample: Kernel,
+                 buffers: tuple[cl.Buffer, cl.Buffer]):
         self.runtime = runtime
-        self.buffers = [runtime.buffer('flow_a', count * 8), runtime.buffer('flow_b', count * 8)]
+        self.buffers = buffers
         self.index = 0
+        self._upsample = upsample
 
     @property
     def current(self) -> cl.Buffer:
@@ -33,11 +51,11 @@ class FlowField:
         self.index = 1 - self.index
 
     def zero(self, shape: Shape) -> None:
-        fill(self.runtime, self.current, ZERO_F32, shape[0] * shape[1] * 8, 'init')
+        self.runtime.fill(self.current, np.float32(0), 'init', nbytes=shape[0] * shape[1] * 8)
 
     def upsample(self, coarse: Shape, fine: Shape) -> None:
         """Prolong the current (coarse) flow to ``fine`` into the spare buffer, then swap."""
         (ch, cw), (fh, fw) = coarse, fine
-        launch(self.runtime, 'flow_upsample', (fw, fh),
-               (self.current, i32(cw), i32(ch), self.spare, i32(fw), i32(fh)), 'upsample')
+        self._upsample((fw, fh), (self.current, np.int32(cw), np.int32(ch), self.spare,
+                                  np.int32(fw), np.int32(fh)), 'upsample')
         self.swap()

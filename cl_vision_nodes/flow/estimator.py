@@ -4,7 +4,9 @@ Streaming use (flow_node): ``push(raw)`` per frame returns the flow from the pre
 this one (None for the first frame, or after a size change or ``reset()``). Each frame is
 uploaded and pyramided once; the two frames' pyramids live on the device and swap roles.
 One-shot use (CLI, tests): ``estimate(gray0, gray1)``. ``configure(params)`` validates changed
-parameters against FLOW_SCHEMA and applies them to the next frame.
+parameters against FLOW_SCHEMA and applies them to the next frame. The estimator owns its device
+buffers (``buffers``, and ``images`` for the uploads): two estimators on one runtime never share
+one; the programs of every method are built by the constructor.
 """
 from __future__ import annotations
 
@@ -28,8 +30,11 @@ from cl_vision_nodes.params import Value
 class FlowMethod(Protocol):
     """What lk, hs and bm have in common: level-0 flow between two device pyramids."""
 
+    def configure(self, settings: FlowSettings) -> None:
+        """Build the programs ``settings`` need (ParameterError if the device cannot run them)."""
+
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
-        ...
+        """Level-0 flow into one of the estimator's flow buffers."""
 
 
 def gray_to_raw(gray: np.ndarray) -> RawImage:
@@ -45,23 +50,33 @@ class FlowEstimator:
     """Dense optical flow between consecutive frames with the method of the current settings."""
 
     def __init__(self, runtime: ClRuntime, params: Mapping[str, Value] | None = None):
+        """Validate ``params`` (ParameterError) and build every flow program for them
+        (KernelBuildError), so a node compiles while it starts, not on its first frame."""
         self.runtime = runtime
-        self.values: dict[str, Value] = FLOW_SCHEMA.defaults()
+        self.values: dict[str, Value] = FLOW_SCHEMA.validate(FLOW_SCHEMA.defaults(),
+                                                             params or {}, allow_read_only=True)
         self.settings = FlowSettings.from_values(self.values)
-        if params:
-            self.configure(params)
-        self._images = DeviceImages(runtime)
-        self._pyramids = [DevicePyramid(runtime, self._images, slot) for slot in (0, 1)]
+        self.buffers = runtime.buffers()
+        self.images = DeviceImages(runtime)
+        self._pyramids = [DevicePyramid(runtime, self.images, self.buffers, slot)
+                          for slot in (0, 1)]
         self._methods: dict[str, FlowMethod] = {
-            'lk': LucasKanade(runtime), 'hs': HornSchunck(runtime), 'bm': BlockMatcher(runtime)}
+            'lk': LucasKanade(runtime, self.buffers, self.settings),
+            'hs': HornSchunck(runtime, self.buffers),
+            'bm': BlockMatcher(runtime, self.buffers, self.settings)}
         self._current = 0
         self._has_previous = False
         self._staging: tuple[cl.Buffer, np.ndarray] | None = None
 
     def configure(self, params: Mapping[str, Value]) -> None:
-        """Apply changed parameters from the next frame on; ParameterError leaves all unchanged."""
-        self.values = FLOW_SCHEMA.validate(self.values, params, allow_read_only=True)
-        self.settings = FlowSettings.from_values(self.values)
+        """Apply changed parameters from the next frame on, building the programs a changed
+        build define needs now (a size seen before is found in the runtime's cache).
+        ParameterError leaves all unchanged."""
+        values = FLOW_SCHEMA.validate(self.values, params, allow_read_only=True)
+        settings = FlowSettings.from_values(values)
+        for method in self._methods.values():  # lk first: it alone may reject a value
+            method.configure(settings)
+        self.values, self.settings = values, settings
 
     def reset(self) -> None:
         """Forget the previous frame: the next ``push`` starts a new stream."""
@@ -89,8 +104,8 @@ class FlowEstimator:
         memory (2.4 MB at 640x480: about 0.9 ms to pageable memory on an H200); the extra host
         copy (unless ``copy`` is False) keeps the returned array the caller's own.
         """
-        buf = self.runtime.buffer('flow_host', shape[0] * shape[1] * 8,
-                                  cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR)
+        buf = self.buffers.get('flow_host', shape[0] * shape[1] * 8,
+                               cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR)
         if self._staging is None or self._staging[0] is not buf:
             # READ | WRITE is valid OpenCL; pyopencl's stubs declare a single flag
             access: cl.map_flags = cl.map_flags.READ | cl.map_flags.WRITE  # type: ignore

@@ -12,35 +12,53 @@ levels so tile edges do not stack up. Pixels whose tensor's smaller eigenvalue i
 ``min_eigenvalue`` are NaN in the output; a small damping keeps them at the prolonged estimate
 on coarse levels.
 
-Per frame: one launch per level, with the argument tuples of every level prepared once per
-frame size, pyramid slot and settings (host time, not the device, bounds small frames on a GPU).
+Tile and work-group sizes come from the device (``LkTiling``): tiles as tall as the device's
+local memory allows (at most 48 KiB is used, so devices with that much or more, NVIDIA, AMD,
+Intel and PoCL, tile alike), the
+work-group as many rows of the tile as its work-group limit allows; a lower group gives each
+work-item more rows of the same tile, so the result does not change.
+
+Per frame: one pre-bound launch per level, prepared once per frame size, pyramid slot and
+settings (host time, not the device, bounds small frames on a GPU).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any
 
 import numpy as np
 import pyopencl as cl
 
-from cl_vision_nodes.flow.coarse_to_fine import used_levels
-from cl_vision_nodes.flow.device import PROGRAM, f32, i32
-from cl_vision_nodes.flow.pyramid import DevicePyramid
+from cl_vision_nodes.errors import ParameterError
+from cl_vision_nodes.flow.coarse_to_fine import flow_buffers, used_levels
+from cl_vision_nodes.flow.pyramid import DevicePyramid, Shape
 from cl_vision_nodes.flow.schema import FlowSettings
-from cl_vision_nodes.opencl.runtime import ClRuntime, Defines
+from cl_vision_nodes.opencl.buffers import Buffers
+from cl_vision_nodes.opencl.kernel import BoundLaunch
+from cl_vision_nodes.opencl.limits import DeviceLimits
+from cl_vision_nodes.opencl.programs import Program
+from cl_vision_nodes.opencl.runtime import ClRuntime
 
+KERNELS = ('flow/common.cl', 'flow/lucas_kanade.cl')
 TILE_W = 32
-"""Tile and work-group width of lk_level (LK_TILE_W in flow.cl)."""
-GROUP = (TILE_W, 8)
-"""Work-group size of lk_level (LK_TILE_W x LK_GROUP_H)."""
+"""Tile and work-group width of lk_level (LK_TILE_W): one tile column per work-item; a multiple
+of 4 (the window's row pass reads float4s)."""
+GROUP_H = 8
+"""Work-group height of lk_level where the device allows TILE_W x GROUP_H = 256 work-items."""
+TILE_HEIGHTS = (32, 16, 8)
+"""Tile heights, tallest (least halo overhead) first; powers of two >= GROUP_H, so every
+work-group height divides them."""
+LOCAL_CAP = 48 * 1024
+"""Local memory per work-group at most used (NVIDIA's OpenCL size): with this cap the tiles, and
+so the results, are the same on every device with at least as much (PoCL has 1 MiB)."""
+LOCAL_RESERVE = 1024
+"""Local memory left to the driver (some keep a little of a group's for themselves)."""
 STAGE = 'lk'
 """Profiler stage of the lk_level launches."""
 
 
-LOCAL_LIMIT = 47 * 1024
-"""Local memory lk_level may use: below the 48 KiB of NVIDIA's OpenCL (some drivers keep a
-little of a group's local memory for themselves)."""
+def local_budget(limits: DeviceLimits) -> int:
+    """Local memory lk_level may use on a device: its own, at most LOCAL_CAP, less the reserve."""
+    return min(limits.local_mem, LOCAL_CAP) - LOCAL_RESERVE
 
 
 def local_bytes(radius: int, height: int) -> int:
@@ -50,39 +68,55 @@ def local_bytes(radius: int, height: int) -> int:
     return 8 * (span_w * span_h + -(-span_w // 4) * 4 * span_h + span_h * TILE_W)
 
 
-def tile_height(radius: int) -> int:
-    """Tile height for a window radius: the tallest of 32, 16, 8 rows whose local arrays fit
-    LOCAL_LIMIT (tall tiles keep the halo overhead low; radius 7, the default: 32 rows, 45 KiB)."""
-    return next(h for h in (32, 16, 8) if local_bytes(radius, h) <= LOCAL_LIMIT)
+@dataclass(frozen=True)
+class LkTiling:
+    """Tiles and work-groups of lk_level for one window radius: its build defines, global sizes
+    and tile offsets."""
+
+    radius: int
+    tile_h: int
+    group_h: int
+
+    @classmethod
+    def of(cls, limits: DeviceLimits, radius: int) -> LkTiling:
+        """The tallest tile whose local arrays fit the device (radius 7, the default: 32 rows,
+        45 KiB) and the tallest work-group the device allows. ParameterError if no tile fits."""
+        budget = local_budget(limits)
+        fitting = [h for h in TILE_HEIGHTS if local_bytes(radius, h) <= budget]
+        if not fitting:
+            largest = max((r for r in range(radius) if local_bytes(r, TILE_HEIGHTS[-1]) <= budget),
+                          default=0)
+            raise ParameterError(
+                f'window_size: {2 * radius + 1} needs {local_bytes(radius, TILE_HEIGHTS[-1])} '
+                f'bytes of local memory for lk, this device allows {budget}; the largest '
+                f'window it runs is {2 * largest + 1}')
+        return cls(radius, fitting[0], limits.group_2d((TILE_W, GROUP_H), min_width=TILE_W)[1])
+
+    @property
+    def group(self) -> tuple[int, int]:
+        return TILE_W, self.group_h
+
+    @property
+    def defines(self) -> dict[str, int]:
+        return {'LK_RADIUS': self.radius, 'LK_TILE_W': TILE_W, 'LK_TILE_H': self.tile_h,
+                'LK_GROUP_H': self.group_h}
+
+    def offset(self, level: int) -> int:
+        """Tile origin shift of a level (origins at k * tile - offset on both axes): 0 and half
+        a tile height alternate, so tile edges move between levels (lk_level needs offset < the
+        tile height: every tile holds image pixels)."""
+        return (level % 2) * (self.tile_h // 2)
+
+    def items(self, shape: Shape, offset: int) -> tuple[int, int]:
+        """Global size of lk_level over a (height, width) level: whole work-groups covering the
+        tiles from origin -offset."""
+        h, w = shape
+        return -(-(w + offset) // TILE_W) * TILE_W, -(-(h + offset) // self.tile_h) * self.group_h
 
 
-def tile_offset(level: int, radius: int) -> int:
-    """Tile origin shift of a level (origins at k * tile - offset on both axes): 0 and half a
-    tile height alternate, so tile edges move between levels (lk_level needs offset < the tile
-    height: every tile holds image pixels)."""
-    return (level % 2) * (tile_height(radius) // 2)
-
-
-_DEFINES: dict[int, Defines] = {}
-
-
-def level_defines(radius: int) -> Defines:
-    """Build defines of lk_level for a window radius; one constant object per radius (the
-    runtime's kernel lookup is keyed by its identity)."""
-    found = _DEFINES.get(radius)
-    if found is None:
-        found = _DEFINES[radius] = MappingProxyType(
-            {'LK_RADIUS': radius, 'LK_TILE_H': tile_height(radius)})
-    return found
-
-
-def level_items(shape: tuple[int, int], radius: int, offset: int) -> tuple[int, int]:
-    """Global size of lk_level over a (height, width) level: whole work-groups covering the
-    tiles from origin -offset."""
-    h, w = shape
-    groups_x = -(-(w + offset) // TILE_W)
-    groups_y = -(-(h + offset) // tile_height(radius))
-    return groups_x * GROUP[0], groups_y * GROUP[1]
+def program(runtime: ClRuntime, tiling: LkTiling) -> Program:
+    """The lk program (lk_level) for one tiling."""
+    return runtime.program(KERNELS, tiling.defines)
 
 
 def window_taps(size: int, sigma: float) -> np.ndarray:
@@ -96,67 +130,67 @@ def window_taps(size: int, sigma: float) -> np.ndarray:
 @dataclass(frozen=True)
 class _Plan:
     """The launches of one frame: valid while ``key`` and every buffer in ``buffers`` are the
-    same (``is``) as the runtime and pyramids hand out."""
+    same (``is``) as the estimator's buffers and pyramids hand out."""
 
-    key: tuple[Any, ...]
+    key: tuple[object, ...]
     buffers: tuple[cl.Buffer, ...]
-    defines: Defines
-    launches: tuple[tuple[tuple[int, int], tuple[Any, ...]], ...]
+    launches: tuple[BoundLaunch, ...]
     result: cl.Buffer
 
 
 class LucasKanade:
     """Runs lk between two device pyramids; buffers are sized for level 0 and reused."""
 
-    def __init__(self, runtime: ClRuntime):
+    def __init__(self, runtime: ClRuntime, buffers: Buffers, settings: FlowSettings):
         self.runtime = runtime
+        self.buffers = buffers
         self._taps_key: tuple[int, float] | None = None
         self._taps: cl.Buffer | None = None
         self._plans: dict[int, _Plan] = {}
+        self.configure(settings)
+
+    def configure(self, settings: FlowSettings) -> None:
+        """Build (or find among the runtime's programs) lk_level for the window size of
+        ``settings``: at start and on a parameter change, never per frame. ParameterError
+        (nothing changed) if the window does not fit the device's local memory."""
+        tiling = LkTiling.of(self.runtime.limits, settings.window_size // 2)
+        self._level = program(self.runtime, tiling).kernel('lk_level')
+        self.tiling = tiling
 
     def _window(self, settings: FlowSettings) -> cl.Buffer:
         """The taps buffer, uploaded again only when window_size or window_sigma change."""
         key = (settings.window_size, settings.window_sigma)
         if key != self._taps_key or self._taps is None:
             taps = window_taps(*key)
-            self._taps = self.runtime.buffer('lk_taps', taps.nbytes, cl.mem_flags.READ_ONLY)
+            self._taps = self.buffers.get('lk_taps', taps.nbytes, cl.mem_flags.READ_ONLY)
             cl.enqueue_copy(self.runtime.queue, self._taps, taps)
             self._taps_key = key
         return self._taps
 
-    def _buffers(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings,
-                 levels: int) -> tuple[cl.Buffer, ...]:
-        """Every buffer the launches use: frame levels, flow ping-pong pair (shared with hs),
-        window taps."""
-        count = prev.shapes[0][0] * prev.shapes[0][1]
-        rt = self.runtime
-        return (*prev.levels[:levels], *cur.levels[:levels], rt.buffer('flow_a', count * 8),
-                rt.buffer('flow_b', count * 8), self._window(settings))
-
     def _plan(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> _Plan:
         levels = used_levels(prev, cur, settings.pyramid_levels)
-        key = (tuple(prev.shapes[:levels]), settings.window_size, settings.window_sigma,
+        key = (tuple(prev.shapes[:levels]), self.tiling, settings.window_sigma,
                settings.lk_iterations, settings.min_eigenvalue)
-        buffers = self._buffers(prev, cur, settings, levels)
+        flows = flow_buffers(self.buffers, prev.shapes[0])
+        taps = self._window(settings)
+        buffers = (*prev.levels[:levels], *cur.levels[:levels], *flows, taps)
         plan = self._plans.get(prev.slot)
         if (plan is not None and plan.key == key
                 and all(a is b for a, b in zip(plan.buffers, buffers))):
             return plan
-        radius = settings.window_size // 2
-        flows, taps = buffers[2 * levels:2 * levels + 2], buffers[-1]
         launches = []
         for level in reversed(range(levels)):
             h, w = prev.shapes[level]
-            if level < levels - 1:
-                (ch, cw), coarse = prev.shapes[level + 1], flows[(level + 1) % 2]
-            else:
-                (ch, cw), coarse = (0, 0), flows[(level + 1) % 2]  # not read: cw = 0
-            offset = tile_offset(level, radius)
-            args = (prev.levels[level], cur.levels[level], i32(w), i32(h), coarse, i32(cw),
-                    i32(ch), flows[level % 2], taps, i32(settings.lk_iterations), i32(offset),
-                    f32(settings.min_eigenvalue), i32(level == 0))
-            launches.append((level_items((h, w), radius, offset), args))
-        plan = _Plan(key, buffers, level_defines(radius), tuple(launches), flows[0])
+            # the coarser level's flow; on the coarsest level cw = 0 and it is not read
+            ch, cw = prev.shapes[level + 1] if level < levels - 1 else (0, 0)
+            offset = self.tiling.offset(level)
+            args = (prev.levels[level], cur.levels[level], np.int32(w), np.int32(h),
+                    flows[(level + 1) % 2], np.int32(cw), np.int32(ch), flows[level % 2], taps,
+                    np.int32(settings.lk_iterations), np.int32(offset),
+                    np.float32(settings.min_eigenvalue), np.int32(level == 0))
+            launches.append(self._level.bind(self.tiling.items((h, w), offset), args, STAGE,
+                                             local=self.tiling.group))
+        plan = _Plan(key, buffers, tuple(launches), flows[0])
         self._plans[prev.slot] = plan
         return plan
 
@@ -166,7 +200,6 @@ class LucasKanade:
         # Hand the frame's upload and pyramid to the device now (some drivers hold enqueued
         # commands until a flush), so it works on them while the levels are enqueued.
         self.runtime.queue.flush()
-        launch, defines = self.runtime.launch, plan.defines
-        for items, args in plan.launches:
-            launch(PROGRAM, 'lk_level', items, GROUP, args, STAGE, defines)
+        for launch in plan.launches:
+            launch()
         return plan.result

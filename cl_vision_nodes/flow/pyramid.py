@@ -2,20 +2,30 @@
 
 The streaming estimator keeps two of these (previous and current frame) and swaps them, so a
 frame is uploaded, decoded and pyramided exactly once and the previous one never leaves the
-device. Buffers are ``ClRuntime`` roles named per slot and level: allocated on the first frame
-of a size, reused afterwards.
+device. Buffers are the estimator's, named per slot and level: allocated on the first frame of
+a size, reused afterwards.
 """
 from __future__ import annotations
 
+import numpy as np
 import pyopencl as cl
 
-from cl_vision_nodes.flow.device import Shape, i32, launch
 from cl_vision_nodes.imaging.device_image import DeviceImages
 from cl_vision_nodes.imaging.encodings import RawImage
+from cl_vision_nodes.opencl.buffers import Buffers
+from cl_vision_nodes.opencl.programs import Program
 from cl_vision_nodes.opencl.runtime import ClRuntime
 
+KERNELS = ('flow/common.cl', 'flow/pyramid.cl')
 MIN_LEVEL_SIDE = 8
 """A level is built only if both its sides keep at least this many pixels."""
+Shape = tuple[int, int]
+"""(height, width) of a pyramid level, the NumPy order."""
+
+
+def program(runtime: ClRuntime) -> Program:
+    """The pyramid program (pyr_down, gradient): no build defines."""
+    return runtime.program(KERNELS)
 
 
 def level_shapes(height: int, width: int) -> list[Shape]:
@@ -32,16 +42,19 @@ def level_shapes(height: int, width: int) -> list[Shape]:
 class DevicePyramid:
     """Images and (on demand) 5-point gradients of every level of one frame."""
 
-    def __init__(self, runtime: ClRuntime, images: DeviceImages, slot: int):
-        self.runtime = runtime
+    def __init__(self, runtime: ClRuntime, images: DeviceImages, buffers: Buffers, slot: int):
         self.images = images
+        self.buffers = buffers
         self.slot = slot
         self.shapes: list[Shape] = []
         self.levels: list[cl.Buffer] = []
         self._gradients: dict[int, cl.Buffer] = {}
+        built = program(runtime)
+        self._pyr_down = built.kernel('pyr_down')
+        self._gradient = built.kernel('gradient')
 
     def _role(self, kind: str, level: int) -> str:
-        return f'flow_p{self.slot}_{kind}{level}'
+        return f'p{self.slot}_{kind}{level}'
 
     def build(self, raw: RawImage) -> None:
         """Decode ``raw`` into level 0 and blur-decimate every coarser level."""
@@ -50,9 +63,9 @@ class DevicePyramid:
         self._gradients.clear()
         for level, (h, w) in enumerate(self.shapes[1:], start=1):
             sh, sw = self.shapes[level - 1]
-            dst = self.runtime.buffer(self._role('i', level), h * w * 4)
-            launch(self.runtime, 'pyr_down', (w, h),
-                   (self.levels[-1], i32(sw), i32(sh), dst, i32(w), i32(h)), 'pyramid')
+            dst = self.buffers.get(self._role('i', level), h * w * 4)
+            self._pyr_down((w, h), (self.levels[-1], np.int32(sw), np.int32(sh), dst,
+                                    np.int32(w), np.int32(h)), 'pyramid')
             self.levels.append(dst)
 
     def gradient(self, level: int) -> cl.Buffer:
@@ -60,8 +73,8 @@ class DevicePyramid:
         found = self._gradients.get(level)
         if found is None:
             h, w = self.shapes[level]
-            found = self.runtime.buffer(self._role('g', level), h * w * 8)
-            launch(self.runtime, 'gradient', (w, h), (self.levels[level], i32(w), i32(h), found),
-                   'derivatives')
+            found = self.buffers.get(self._role('g', level), h * w * 8)
+            self._gradient((w, h), (self.levels[level], np.int32(w), np.int32(h), found),
+                           'derivatives')
             self._gradients[level] = found
         return found

@@ -1,4 +1,4 @@
-"""NumPy references of the kernels in ``kernels/flow.cl``, one function per kernel.
+"""NumPy references of the kernels in ``kernels/flow/*.cl``, one function per kernel.
 
 They exist for the kernel tests (test/test_flow_kernels.py): written for clarity, vectorised
 only as far as keeps them short, float64 unless the kernel's integer arithmetic must be
@@ -203,7 +203,7 @@ def _sor_solution(terms: np.ndarray, flow: np.ndarray, dflow: np.ndarray, total:
 
 def hs_sor(terms: np.ndarray, flow: np.ndarray, dflow: np.ndarray, offset: int, sweeps: int,
            alpha2: float, omega: float, inv_eps_d2: float, inv_eps_s2: float,
-           tile: int = 16) -> np.ndarray:
+           tile: int) -> np.ndarray:
     """One hs_sor launch: per tile (origin k * tile - offset), ``sweeps`` red-black sweeps
     that see the other tiles' u + du as they were at the launch start."""
     h, w = flow.shape[:2]

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         write_png(args.color, flow_to_color(flow, float(values['max_flow'])))
     valid = np.isfinite(flow).all(axis=2)
     print(f"{values['method']}: {flow.shape[1]}x{flow.shape[0]} on {runtime.entry.name}, "
-          f'{elapsed_ms:.0f} ms (first call includes kernel builds), '
+          f'{elapsed_ms:.0f} ms (kernel builds excluded), '
           f'{100 * valid.mean():.1f} % of pixels with an estimate -> {out}')
     print_profile(runtime)
     return 0

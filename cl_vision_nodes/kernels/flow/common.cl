@@ -1,0 +1,76 @@
+// Helpers shared by the dense optical flow programs. Every flow program is this file followed by
+// the file of the host module that launches it (kernels/flow/<module>.cl beside
+// cl_vision_nodes/flow/<module>.py), built with that module's constants as -D defines.
+// NumPy references of every kernel: cl_vision_nodes/flow/reference.py.
+//
+// Conventions: images are float32 row-major on the 0..255 scale; flow is float2 (u, v) in pixels
+// of its pyramid level, from frame 0 (previous) to frame 1 (current); work-item
+// (get_global_id(0), get_global_id(1)) is pixel (x, y), so neighbouring work-items touch
+// neighbouring addresses. Kernels without local memory guard their own bounds, so any global
+// size and any local size the driver picks are correct. The tiled kernels (lk_level, hs_sor,
+// bm_search) require the work-group size the host chose from the device's limits (a define),
+// take global sizes rounded up to it, and let every work-item of a group reach every barrier
+// (out-of-image items only skip loads and stores). Their tiles, which shape the results, do not
+// depend on the work-group size: a group of fewer work-items gives each more pixels.
+//
+// No contraction into fused multiply-adds: results match the references on every device.
+#pragma OPENCL FP_CONTRACT OFF
+
+// Reflect-101 border (cv2.BORDER_REFLECT_101) for offsets up to one image length, then clamped,
+// so it is safe for any stencil on any size (n == 1 included).
+inline int mirror(int i, int n)
+{
+    i = abs(i);
+    i = (n - 1) - abs((n - 1) - i);
+    return clamp(i, 0, n - 1);
+}
+
+inline float2 bilinear2(__global const float2* img, int w, int h, float x, float y)
+{
+    const float fx = floor(x), fy = floor(y);
+    const float tx = x - fx, ty = y - fy;
+    const int x0 = clamp((int)fx, 0, w - 1), x1 = clamp((int)fx + 1, 0, w - 1);
+    const int y0 = clamp((int)fy, 0, h - 1), y1 = clamp((int)fy + 1, 0, h - 1);
+    const float2 top = img[y0 * w + x0] * (1.0f - tx) + img[y0 * w + x1] * tx;
+    const float2 bottom = img[y1 * w + x0] * (1.0f - tx) + img[y1 * w + x1] * tx;
+    return top * (1.0f - ty) + bottom * ty;
+}
+
+inline float bilinear1(__global const float* img, int w, int h, float x, float y)
+{
+    const float fx = floor(x), fy = floor(y);
+    const float tx = x - fx, ty = y - fy;
+    const int x0 = clamp((int)fx, 0, w - 1), x1 = clamp((int)fx + 1, 0, w - 1);
+    const int y0 = clamp((int)fy, 0, h - 1), y1 = clamp((int)fy + 1, 0, h - 1);
+    const float top = img[y0 * w + x0] * (1.0f - tx) + img[y0 * w + x1] * tx;
+    const float bottom = img[y1 * w + x0] * (1.0f - tx) + img[y1 * w + x1] * tx;
+    return top * (1.0f - ty) + bottom * ty;
+}
+
+// Sample i of a line of n values (stride apart) extended beyond its ends by odd reflection,
+// I(-k) = 2 I(0) - I(k): linear ramps continue, so border derivatives are not forced to 0
+// (exact for the 5-point stencil on lines of 3 or more pixels).
+inline float odd_extended(__global const float* line, int i, int n, int stride)
+{
+    const float inner = line[(size_t)mirror(i, n) * stride];
+    if (i < 0)
+        return 2.0f * line[0] - inner;
+    if (i >= n)
+        return 2.0f * line[(size_t)(n - 1) * stride] - inner;
+    return inner;
+}
+
+// Spatial gradient with the 5-point central stencil (I[-2] - 8 I[-1] + 8 I[1] - I[2]) / 12
+// on the odd-extended image: (d/dx, d/dy) at pixel (x, y).
+inline float2 gradient5(__global const float* img, int w, int h, int x, int y)
+{
+    __global const float* row = img + (size_t)y * w;
+    __global const float* col = img + x;
+    const float gx = (odd_extended(row, x - 2, w, 1) - 8.0f * odd_extended(row, x - 1, w, 1)
+                      + 8.0f * odd_extended(row, x + 1, w, 1) - odd_extended(row, x + 2, w, 1))
+                     * (1.0f / 12.0f);
+    const float gy = (odd_extended(col, y - 2, h, w) - 8.0f * odd_extended(col, y - 1, h, w)
+                      + 8.0f * odd_extended(col, y + 1, h, w) - odd_extended(col, y + 2, h, w))
+                     * (1.0f / 12.0f);
+    return (float2)(gx, gy);
+}

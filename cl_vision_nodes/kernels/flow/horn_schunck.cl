@@ -1,0 +1,265 @@
+// Coarse-to-fine robust Horn-Schunck: warping step, SOR sweeps, median (flow/horn_schunck.py);
+// after common.cl. Built with HS_TILE (side of the SOR tiles) and HS_GROUP_H (work-group height
+// from the device's work-group limit, dividing HS_TILE).
+#if !defined(HS_TILE) || !defined(HS_GROUP_H)
+#error "horn_schunck.cl needs -D HS_TILE and HS_GROUP_H"
+#endif
+#if HS_TILE % HS_GROUP_H != 0
+#error "HS_TILE must be a multiple of HS_GROUP_H"
+#endif
+#define HS_SPAN (HS_TILE + 2)
+#define HS_ROWS (HS_TILE / HS_GROUP_H)
+#define HS_ITEMS (HS_TILE * HS_GROUP_H)
+
+// Keys cubic convolution weights (a = -0.5, Catmull-Rom) of taps -1, 0, 1, 2 at fraction t.
+inline void cubic_weights(float t, float* wt)
+{
+    wt[0] = ((-0.5f * t + 1.0f) * t - 0.5f) * t;
+    wt[1] = (1.5f * t - 2.5f) * t * t + 1.0f;
+    wt[2] = ((-1.5f * t + 2.0f) * t + 0.5f) * t;
+    wt[3] = (0.5f * t - 0.5f) * t * t;
+}
+
+// Start of a warping step. Linearised data term at the current flow: frame 1 and its gradient
+// sampled bicubically at x + flow, gradients averaged over both frames, temporal difference
+// I1(x + flow) - I0(x). Out: (Ix, Iy, It, 1), or 0 where x + flow leaves frame 1 (no data
+// term there). Also resets the solver's convergence slots (see hs_sor) to "still moving".
+__kernel void hs_warp(__global const float* i0, __global const float2* g0,
+                      __global const float* i1, __global const float2* g1,
+                      __global const float2* flow, const int w, const int h,
+                      __global float4* terms, __global int* flags)
+{
+    const int x = get_global_id(0), y = get_global_id(1);
+    if (x == 0 && y == 0) {
+        flags[0] = 0;
+        flags[1] = 0;
+        flags[2] = 1;
+    }
+    if (x >= w || y >= h)
+        return;
+    const size_t i = (size_t)y * w + x;
+    const float px = x + flow[i].x, py = y + flow[i].y;
+    float4 out = 0.0f;
+    if (px >= 0.0f && px <= w - 1 && py >= 0.0f && py <= h - 1) {
+        const float fx = floor(px), fy = floor(py);
+        float wx[4], wy[4];
+        cubic_weights(px - fx, wx);
+        cubic_weights(py - fy, wy);
+        float value = 0.0f;
+        float2 grad = 0.0f;
+        for (int j = 0; j < 4; ++j) {
+            const size_t row = (size_t)clamp((int)fy - 1 + j, 0, h - 1) * w;
+            float rv = 0.0f;
+            float2 rg = 0.0f;
+            for (int k = 0; k < 4; ++k) {
+                const int col = clamp((int)fx - 1 + k, 0, w - 1);
+                rv += wx[k] * i1[row + col];
+                rg += wx[k] * g1[row + col];
+            }
+            value += wy[j] * rv;
+            grad += wy[j] * rg;
+        }
+        grad = 0.5f * (grad + g0[i]);
+        out = (float4)(grad.x, grad.y, value - i0[i], 1.0f);
+    }
+    terms[i] = out;
+}
+
+// Derivative weight of the normalised Charbonnier penalty eps^2 (sqrt(1 + d^2/eps^2) - 1):
+// 1 for |d| << eps (quadratic, classic Horn-Schunck), eps/|d| for |d| >> eps (L1, robust).
+inline float charbonnier_weight(float d, float inv_eps2)
+{
+    return rsqrt(1.0f + d * d * inv_eps2);
+}
+
+// Accumulates the smoothness pull of one 4-neighbour whose u + du is `other` (u and v are
+// penalised separately).
+inline void hs_neighbour(float2 other, float2 total, float2 base, float inv_eps_s2,
+                         float2* weight_sum, float2* pull)
+{
+    const float2 e = (float2)(charbonnier_weight(other.x - total.x, inv_eps_s2),
+                              charbonnier_weight(other.y - total.y, inv_eps_s2));
+    *weight_sum += e;
+    *pull += e * (other - base);
+}
+
+// One red-black SOR update of pixel (x, y), at `me` in the tile's local u + du: solves the
+// pixel's 2x2 system (below) and over-relaxes by omega. True if it moved by more than tol.
+inline int hs_sor_update(__local float2* total, int me, int x, int y, int w, int h,
+                         float2 base, float4 t, float2* d, float alpha2, float omega,
+                         float inv_eps_d2, float inv_eps_s2, float tol)
+{
+    const float2 own = base + *d;
+    float2 weight_sum = 0.0f, pull = 0.0f;
+    if (x > 0)
+        hs_neighbour(total[me - 1], own, base, inv_eps_s2, &weight_sum, &pull);
+    if (x < w - 1)
+        hs_neighbour(total[me + 1], own, base, inv_eps_s2, &weight_sum, &pull);
+    if (y > 0)
+        hs_neighbour(total[me - HS_SPAN], own, base, inv_eps_s2, &weight_sum, &pull);
+    if (y < h - 1)
+        hs_neighbour(total[me + HS_SPAN], own, base, inv_eps_s2, &weight_sum, &pull);
+    const float residual = t.z + t.x * d->x + t.y * d->y;
+    const float wd = t.w * charbonnier_weight(residual, inv_eps_d2);
+    const float a11 = wd * t.x * t.x + alpha2 * weight_sum.x;
+    const float a12 = wd * t.x * t.y;
+    const float a22 = wd * t.y * t.y + alpha2 * weight_sum.y;
+    const float b1 = alpha2 * pull.x - wd * t.x * t.z;
+    const float b2 = alpha2 * pull.y - wd * t.y * t.z;
+    const float det = a11 * a22 - a12 * a12;
+    if (!(det > 0.0f))
+        return 0;
+    const float2 solved = (float2)(a22 * b1 - a12 * b2, a11 * b2 - a12 * b1) / det;
+    const float2 next = *d + omega * (solved - *d);
+    const float2 change = fabs(next - *d);
+    *d = next;
+    total[me] = base + next;
+    return fmax(change.x, change.y) > tol;
+}
+
+// `sweeps` red-black SOR sweeps on the increment du of
+// E = sum rho_D(It + Ix du + Iy dv) + alpha2 * sum over 4-neighbour edges rho_S(diff of u + du)
+// (and of v + dv), rho = normalised Charbonnier. Each pixel solves its coupled 2x2 system with
+// the penalties' weights taken at the current values (lagged IRLS: each update minimises a
+// quadratic majoriser, so a Gauss-Seidel step never increases E), then over-relaxes by omega.
+//
+// One work-group per HS_TILE^2 tile, its u + du (and a 1-pixel halo) in local memory, so one
+// launch runs several sweeps: the tile is Gauss-Seidel inside and sees its neighbours' values
+// of the launch start at its edges (block Gauss-Seidel/Jacobi). Tiles start at
+// (k * HS_TILE - offset): the host alternates offset so tile edges move between launches.
+// Item (lx, ly) of the HS_TILE x HS_GROUP_H group owns the tile's column lx, rows
+// ly + r * HS_GROUP_H (r < HS_ROWS). A half-sweep updates pixels of one colour, which read only
+// pixels of the other, so the result does not depend on the group height.
+// Input dflow_in (ignored and taken as 0 when `fresh`, the first launch of a warping step),
+// output dflow_out (ping-pong): a launch is a pure function of its inputs.
+//
+// Convergence without host round trips, in flags[0..2] (one slot per launch k, k % 3; hs_warp
+// sets slot 2, the one launch 0 reads): launch k reads slot `read` (raised by launch k-1): 0
+// there means the previous launch changed no pixel by more than tol, and this launch only
+// copies dflow_in to dflow_out. Launch k raises slot `write` on a change > tol and clears slot
+// `reset`, the one launch k+1 writes.
+__kernel __attribute__((reqd_work_group_size(HS_TILE, HS_GROUP_H, 1)))
+void hs_sor(__global const float4* terms, __global const float2* flow,
+            __global const float2* dflow_in, __global float2* dflow_out,
+            volatile __global int* flags, const int w, const int h, const int fresh,
+            const int offset, const int sweeps, const int slot_read, const int slot_write,
+            const int slot_reset, const float alpha2, const float omega, const float inv_eps_d2,
+            const float inv_eps_s2, const float tol)
+{
+    __local float2 total[HS_SPAN * HS_SPAN];
+    const int lx = get_local_id(0), ly = get_local_id(1);
+    const int ox = (int)get_group_id(0) * HS_TILE - offset;
+    const int oy = (int)get_group_id(1) * HS_TILE - offset;
+    const int x = ox + lx;
+    if (get_global_id(0) == 0 && get_global_id(1) == 0)
+        flags[slot_reset] = 0;
+    const int active = flags[slot_read] != 0;
+    for (int k = ly * HS_TILE + lx; k < HS_SPAN * HS_SPAN; k += HS_ITEMS) {
+        const int gx = clamp(ox - 1 + k % HS_SPAN, 0, w - 1);
+        const int gy = clamp(oy - 1 + k / HS_SPAN, 0, h - 1);
+        const size_t g = (size_t)gy * w + gx;
+        total[k] = fresh ? flow[g] : flow[g] + dflow_in[g];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    int inside[HS_ROWS];
+    size_t at[HS_ROWS];
+    float2 base[HS_ROWS], d[HS_ROWS];
+    float4 t[HS_ROWS];
+#pragma unroll
+    for (int r = 0; r < HS_ROWS; ++r) {
+        const int y = oy + ly + r * HS_GROUP_H;
+        inside[r] = x >= 0 && x < w && y >= 0 && y < h;
+        at[r] = inside[r] ? (size_t)y * w + x : 0;
+        base[r] = inside[r] ? flow[at[r]] : (float2)(0.0f);
+        t[r] = inside[r] ? terms[at[r]] : (float4)(0.0f);
+        d[r] = inside[r] && !fresh ? dflow_in[at[r]] : (float2)(0.0f);
+    }
+    int moved = 0;
+    for (int sweep = 0; sweep < sweeps; ++sweep) {
+        for (int parity = 0; parity < 2; ++parity) {
+#pragma unroll
+            for (int r = 0; r < HS_ROWS; ++r) {
+                const int row = ly + r * HS_GROUP_H, y = oy + row;
+                if (active && inside[r] && ((x + y) & 1) == parity)
+                    moved |= hs_sor_update(total, (row + 1) * HS_SPAN + lx + 1, x, y, w, h,
+                                           base[r], t[r], &d[r], alpha2, omega, inv_eps_d2,
+                                           inv_eps_s2, tol);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < HS_ROWS; ++r)
+        if (inside[r])
+            dflow_out[at[r]] = d[r];
+    if (moved && flags[slot_write] == 0)
+        atomic_or(&flags[slot_write], 1);
+}
+
+inline void sort_pair(float2* a, float2* b)
+{
+    const float2 lo = fmin(*a, *b);
+    *b = fmax(*a, *b);
+    *a = lo;
+}
+
+// Optimal 9-comparator network sorting v[0], v[stride], ..., v[4 * stride] per component.
+inline void sort5(float2* v, int stride)
+{
+    sort_pair(v, v + stride);
+    sort_pair(v + 3 * stride, v + 4 * stride);
+    sort_pair(v + 2 * stride, v + 4 * stride);
+    sort_pair(v + 2 * stride, v + 3 * stride);
+    sort_pair(v, v + 3 * stride);
+    sort_pair(v, v + 2 * stride);
+    sort_pair(v + stride, v + 4 * stride);
+    sort_pair(v + stride, v + 3 * stride);
+    sort_pair(v + stride, v + 2 * stride);
+}
+
+// Median of a row-major 5x5 window per component in 153 comparators (a plain selection needs
+// 234). Sorting the columns, then the rows, orders the window along both axes; then 6 entries
+// are known to be below the median and 6 above, and the median is that of the 13 others.
+inline float2 median5x5(float2* m)
+{
+#pragma unroll
+    for (int c = 0; c < 5; ++c)
+        sort5(m + c, 5);
+#pragma unroll
+    for (int r = 0; r < 5; ++r)
+        sort5(m + 5 * r, 1);
+    float2 v[13] = {m[3], m[4], m[7], m[8], m[9], m[11], m[12], m[13], m[15], m[16], m[17],
+                    m[20], m[21]};
+    // 7 bubble passes move the 7 largest, sorted, to v[6..12].
+#pragma unroll
+    for (int pass = 0; pass < 7; ++pass)
+#pragma unroll
+        for (int k = 0; k < 12 - pass; ++k)
+            sort_pair(v + k, v + k + 1);
+    return v[6];
+}
+
+// End of a warp: out = u + du, then (median != 0) a 5x5 median per component with replicated
+// borders, which removes the outliers the linearisation leaves (Sun, Roth & Black 2010).
+__kernel void hs_update(__global const float2* flow, __global const float2* dflow,
+                        const int w, const int h, const int median, __global float2* out)
+{
+    const int x = get_global_id(0), y = get_global_id(1);
+    if (x >= w || y >= h)
+        return;
+    const size_t i = (size_t)y * w + x;
+    if (!median) {
+        out[i] = flow[i] + dflow[i];
+        return;
+    }
+    float2 window[25];
+    for (int j = 0; j < 5; ++j) {
+        const size_t row = (size_t)clamp(y + j - 2, 0, h - 1) * w;
+        for (int k = 0; k < 5; ++k) {
+            const size_t n = row + clamp(x + k - 2, 0, w - 1);
+            window[5 * j + k] = flow[n] + dflow[n];
+        }
+    }
+    out[i] = median5x5(window);
+}

@@ -1,0 +1,33 @@
+// Gaussian pyramid and gradients of one frame (flow/pyramid.py); after common.cl.
+
+// One pyramid step, identical to cv2.pyrDown: 5x5 binomial blur ([1 4 6 4 1]/16 per axis, the
+// anti-alias Gaussian of sigma ~1 that a factor-0.5 step needs) sampled at even pixels, so
+// coarse pixel (x, y) sits exactly on fine pixel (2x, 2y) and dst is ((sw+1)/2, (sh+1)/2).
+__kernel void pyr_down(__global const float* src, const int sw, const int sh,
+                       __global float* dst, const int dw, const int dh)
+{
+    const int x = get_global_id(0), y = get_global_id(1);
+    if (x >= dw || y >= dh)
+        return;
+    const float taps[5] = {1.0f, 4.0f, 6.0f, 4.0f, 1.0f};
+    float acc = 0.0f;
+    for (int j = 0; j < 5; ++j) {
+        __global const float* row = src + (size_t)mirror(2 * y + j - 2, sh) * sw;
+        float r = 0.0f;
+        for (int i = 0; i < 5; ++i)
+            r += taps[i] * row[mirror(2 * x + i - 2, sw)];
+        acc += taps[j] * r;
+    }
+    dst[(size_t)y * dw + x] = acc * (1.0f / 256.0f);
+}
+
+// 5-point gradient of a level (gradient5), for Horn-Schunck's warping step.
+__kernel void gradient(__global const float* img, const int w, const int h,
+                       __global float2* grad)
+{
+    const int x = get_global_id(0), y = get_global_id(1);
+    if (x >= w || y >= h)
+        return;
+    grad[(size_t)y * w + x] = gradient5(img, w, h, x, y);
+}
+
