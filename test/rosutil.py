@@ -21,13 +21,19 @@ from rclpy.qos import QoSProfile, qos_profile_sensor_data
 REPO = Path(__file__).resolve().parents[1]
 
 
+def command(argv: list[str], sigint_ignored: bool = False) -> list[str]:
+    """``argv``, or ``argv`` started with SIGINT ignored as a shell starts background jobs: Python
+    then installs no KeyboardInterrupt handler and only rclpy's handler sees Ctrl-C."""
+    return ['sh', '-c', 'trap "" INT; exec "$@"', 'sh', *argv] if sigint_ignored else argv
+
+
 class NodeProcess:
     """A node executable started as ``python -m module --ros-args ...``; stopped with SIGINT."""
 
-    def __init__(self, module: str, ros_args: list[str] = ()):
+    def __init__(self, module: str, ros_args: list[str] = (), sigint_ignored: bool = False):
         self.log = tempfile.NamedTemporaryFile('w+', suffix='.log', delete=False)
         self.proc = subprocess.Popen(
-            [sys.executable, '-m', module, '--ros-args', *ros_args],
+            command([sys.executable, '-m', module, '--ros-args', *ros_args], sigint_ignored),
             cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT)
 
     def output(self) -> str:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy._rclpy_pybind11 import RCLError
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.publisher import Publisher
@@ -150,7 +151,12 @@ class VisionNode(Node):
 
 
 def spin_node(factory: Callable[[], Node], args: list[str] | None = None) -> int:
-    """Run one node until Ctrl-C or shutdown; start-up errors become one log line and code 2."""
+    """Run one node until Ctrl-C or shutdown; start-up errors become one log line and code 2.
+
+    Ctrl-C may cut a callback short: rclpy's signal handler shuts the context down from its own
+    thread, so a publish already under way fails with RCLError. That is the shutdown asked for,
+    not an error, once the context is no longer valid.
+    """
     use_large_image_profile()
     rclpy.init(args=args)
     node = None
@@ -159,6 +165,9 @@ def spin_node(factory: Callable[[], Node], args: list[str] | None = None) -> int
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except RCLError:
+        if rclpy.ok():
+            raise
     except CLVisionError as exc:
         rclpy.logging.get_logger('cl_vision_nodes').fatal(f'cannot start: {exc}')
         return 2

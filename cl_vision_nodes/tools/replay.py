@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     bag = Bag(Path(args.bag), args.topics, args.start_offset)
     classes = {topic: message_class(msgtype) for topic, msgtype in bag.topics.items()}
     import rclpy
+    from rclpy._rclpy_pybind11 import RCLError
     from rclpy.duration import Duration
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
@@ -125,6 +126,9 @@ def run(args: argparse.Namespace) -> int:
         print(f'replayed {sent} messages on {len(publishers)} topics from {args.bag}')
     except KeyboardInterrupt:
         pass
+    except RCLError:  # Ctrl-C: rclpy's handler shut the context down under a publish
+        if rclpy.ok():
+            raise
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
