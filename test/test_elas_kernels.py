@@ -1,4 +1,4 @@
-"""ELAS kernels (kernels/elas.cl) stage by stage against their NumPy references.
+"""ELAS kernels (kernels/elas/*.cl) stage by stage against their NumPy references.
 
 A synthetic pair of odd size (never a multiple of a work-group) runs through the whole device
 pipeline once per parameter set; each stage's output is then compared with the reference
@@ -6,11 +6,19 @@ applied to that stage's actual device inputs, so a failure names the stage. Inte
 (descriptor, support matches, point list, grid, scan conversion, matching, L/R check, segments,
 gap interpolation, median) must match exactly; the float stages follow libelas' float32
 operation order and match exactly too (adaptive mean), except the disparity planes, which may
-differ from a double-precision solve rounded to float by one float ulp (asserted to 1e-6
-relative). The Delaunay triangulation is checked for what defines one: every point used, no
-point strictly inside any circumcircle, triangles tiling the convex hull.
+differ from the reference's Gauss elimination in double rounded to float by one float ulp
+(asserted to 1e-6 relative; the planes are checked exactly against rational arithmetic on
+crafted triangles instead). The Delaunay triangulation is checked for what defines one: every
+point used, no point strictly inside any circumcircle, triangles tiling the convex hull.
+
+The kernels use no double precision (every build makes ``double`` a compile error): the exact
+quotients that replace it (fdiv in common.cl, long_quotient in planes.cl) are tested here
+against exact rational arithmetic.
 """
 from __future__ import annotations
+
+from dataclasses import replace
+from fractions import Fraction
 
 import cv2
 import numpy as np
@@ -21,10 +29,12 @@ from scipy.spatial import ConvexHull, Delaunay
 from cl_vision_nodes.dataio.synthetic import stereo_pair
 from cl_vision_nodes.elas import ELAS_SCHEMA, MIDDLEBURY, ROBOTICS, ElasMatcher, ElasSettings
 from cl_vision_nodes.elas import reference as ref
-from cl_vision_nodes.elas.device import GAP_GROUP, MAX_OWNED, Launch, LocalSizes
+from cl_vision_nodes.elas.device import (DEFINES, GAP_GROUP, MAX_OWNED, LocalSizes,
+                                         program_files)
 from cl_vision_nodes.elas.support import INCON_ROUNDS
 from cl_vision_nodes.errors import ImageFormatError, ParameterError
 from cl_vision_nodes.imaging.encodings import array_to_raw
+from cl_vision_nodes.opencl.programs import NO_FP64_PRELUDE, build_options, kernel_source
 
 HEIGHT, WIDTH = 93, 157
 PARAMS = {
@@ -264,6 +274,138 @@ def test_delaunay_generic_points_equal_qhull(runtime):
         {tuple(sorted(t)) for t in theirs.tolist()}
 
 
+# --- exact quotients without double precision --------------------------------------------------
+
+QUOTIENT_KERNELS = """
+__kernel void test_round_quotient(__global const float* a, __global const float* b,
+                                  const int ulps, __global float* q)
+{
+    const int i = get_global_id(0);
+    float start = a[i] / b[i];  // pushed ulps floats away from the quotient, alternately
+    for (int k = 0; k < ulps; ++k)
+        start = nextafter(start, (i & 1) ? INFINITY : -INFINITY);
+    q[i] = round_quotient(start, a[i], b[i]);
+}
+
+__kernel void test_long_quotient(__global const long* n, __global const long* d, __global float* q)
+{
+    const int i = get_global_id(0);
+    q[i] = long_quotient(n[i], d[i]);
+}
+"""
+
+
+@pytest.fixture(scope='module')
+def quotients(runtime) -> dict[str, cl.Kernel]:
+    """The helpers of the planes program (common.cl + planes.cl) with two test kernels, built as
+    every program is: double precision is a compile error."""
+    source = NO_FP64_PRELUDE + ''.join(kernel_source(f) for f in program_files('planes'))
+    program = cl.Program(runtime.context, source + QUOTIENT_KERNELS).build(
+        options=list(build_options(DEFINES['planes'])))
+    kernels = {name: cl.Kernel(program, name)
+               for name in ('test_round_quotient', 'test_long_quotient')}
+    kernels['test_round_quotient'].set_scalar_arg_dtypes([None, None, np.int32, None])
+    return kernels
+
+
+def nearest_float32(x: Fraction) -> np.float32:
+    """x rounded to float32, to nearest and ties to even, from exact rationals."""
+    guess = np.float32(float(x))
+    around = [np.nextafter(guess, np.float32(-np.inf)), guess,
+              np.nextafter(guess, np.float32(np.inf))]
+    return min(around, key=lambda f: (abs(Fraction(float(f)) - x),
+                                      int(np.float32(f).view(np.uint32)) & 1))
+
+
+def device_quotients(runtime, kernel, n: int, *arrays: np.ndarray,
+                     scalars: tuple = ()) -> np.ndarray:
+    out = np.empty(n, np.float32)
+    bufs = buffers(runtime, *arrays)
+    out_buf = cl.Buffer(runtime.context, cl.mem_flags.WRITE_ONLY, out.nbytes)
+    kernel(runtime.queue, (n,), None, *bufs, *scalars, out_buf)
+    cl.enqueue_copy(runtime.queue, out, out_buf)
+    return out
+
+
+@pytest.mark.parametrize('ulps', [0, 1, 4])
+def test_fdiv_is_correctly_rounded(runtime, quotients, ulps):
+    """From the device's quotient or one up to 4 ulp away: IEEE division's result (NumPy),
+    over normal quotients."""
+    rng = np.random.default_rng(ulps)
+    n = 100_000
+    wide = (rng.standard_normal((2, n)) * 2.0 ** rng.integers(-40, 41, (2, n))).astype(np.float32)
+    ints = rng.integers(-2 ** 24, 2 ** 24, (2, n)).astype(np.float32)  # grid, raster slopes
+    sums = np.stack([rng.integers(0, 2 ** 12, n) / np.float32(4),  # adaptive mean
+                     rng.integers(1, 17, n) * np.float32(2)]).astype(np.float32)
+    a, b = (np.concatenate(parts) for parts in zip(wide, ints, sums))
+    b[b == 0] = 1
+    got = device_quotients(runtime, quotients['test_round_quotient'], len(a), a, b,
+                           scalars=(np.int32(ulps),))
+    np.testing.assert_array_equal(got, a / b)
+
+
+def test_long_quotient_is_correctly_rounded(runtime, quotients):
+    """Integers beyond float's 24 bits, ties included (n / d halfway between two floats)."""
+    rng = np.random.default_rng(5)
+    count = 20_000
+    n = rng.integers(-2 ** 45, 2 ** 45, count) >> rng.integers(0, 45, count)
+    d = rng.integers(1, 2 ** 37, count) >> rng.integers(0, 37, count)
+    d *= rng.choice([-1, 1], count)
+    ties = np.array([2 ** 24 + 1, 2 ** 24 + 3, -(2 ** 25 + 2), 3 * 2 ** 30 + 2 ** 6], np.int64)
+    n = np.concatenate([n, ties, ties * 7, [0, 1, -1, 2 ** 45 - 1]])
+    d = np.concatenate([d, [2, 2, 4, 2 ** 7], [14, 14, 28, 2 ** 7 * 7], [3, 3, 3, 1]])
+    d[d == 0] = 1
+    got = device_quotients(runtime, quotients['test_long_quotient'], len(n), n, d)
+    want = [nearest_float32(Fraction(int(x), int(y))) for x, y in zip(n, d)]
+    np.testing.assert_array_equal(got, np.array(want, np.float32))
+
+
+def test_planes_exact_at_the_largest_images(runtime):
+    """elas_planes on crafted triangles up to the largest image ElasMatcher accepts: every
+    coefficient the correctly rounded rational solution, the prior valid below libelas' double
+    0.7 (a slope of exactly -0.7 rounds to the float 0.7f, which passes)."""
+    from cl_vision_nodes.elas.matcher import MAX_SIZE
+    rng = np.random.default_rng(9)
+    count = 2_000
+    corners = np.stack([rng.integers(0, MAX_SIZE, (count, 3)), rng.integers(0, MAX_SIZE, (count, 3)),
+                        rng.integers(0, 512, (count, 3))], axis=-1)
+    corners[:20, :, 1] = corners[:20, :1, 1]  # collinear: no plane
+    corners[20] = [[10, 0, 0], [0, 0, 7], [10, 10, 0]]  # d = 7 - 0.7 u
+    points = np.zeros((3 * count, 4), np.int32)
+    points[:, :3] = corners.reshape(-1, 3)
+    tri = np.zeros((count, MAX_OWNED, 4), np.int32)
+    tri[:, 0, :3] = np.arange(3 * count).reshape(count, 3)
+    tri_count = np.ones(count, np.int32)
+    program = runtime.program(program_files('planes'), DEFINES['planes'])
+    for right_view in (0, 1):
+        pts, tris, counts, out = buffers(runtime, points, tri, tri_count,
+                                         np.zeros((count * MAX_OWNED, 4), np.float32))
+        program.kernel('elas_planes')((count,), (pts, tris, counts, np.int32(count),
+                                                 np.int32(right_view), out), 'test')
+        got = download(runtime, out, np.float32, (count, MAX_OWNED, 4))[:, 0]
+        solved = [[exact_plane(c, shift) for c in corners] for shift in (0, 1)]
+        own, other = solved[right_view], solved[1 - right_view]
+        want = np.array([(*p, 1.0 if abs(float(p[0])) < 0.7 and abs(float(q[0])) < 0.7 else 0.0)
+                         for p, q in zip(own, other)], np.float32)
+        np.testing.assert_array_equal(got, want)
+    assert got[20, 3] == 1.0 and got[:20, :3].max() == 0
+
+
+def exact_plane(corners: np.ndarray, shift: int) -> tuple[np.float32, ...]:
+    """(a, b, c) of d = a x + b v + c through the corners, x = u - shift * d, each rounded from
+    the exact rational solution; zeros when the corners are collinear."""
+    x, v, d = ([int(k) for k in corners[:, j]] for j in range(3))
+    x = [xi - shift * di for xi, di in zip(x, d)]
+    det = x[0] * (v[1] - v[2]) + x[1] * (v[2] - v[0]) + x[2] * (v[0] - v[1])
+    if det == 0:
+        return np.float32(0), np.float32(0), np.float32(0)
+    na = d[0] * (v[1] - v[2]) + d[1] * (v[2] - v[0]) + d[2] * (v[0] - v[1])
+    nb = x[0] * (d[1] - d[2]) + x[1] * (d[2] - d[0]) + x[2] * (d[0] - d[1])
+    nc = (x[0] * (v[1] * d[2] - v[2] * d[1]) + x[1] * (v[2] * d[0] - v[0] * d[2])
+          + x[2] * (v[0] * d[1] - v[1] * d[0]))
+    return tuple(nearest_float32(Fraction(num, det)) for num in (na, nb, nc))
+
+
 # --- planes, grid, matching -------------------------------------------------------------------
 
 
@@ -316,6 +458,22 @@ def test_matching(frame):
         assert (want >= 0).mean() > 0.5
 
 
+@pytest.mark.parametrize('params', sorted(PARAMS))
+def test_work_group_shapes_do_not_change_results(runtime, monkeypatch, params):
+    """The other kind of device's work-group shapes (GPU shapes on PoCL, or the reverse),
+    within this device's limits: the same maps, bit for bit."""
+    sample = stereo_pair(HEIGHT, WIDTH, seed=4, max_disparity=22.0)
+    pair = [array_to_raw(img, 'mono8') for img in (sample.left, sample.right)]
+    values = {**PARAMS[params], 'postprocess_only_left': False}
+    own = ElasMatcher(runtime, values).compute_both(*pair)
+    other = LocalSizes.for_device(replace(runtime.limits, is_gpu=not runtime.limits.is_gpu))
+    monkeypatch.setattr(LocalSizes, 'for_device', classmethod(lambda cls, limits: other))
+    matcher = ElasMatcher(runtime, values)
+    assert matcher.device.local == other
+    for got, want in zip(matcher.compute_both(*pair), own):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_pipeline_output(frame):
     """The published maps: -1 for every invalid pixel, mostly valid on this easy scene."""
     left, right = frame.final
@@ -343,7 +501,9 @@ POST_SIZES = [(45, 67), (33, 70)]
 
 
 def run_kernel(runtime, name: str, items, args, local=None) -> None:
-    Launch(runtime, name, items, local, args, 'test')()
+    """A post-processing kernel from the program the matcher uses (cached by value)."""
+    program = runtime.program(program_files('postprocess'), DEFINES['postprocess'])
+    program.kernel(name)(items, args, 'test', local)
 
 
 def buffers(runtime, *arrays: np.ndarray) -> list[cl.Buffer]:
@@ -375,7 +535,7 @@ def test_remove_small_segments(runtime, h, w, min_size, sim):
                        ('elas_segments_merge', (buf, *dims, np.float32(sim), label)),
                        ('elas_segments_count', (*dims, label, size)),
                        ('elas_segments_apply', (buf, *dims, label, size, np.int32(min_size)))):
-        run_kernel(runtime, name, (w, h), args, LocalSizes.for_device(runtime).pixels)
+        run_kernel(runtime, name, (w, h), args, LocalSizes.for_device(runtime.limits).pixels)
     np.testing.assert_array_equal(download(runtime, buf, np.float32, (h, w)),
                                   ref.remove_small_segments(d, sim, min_size))
 
@@ -401,7 +561,7 @@ def test_adaptive_mean(runtime, h, w, subsampling):
     d = disparity_map(np.random.default_rng(w + subsampling), h, w)
     src, temp, dst = buffers(runtime, d, d, d)
     dims = (np.int32(w), np.int32(h))
-    local = LocalSizes.for_device(runtime).pixels
+    local = LocalSizes.for_device(runtime.limits).pixels
     run_kernel(runtime, 'elas_adaptive_mean_h', (w, h), (src, *dims, np.int32(subsampling), temp),
                local)
     run_kernel(runtime, 'elas_adaptive_mean_v', (w, h),
@@ -461,6 +621,9 @@ def test_bad_pairs_are_refused(runtime):
         matcher.compute_gray(small, np.zeros((40, 51), np.uint8))
     with pytest.raises(ImageFormatError, match='too small'):
         matcher.compute_gray(small[:10], small[:10])
+    wide = np.zeros((16, 28_001), np.uint8)  # beyond the exact integer Delaunay predicates
+    with pytest.raises(ImageFormatError, match='too large'):
+        matcher.compute_gray(wide, wide)
 
 
 def test_configure_applies_next_frame(runtime):

@@ -7,33 +7,35 @@ mono8 input) and saturated first.
 from __future__ import annotations
 
 import numpy as np
+import pyopencl as cl
 
-from cl_vision_nodes.elas.device import Geometry, Launch, LocalSizes, Workspace
+from cl_vision_nodes.elas.device import Geometry, StageDevice, Step
 from cl_vision_nodes.elas.schema import ElasSettings
 
-VIEWS: tuple[str, ...] = ('left', 'right')
+MODULE = 'descriptor'
 STAGE = 'descriptor'
 
 
 class DescriptorStage:
-    """Owns the gray, 8-bit, Sobel and descriptor buffers of both views."""
+    """Owns the 8-bit, Sobel and descriptor buffers of both views; reads the decoded gray
+    images (left, right)."""
 
-    def __init__(self, ws: Workspace, geo: Geometry, local: LocalSizes, s: ElasSettings):
-        rt = ws.runtime
+    def __init__(self, dev: StageDevice, geo: Geometry, s: ElasSettings,
+                 gray: tuple[cl.Buffer, cl.Buffer]):
         w, h = np.int32(geo.width), np.int32(geo.height)
-        du = ws.buffer('du', geo.pixels)
-        dv = ws.buffer('dv', geo.pixels)
-        self.gray_roles = tuple(ws.role(f'gray_{view}') for view in VIEWS)
-        self.desc = tuple(ws.buffer(f'desc_{view}', 16 * geo.pixels) for view in VIEWS)
-        self.launches: list[Launch] = []
-        u8 = ws.buffer('u8', geo.pixels)
-        for role, desc in zip(self.gray_roles, self.desc):
-            gray = rt.buffer(role, 4 * geo.pixels)  # the buffer upload_gray(raw, role) fills
+        pixels = dev.local.pixels
+        du = dev.buffer('du', geo.pixels)
+        dv = dev.buffer('dv', geo.pixels)
+        u8 = dev.buffer('u8', geo.pixels)
+        self.desc = tuple(dev.buffer(f'desc_{view}', 16 * geo.pixels)
+                          for view in ('left', 'right'))
+        self.launches: list[Step] = []
+        for image, desc in zip(gray, self.desc):
             self.launches += [
-                Launch(rt, 'elas_gray_u8', (geo.pixels,), (local.pixels[0],),
-                       (gray, np.int32(geo.pixels), u8), STAGE),
-                Launch(rt, 'elas_sobel', (geo.width, geo.height), local.pixels,
-                       (u8, w, h, du, dv), STAGE),
-                Launch(rt, 'elas_descriptor', (geo.width, geo.height), local.pixels,
-                       (du, dv, w, h, np.int32(s.subsampling), desc), STAGE),
+                dev.launch(MODULE, 'elas_gray_u8', (geo.pixels,), (pixels[0],),
+                           (image, np.int32(geo.pixels), u8), STAGE),
+                dev.launch(MODULE, 'elas_sobel', (geo.width, geo.height), pixels,
+                           (u8, w, h, du, dv), STAGE),
+                dev.launch(MODULE, 'elas_descriptor', (geo.width, geo.height), pixels,
+                           (du, dv, w, h, np.int32(s.subsampling), desc), STAGE),
             ]

@@ -1,25 +1,41 @@
-"""Sizes, buffers and pre-bound kernel launches shared by the ELAS device stages.
+"""Sizes, programs and work-group shapes shared by the ELAS device stages.
 
-Each stage binds its kernel arguments once per (image size, parameters) in a ``Launch`` and the
-per-frame path only enqueues: no allocation, no argument marshalling, no host round trip. Every
-kernel launch gets its own ``cl.Kernel`` (the runtime caches programs, not these objects),
-because the left and right views bind the same kernel to different buffers.
+Each stage binds its kernel arguments once per (image size, parameters) (``Kernel.bind``) and
+the per-frame path only enqueues: no allocation, no argument marshalling, no host round trip.
+Every program is ``kernels/elas/common.cl`` plus the file of one stage module, built with the
+host constants below as its only ``-D`` defines.
 """
 from __future__ import annotations
 
-import itertools
+import functools
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pyopencl as cl
 
 from cl_vision_nodes.elas.schema import ElasSettings
+from cl_vision_nodes.opencl.buffers import Buffers
+from cl_vision_nodes.opencl.kernel import Kernel
+from cl_vision_nodes.opencl.limits import MIN_GROUP, DeviceLimits
+from cl_vision_nodes.opencl.programs import NO_DEFINES, Defines, Program
 from cl_vision_nodes.opencl.runtime import ClRuntime
 
-PROGRAM = 'elas'
-MAX_OWNED = 6  # triangles stored per point (kernels/elas.cl MAX_OWNED)
-GAP_GROUP = 64  # work-group size of elas_gap (reqd_work_group_size)
+MAX_OWNED = 6
+"""Triangles stored per point: each triangle by the vertex opposite its longest edge, whose
+angle is at least 60 degrees, so at most 5 per point."""
+GAP_GROUP = MIN_GROUP
+"""Work-group size of elas_gap (its reqd_work_group_size): the smallest limit we support."""
+
+MODULES: tuple[str, ...] = ('descriptor', 'support', 'triangulation', 'planes', 'grid',
+                            'matching', 'postprocess')
+"""The stage modules, each with its kernel file kernels/elas/<module>.cl."""
+DEFINES: Mapping[str, Defines] = {
+    'triangulation': {'MAX_OWNED': MAX_OWNED},
+    'planes': {'MAX_OWNED': MAX_OWNED},
+    'matching': {'MAX_OWNED': MAX_OWNED},
+    'postprocess': {'GAP_GROUP': GAP_GROUP},
+}
 
 STAGES: tuple[str, ...] = (
     'descriptor', 'support matches', 'delaunay', 'disparity planes', 'grid', 'matching',
@@ -27,7 +43,19 @@ STAGES: tuple[str, ...] = (
     'output')
 """Profiler stage names, libelas' timer rows in its order (plus the final conversion)."""
 
-_instances = itertools.count()
+Step = Callable[[], cl.Event]
+"""One enqueue of the per-frame path: a bound kernel launch or a buffer fill."""
+
+
+def program_files(module: str) -> tuple[str, str]:
+    """The kernel files of a stage module's program."""
+    return 'elas/common.cl', f'elas/{module}.cl'
+
+
+def build_programs(runtime: ClRuntime) -> dict[str, Program]:
+    """Every ELAS program, built now (KernelBuildError names the file and the first error)."""
+    return {module: runtime.program(program_files(module), DEFINES.get(module, NO_DEFINES))
+            for module in MODULES}
 
 
 @dataclass(frozen=True)
@@ -80,72 +108,60 @@ class Geometry:
 
 @dataclass(frozen=True)
 class LocalSizes:
-    """Work-group shapes per kind of kernel. PoCL runs a work-group as loops on one core, so
-    loop-heavy kernels get tiny groups there (measured fastest), pixel kernels rows of 64."""
+    """Work-group shapes per kind of kernel, within the device's limits. PoCL runs a work-group
+    as loops on one core, so there pixel kernels get rows of 256, loop-heavy ones rows of 64 or
+    single items (measured fastest); GPUs get up to 256 work-items per group. No result depends
+    on these shapes."""
 
     pixels: tuple[int, int]
     heavy: tuple[int, int]
     items: int
-    group: int
-    raster_lanes: int
+    group: int  # the single work-group of elas_support_points
+    raster_lanes: int  # work-items per triangle in elas_raster (a global size)
 
     @classmethod
-    def for_device(cls, runtime: ClRuntime) -> LocalSizes:
-        if runtime.entry.is_gpu:
-            return cls(pixels=(32, 8), heavy=(32, 4), items=64, group=256, raster_lanes=16)
-        return cls(pixels=(256, 1), heavy=(64, 1), items=1, group=64, raster_lanes=1)
+    def for_device(cls, limits: DeviceLimits) -> LocalSizes:
+        if limits.is_gpu:
+            return cls(pixels=limits.group_2d((32, 8)), heavy=limits.group_2d((32, 4)),
+                       items=limits.group(64), group=limits.group(256), raster_lanes=16)
+        return cls(pixels=limits.group_2d((256, 1)), heavy=limits.group_2d((64, 1)), items=1,
+                   group=limits.group(64), raster_lanes=1)
 
 
-def round_up(items: Sequence[int], local: Sequence[int] | None) -> tuple[int, ...]:
-    """Global size covering ``items`` in whole work-groups (kernels check their bounds)."""
-    if local is None:
-        return tuple(items)
-    return tuple(-(-max(n, 1) // m) * m for n, m in zip(items, local))
+def fit_group(local: Sequence[int], max_group: int) -> tuple[int, ...]:
+    """``local`` with its last dimensions (rows), then the first, halved until a kernel that
+    allows ``max_group`` work-items per group (registers, local memory) can run it."""
+    shape = [int(n) for n in local]
+    for dim in reversed(range(len(shape))):
+        while shape[dim] > 1 and int(np.prod(shape)) > max_group:
+            shape[dim] //= 2
+    return tuple(shape)
 
 
-class Launch:
-    """One kernel with its arguments bound, enqueued by ``__call__`` and profiled as ``stage``."""
+@dataclass(frozen=True)
+class StageDevice:
+    """What a stage sets itself up with: the runtime, the matcher's buffers, the built programs
+    and the work-group shapes."""
 
-    def __init__(self, runtime: ClRuntime, name: str, items: Sequence[int],
-                 local: Sequence[int] | None, args: Sequence[Any], stage: str):
-        self.runtime = runtime
-        self.stage = stage
-        self.kernel = cl.Kernel(runtime.program(PROGRAM), name)
-        self.kernel.set_args(*args)
-        self.local = None if local is None else tuple(local)
-        self.global_size = round_up(items, self.local)
+    runtime: ClRuntime
+    buffers: Buffers
+    programs: Mapping[str, Program]
+    local: LocalSizes
 
-    def __call__(self) -> None:
-        event = cl.enqueue_nd_range_kernel(self.runtime.queue, self.kernel, self.global_size,
-                                           self.local)
-        self.runtime.profiler.record(self.stage, event)
+    def buffer(self, role: str, nbytes: int) -> cl.Buffer:
+        return self.buffers.get(role, nbytes)
 
+    def kernel(self, module: str, name: str) -> Kernel:
+        return self.programs[module].kernel(name)
 
-class Fill:
-    """Set a whole buffer to one value on the device (per-frame reset, no host copy)."""
+    def launch(self, module: str, name: str, items: Sequence[int],
+               local: Sequence[int] | None, args: Sequence[Any], stage: str) -> Step:
+        """Kernel ``name`` of ``module`` bound to ``args``, its work-group shape ``local``
+        reduced to what this kernel allows."""
+        kernel = self.kernel(module, name)
+        shape = None if local is None else fit_group(local, kernel.max_group)
+        return kernel.bind(items, args, stage, shape)
 
-    def __init__(self, runtime: ClRuntime, buffer: cl.Buffer, value: np.generic, stage: str):
-        self.runtime = runtime
-        self.buffer = buffer
-        self.pattern = np.array([value])
-        self.stage = stage
-
-    def __call__(self) -> None:
-        event = cl.enqueue_fill_buffer(self.runtime.queue, self.buffer, self.pattern, 0,
-                                       self.buffer.size)
-        self.runtime.profiler.record(self.stage, event)
-
-
-class Workspace:
-    """The device buffers of one matcher, named by role and reused while sizes stay the same."""
-
-    def __init__(self, runtime: ClRuntime):
-        self.runtime = runtime
-        self.prefix = f'elas{next(_instances)}.'
-
-    def role(self, name: str) -> str:
-        return self.prefix + name
-
-    def buffer(self, name: str, nbytes: int) -> cl.Buffer:
-        return self.runtime.buffer(self.role(name), nbytes)
-
+    def fill(self, buf: cl.Buffer, value: np.generic, stage: str) -> Step:
+        """Setting all of ``buf`` to ``value`` on the device (a per-frame reset)."""
+        return functools.partial(self.runtime.fill, buf, value, stage)

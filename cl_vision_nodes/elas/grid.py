@@ -8,29 +8,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from cl_vision_nodes.elas.device import Fill, Geometry, Launch, LocalSizes, Workspace
+from cl_vision_nodes.elas.device import Geometry, StageDevice
 from cl_vision_nodes.elas.schema import ElasSettings
 from cl_vision_nodes.elas.support import SupportStage
 
+MODULE = 'grid'
 STAGE = 'grid'
 
 
 class GridStage:
     """Owns the candidate lists (grid cells x (disp_max + 2) int32) of one view."""
 
-    def __init__(self, ws: Workspace, geo: Geometry, local: LocalSizes, s: ElasSettings,
-                 support: SupportStage, right_view: bool):
-        rt = ws.runtime
+    def __init__(self, dev: StageDevice, geo: Geometry, s: ElasSettings, support: SupportStage,
+                 right_view: bool):
         i32 = np.int32
         view = 'r' if right_view else 'l'
-        marks = ws.buffer(f'grid_marks_{view}', 4 * geo.grid_cells * geo.grid_words)
-        self.lists = ws.buffer(f'grid_lists_{view}', 4 * geo.grid_cells * geo.list_len)
+        marks = dev.buffer(f'grid_marks_{view}', 4 * geo.grid_cells * geo.grid_words)
+        self.lists = dev.buffer(f'grid_lists_{view}', 4 * geo.grid_cells * geo.list_len)
         sizes = (i32(geo.grid_w), i32(geo.grid_h), i32(geo.grid_words), i32(s.disp_max))
         self.launches = [
-            Fill(rt, marks, np.uint32(0), STAGE),
-            Launch(rt, 'elas_grid_mark', (geo.max_points,), (local.items,),
-                   (support.points, support.meta, i32(geo.max_points), i32(right_view),
-                    i32(s.grid_size), *sizes, marks), STAGE),
-            Launch(rt, 'elas_grid_lists', (geo.grid_cells,), (local.items,),
-                   (marks, sizes[0], sizes[1], sizes[2], sizes[3], self.lists), STAGE),
+            dev.fill(marks, np.uint32(0), STAGE),
+            dev.launch(MODULE, 'elas_grid_mark', (geo.max_points,), (dev.local.items,),
+                       (support.points, support.meta, i32(geo.max_points), i32(right_view),
+                        i32(s.grid_size), *sizes, marks), STAGE),
+            dev.launch(MODULE, 'elas_grid_lists', (geo.grid_cells,), (dev.local.items,),
+                       (marks, *sizes, self.lists), STAGE),
         ]

@@ -18,8 +18,10 @@ test/test_elas_accuracy.py measures (below 0.2 percentage points on every measur
   columns that its horizontal pass skips), the unfiltered value is used;
 - descriptors outside the image interior are zero (libelas' uninitialised buffer holds zeros on
   its first call and whatever the allocator returns later).
-Everything else follows libelas' arithmetic, including its quirks (see reference.py). The
-result does not depend on the device: PoCL and an NVIDIA H200 give bit-identical maps.
+Everything else follows libelas' arithmetic, including its quirks (see reference.py), in
+single precision only (no device needs fp64): where libelas decides in double (Delaunay, plane
+solve) the kernels compute exactly in 64-bit integers and round quotients correctly. The result
+does not depend on the device: PoCL and an NVIDIA H200 give bit-identical maps.
 """
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ import numpy as np
 import pyopencl as cl
 
 from cl_vision_nodes.elas.descriptor import DescriptorStage
-from cl_vision_nodes.elas.device import Fill, Geometry, Launch, LocalSizes, Workspace
+from cl_vision_nodes.elas.device import (Geometry, LocalSizes, StageDevice, Step,
+                                         build_programs)
 from cl_vision_nodes.elas.grid import GridStage
 from cl_vision_nodes.elas.matching import MatchingStage
 from cl_vision_nodes.elas.planes import PlaneStage
@@ -46,6 +49,9 @@ from cl_vision_nodes.params import Value
 
 INVALID_DISPARITY = -1.0
 MIN_SIZE = 16  # libelas' borders (5 px for support points, descriptor rows 2..H-3) need room
+MAX_SIZE = 28_000  # the exact Delaunay predicates in 64-bit integers (triangulation.cl) need
+# view coordinates, widened by disp_max on both sides, to span at most 29,600 px
+GRAY_ROLES = ('gray_left', 'gray_right')  # the DeviceImages buffers the descriptor stage reads
 
 
 @dataclass(frozen=True)
@@ -68,23 +74,23 @@ class Plan:
     delaunay: TriangulationStage  # both views
     views: tuple[ViewStages, ViewStages]  # left, right
     post: PostProcessStage
-    launches: list[Launch | Fill]
+    launches: list[Step]
 
     @classmethod
-    def build(cls, ws: Workspace, geo: Geometry, s: ElasSettings) -> Plan:
-        local = LocalSizes.for_device(ws.runtime)
-        descriptor = DescriptorStage(ws, geo, local, s)
-        support = SupportStage(ws, geo, local, s, descriptor.desc)
-        tri = TriangulationStage(ws, geo, local, support)
+    def build(cls, dev: StageDevice, geo: Geometry, s: ElasSettings,
+              gray: tuple[cl.Buffer, cl.Buffer]) -> Plan:
+        descriptor = DescriptorStage(dev, geo, s, gray)
+        support = SupportStage(dev, geo, s, descriptor.desc)
+        tri = TriangulationStage(dev, geo, support)
         views = []
         for right_view in (False, True):
-            planes = PlaneStage(ws, geo, local, support, tri, right_view)
-            grid = GridStage(ws, geo, local, s, support, right_view)
-            match = MatchingStage(ws, geo, local, s, descriptor.desc, support, tri, planes,
-                                  grid, right_view)
+            planes = PlaneStage(dev, geo, support, tri, right_view)
+            grid = GridStage(dev, geo, s, support, right_view)
+            match = MatchingStage(dev, geo, s, descriptor.desc, support, tri, planes, grid,
+                                  right_view)
             views.append(ViewStages(planes, grid, match))
-        post = PostProcessStage(ws, geo, local, s, (views[0].matching.disparity,
-                                                    views[1].matching.disparity))
+        post = PostProcessStage(dev, geo, s, (views[0].matching.disparity,
+                                              views[1].matching.disparity))
         launches = [*descriptor.launches, *support.launches, *tri.launches]
         for name in ('planes', 'grid', 'matching'):  # both views per stage
             for view in views:
@@ -96,14 +102,17 @@ class Plan:
 class ElasMatcher:
     """Dense stereo with libelas' algorithm; parameters from ELAS_SCHEMA (defaults: ROBOTICS).
 
-    It keeps its device buffers and bound kernels between frames. Not thread-safe: several
-    matchers may share a runtime from one thread; concurrent threads need one runtime each.
+    Its programs are built by the constructor (KernelBuildError there, never per frame); it
+    owns its device buffers and keeps its bound kernels between frames. Not thread-safe:
+    several matchers may share a runtime from one thread; concurrent threads need one runtime
+    each.
     """
 
     def __init__(self, runtime: ClRuntime, params: Mapping[str, Value] | None = None):
         self.runtime = runtime
         self.images = DeviceImages(runtime)
-        self.workspace = Workspace(runtime)
+        self.device = StageDevice(runtime, runtime.buffers(), build_programs(runtime),
+                                  LocalSizes.for_device(runtime.limits))
         self.values = ELAS_SCHEMA.validate(ELAS_SCHEMA.defaults(), params or {},
                                            allow_read_only=True)
         self.settings = ElasSettings.from_values(self.values)
@@ -145,7 +154,9 @@ class ElasMatcher:
         if plan is None or plan.settings != self.settings \
                 or (plan.geometry.width, plan.geometry.height) != (width, height):
             geo = Geometry.of(width, height, self.settings)
-            plan = self._plan = Plan.build(self.workspace, geo, self.settings)
+            # the buffers upload_gray(raw, role) fills: the same while the size is
+            gray = tuple(self.images.buffers.get(role, 4 * geo.pixels) for role in GRAY_ROLES)
+            plan = self._plan = Plan.build(self.device, geo, self.settings, gray)
         return plan
 
     def _process(self, left: RawImage, right: RawImage) -> Plan:
@@ -160,9 +171,13 @@ class ElasMatcher:
             raise ImageFormatError(
                 f'{left.width}x{left.height} is too small for ELAS (at least {MIN_SIZE}x'
                 f'{MIN_SIZE})')
+        if max(left.width, left.height) > MAX_SIZE:
+            raise ImageFormatError(
+                f'{left.width}x{left.height} is too large for ELAS (at most {MAX_SIZE} px a '
+                'side)')
         plan = self.plan_for(left.width, left.height)
-        self.images.upload_gray(left, plan.descriptor.gray_roles[0])
-        self.images.upload_gray(right, plan.descriptor.gray_roles[1])
+        for raw, role in zip((left, right), GRAY_ROLES):
+            self.images.upload_gray(raw, role)
         for launch in plan.launches:
             launch()
         return plan

@@ -11,42 +11,42 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from cl_vision_nodes.elas.device import Fill, Geometry, Launch, LocalSizes, Workspace
+from cl_vision_nodes.elas.device import Geometry, StageDevice
 from cl_vision_nodes.elas.grid import GridStage
 from cl_vision_nodes.elas.planes import PlaneStage
 from cl_vision_nodes.elas.schema import ElasSettings
 from cl_vision_nodes.elas.support import SupportStage
 from cl_vision_nodes.elas.triangulation import TriangulationStage
 
+MODULE = 'matching'
 STAGE = 'matching'
 
 
 class MatchingStage:
     """Owns the owner map and the raw disparity map (libelas' D1 or D2) of one view."""
 
-    def __init__(self, ws: Workspace, geo: Geometry, local: LocalSizes, s: ElasSettings,
+    def __init__(self, dev: StageDevice, geo: Geometry, s: ElasSettings,
                  desc: tuple[cl.Buffer, cl.Buffer], support: SupportStage,
                  tri: TriangulationStage, planes: PlaneStage, grid: GridStage, right_view: bool):
-        rt = ws.runtime
         i32 = np.int32
         view = 'r' if right_view else 'l'
         prior = s.prior()
-        prior_buf = ws.buffer(f'prior_{view}', prior.nbytes)
-        cl.enqueue_copy(rt.queue, prior_buf, prior)  # blocking: once per configuration
-        self.owner = owner = ws.buffer(f'owner_{view}', 4 * geo.out_pixels)
-        self.disparity = ws.buffer(f'disparity_{view}', 4 * geo.out_pixels)
+        prior_buf = dev.buffer(f'prior_{view}', prior.nbytes)
+        cl.enqueue_copy(dev.runtime.queue, prior_buf, prior)  # blocking: once per configuration
+        self.owner = owner = dev.buffer(f'owner_{view}', 4 * geo.out_pixels)
+        self.disparity = dev.buffer(f'disparity_{view}', 4 * geo.out_pixels)
         ref, tgt = (desc[1], desc[0]) if right_view else desc
         self.launches = [
-            Fill(rt, owner, np.int32(-1), STAGE),
-            Launch(rt, 'elas_raster', (geo.max_points, local.raster_lanes), (local.items, 1),
-                   (support.points, tri.tri[right_view], tri.tri_count[right_view],
-                    i32(geo.max_points),
-                    i32(right_view), i32(geo.width), i32(geo.height), i32(geo.out_width),
-                    i32(s.subsampling), owner), STAGE),
-            Launch(rt, 'elas_match', (geo.out_width, geo.out_height), local.heavy,
-                   (ref, tgt, owner, planes.planes, grid.lists, prior_buf, i32(geo.width),
-                    i32(geo.height), i32(geo.out_width), i32(geo.out_height),
-                    i32(s.subsampling), i32(1 if right_view else -1), i32(s.grid_size),
-                    i32(geo.grid_w), i32(s.disp_max), i32(s.plane_radius),
-                    i32(s.match_texture), self.disparity), STAGE),
+            dev.fill(owner, np.int32(-1), STAGE),
+            dev.launch(MODULE, 'elas_raster', (geo.max_points, dev.local.raster_lanes),
+                       (dev.local.items, 1),
+                       (support.points, tri.tri[right_view], tri.tri_count[right_view],
+                        i32(geo.max_points), i32(right_view), i32(geo.width), i32(geo.height),
+                        i32(geo.out_width), i32(s.subsampling), owner), STAGE),
+            dev.launch(MODULE, 'elas_match', (geo.out_width, geo.out_height), dev.local.heavy,
+                       (ref, tgt, owner, planes.planes, grid.lists, prior_buf, i32(geo.width),
+                        i32(geo.height), i32(geo.out_width), i32(geo.out_height),
+                        i32(s.subsampling), i32(1 if right_view else -1), i32(s.grid_size),
+                        i32(geo.grid_w), i32(s.disp_max), i32(s.plane_radius),
+                        i32(s.match_texture), self.disparity), STAGE),
         ]

@@ -2,28 +2,30 @@
 
 Each view uses its own plane; the prior of a triangle is applied only if the plane and its
 projection into the other view slant less than 0.7 (libelas' ``valid``), so both planes of
-every triangle are solved (exactly, from integer determinants).
+every triangle are solved: by Cramer's rule on exact 64-bit determinants, each quotient
+correctly rounded to float (kernels/elas/planes.cl), which is libelas' double solve rounded to
+float without double precision on the device.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from cl_vision_nodes.elas.device import MAX_OWNED, Geometry, Launch, LocalSizes, Workspace
+from cl_vision_nodes.elas.device import MAX_OWNED, Geometry, StageDevice
 from cl_vision_nodes.elas.support import SupportStage
 from cl_vision_nodes.elas.triangulation import TriangulationStage
 
+MODULE = 'planes'
 STAGE = 'disparity planes'
 
 
 class PlaneStage:
     """Owns the (a, b, c, prior valid) float4 per triangle slot of one view."""
 
-    def __init__(self, ws: Workspace, geo: Geometry, local: LocalSizes, support: SupportStage,
+    def __init__(self, dev: StageDevice, geo: Geometry, support: SupportStage,
                  tri: TriangulationStage, right_view: bool):
-        self.planes = ws.buffer(f'planes_{"r" if right_view else "l"}',
-                                16 * MAX_OWNED * geo.max_points)
-        self.launches = [Launch(
-            ws.runtime, 'elas_planes', (geo.max_points,), (local.items,),
+        self.planes = dev.buffer(f'planes_{"r" if right_view else "l"}',
+                                 16 * MAX_OWNED * geo.max_points)
+        self.launches = [dev.launch(
+            MODULE, 'elas_planes', (geo.max_points,), (dev.local.items,),
             (support.points, tri.tri[right_view], tri.tri_count[right_view],
-             np.int32(geo.max_points),
-             np.int32(right_view), self.planes), STAGE)]
+             np.int32(geo.max_points), np.int32(right_view), self.planes), STAGE)]

@@ -1,4 +1,4 @@
-"""NumPy references of the kernels in ``kernels/elas.cl``, one function per device stage.
+"""NumPy references of the kernels in ``kernels/elas/*.cl``, one function per device stage.
 
 They exist for the kernel tests (test/test_elas_kernels.py) and follow libelas (elas.cpp,
 descriptor.cpp, filter.cpp) statement by statement where the order matters: the support point
