@@ -281,10 +281,10 @@ __kernel void test_round_quotient(__global const float* a, __global const float*
                                   const int ulps, __global float* q)
 {
     const int i = get_global_id(0);
-    float start = a[i] / b[i];  // pushed ulps floats away from the quotient, alternately
+    float start = fdiv(a[i], b[i]);  // then pushed ulps floats away, up or down by i
     for (int k = 0; k < ulps; ++k)
         start = nextafter(start, (i & 1) ? INFINITY : -INFINITY);
-    q[i] = round_quotient(start, a[i], b[i]);
+    q[i] = ulps ? round_quotient(start, a[i], b[i]) : start;
 }
 
 __kernel void test_long_quotient(__global const long* n, __global const long* d, __global float* q)
@@ -329,8 +329,8 @@ def device_quotients(runtime, kernel, n: int, *arrays: np.ndarray,
 
 @pytest.mark.parametrize('ulps', [0, 1, 4])
 def test_fdiv_is_correctly_rounded(runtime, quotients, ulps):
-    """From the device's quotient or one up to 4 ulp away: IEEE division's result (NumPy),
-    over normal quotients."""
+    """fdiv (the device's quotient corrected), and the correction from up to 4 ulp away: IEEE
+    division's result (NumPy), over normal quotients."""
     rng = np.random.default_rng(ulps)
     n = 100_000
     wide = (rng.standard_normal((2, n)) * 2.0 ** rng.integers(-40, 41, (2, n))).astype(np.float32)
