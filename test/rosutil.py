@@ -42,6 +42,15 @@ class NodeProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def wait_for_output(self, text: str, timeout: float = 60.0) -> bool:
+        """Until ``text`` is in the log (True), or the process ended or the timeout passed."""
+        deadline = time.monotonic() + timeout
+        while text not in self.output():
+            if not self.alive() or time.monotonic() > deadline:
+                return text in self.output()
+            time.sleep(0.05)
+        return True
+
     def stop(self, timeout: float = 15.0) -> int:
         """SIGINT (what Ctrl-C sends) and the exit code."""
         if self.alive():

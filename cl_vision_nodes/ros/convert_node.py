@@ -14,10 +14,14 @@ from cl_vision_nodes.imaging.schema import CONVERT_SCHEMA
 from cl_vision_nodes.ros.image_conversion import image_msg_to_raw, raw_to_msg
 from cl_vision_nodes.ros.node_base import VisionNode, main_for
 
+
 class ConvertNode(VisionNode):
-    def __init__(self, **node_kwargs):
-        super().__init__(CONVERT_SCHEMA, **node_kwargs)
+    SCHEMA = CONVERT_SCHEMA
+
+    def build(self) -> None:
         self.images = DeviceImages(self.runtime)
+
+    def connect(self) -> None:
         self.publisher = self.output_publisher(Image, 'image_out')
         self.subscribe_images(Image, 'image', self.on_image)
 

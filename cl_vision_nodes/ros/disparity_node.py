@@ -49,9 +49,12 @@ def valid_window(disparity: np.ndarray, invalid_below: float):
 
 
 class DisparityNode(VisionNode):
-    def __init__(self, **node_kwargs):
-        super().__init__(ELAS_SCHEMA, **node_kwargs)
+    SCHEMA = ELAS_SCHEMA
+
+    def build(self) -> None:
         self.matcher = ElasMatcher(self.runtime, self.params)
+
+    def connect(self) -> None:
         self.disparity_pub = self.output_publisher(DisparityImage, 'disparity')
         self.color_pub = self.output_publisher(Image, 'disparity/color')
         depth = int(self.params['queue_size'])

@@ -20,9 +20,12 @@ from cl_vision_nodes.ros.node_base import VisionNode, main_for
 
 
 class FlowNode(VisionNode):
-    def __init__(self, **node_kwargs):
-        super().__init__(FLOW_SCHEMA, **node_kwargs)
+    SCHEMA = FLOW_SCHEMA
+
+    def build(self) -> None:
         self.estimator = FlowEstimator(self.runtime, self.params)
+
+    def connect(self) -> None:
         self.flow_pub = self.output_publisher(Image, 'flow')
         self.color_pub = self.output_publisher(Image, 'flow/color')
         self.subscribe_images(Image, 'image', self.on_image)

@@ -1,15 +1,19 @@
 """What every cl_vision_nodes node shares: parameters, OpenCL runtime, QoS, timing, shutdown.
 
-A node subclasses ``VisionNode``, gives its ``ParameterSchema``, subscribes with
-``subscribe_images`` and does subscribe -> convert -> compute -> publish in its handler. Bad
-input raises a ``CLVisionError``: the base logs it (throttled), counts it and keeps serving.
+A node subclasses ``VisionNode``, names its ``SCHEMA``, constructs its algorithm objects in
+``build`` (they compile their OpenCL programs there, so a node never compiles per frame),
+creates its topics in ``connect`` and does convert -> compute -> publish in its handlers. Bad
+input raises a ``CLVisionError``: the base logs it (throttled), counts it and keeps serving. A
+``CLVisionError`` while starting ends the process with one FATAL line and exit code 2.
 """
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import sys
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, ClassVar, Iterator
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -20,8 +24,9 @@ from rclpy.publisher import Publisher
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy)
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.subscription import Subscription
+from rclpy.timer import Timer
 
-from cl_vision_nodes.errors import CLVisionError
+from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, Value
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
@@ -32,21 +37,43 @@ from cl_vision_nodes.ros.parameters import ParameterBinding
 IMAGE_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST,
                        depth=1, durability=DurabilityPolicy.VOLATILE)
 BAD_INPUT_LOG_PERIOD_S = 5.0
+EXIT_CANNOT_START = 2
 
 
 class VisionNode(Node):
     """Base of every node: owns the parameter binding, the OpenCL runtime and frame statistics."""
 
-    def __init__(self, schema: ParameterSchema, **node_kwargs: Any):
-        super().__init__(schema.node_name, **node_kwargs)
-        self.binding = ParameterBinding(self, schema, self._on_parameters_changed)
-        self.runtime = ClRuntime(self.params['device'], profile=self.params['profile'])
-        self.get_logger().info(f'OpenCL device: {self.runtime.describe()}')
+    SCHEMA: ClassVar[ParameterSchema]
+
+    def __init__(self, **node_kwargs: Any):
+        super().__init__(self.SCHEMA.node_name, **node_kwargs)
         self.stats = FrameStats()
         self._compute_s = 0.0
+        self._diag_timer: Timer | None = None
+
+    def start(self) -> None:
+        """Declare the parameters, open the device, build every OpenCL program, then connect
+        the topics. Raises CLVisionError (bad parameter, no device, a kernel that does not
+        build), which ``spin_node`` reports as this node's FATAL line."""
+        log = self.get_logger()
+        self.binding = ParameterBinding(self, self.SCHEMA, self._on_parameters_changed)
+        self.runtime = ClRuntime(str(self.params['device']), profile=bool(self.params['profile']),
+                                 warn=log.warning)
+        log.info(f'compiling OpenCL kernels for {self.runtime.describe()} ...')
+        started = time.perf_counter()
+        self.build()
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self._diag_timer = None
         self._schedule_diagnostics(float(self.params['diagnostics_period']))
+        self.connect()
+        log.info(f'ready in {time.perf_counter() - started:.1f} s')
+
+    def build(self) -> None:
+        """Construct the algorithm objects on ``self.runtime``: their OpenCL programs build here."""
+        raise NotImplementedError
+
+    def connect(self) -> None:
+        """Create the publishers, subscriptions and timers of the node."""
+        raise NotImplementedError
 
     @property
     def params(self) -> dict[str, Value]:
@@ -150,34 +177,55 @@ class VisionNode(Node):
         self._diagnostics.publish(msg)
 
 
-def spin_node(factory: Callable[[], Node], args: list[str] | None = None) -> int:
-    """Run one node until Ctrl-C or shutdown; start-up errors become one log line and code 2.
+def spin_node(node_class: type[VisionNode], args: list[str] | None = None) -> int:
+    """Run one node until Ctrl-C or shutdown; a start-up failure is one FATAL line, under the
+    node's name, and exit code 2.
 
     Ctrl-C may cut a callback short: rclpy's signal handler shuts the context down from its own
     thread, so a publish already under way fails with RCLError. That is the shutdown asked for,
     not an error, once the context is no longer valid.
     """
     use_large_image_profile()
-    rclpy.init(args=args)
-    node = None
     try:
-        node = factory()
+        check_params_files(args or [])
+        rclpy.init(args=args)
+    except (ParameterError, RCLError) as exc:  # bad ROS arguments, e.g. a YAML file's syntax
+        reason = rcl_reason(exc) if isinstance(exc, RCLError) else str(exc)
+        rclpy.logging.get_logger(node_class.SCHEMA.node_name).fatal(f'cannot start: {reason}')
+        return EXIT_CANNOT_START
+    node = node_class()
+    try:
+        try:
+            node.start()
+        except CLVisionError as exc:
+            node.get_logger().fatal(f'cannot start: {exc}')
+            return EXIT_CANNOT_START
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except RCLError:
         if rclpy.ok():
             raise
-    except CLVisionError as exc:
-        rclpy.logging.get_logger('cl_vision_nodes').fatal(f'cannot start: {exc}')
-        return 2
     finally:
-        if node is not None:
-            node.destroy_node()
+        node.destroy_node()
         rclpy.try_shutdown()
     return 0
 
 
-def main_for(factory: Callable[[], Node]) -> None:
+def check_params_files(args: list[str]) -> None:
+    """ParameterError for a ``--params-file`` that cannot be read: rcl would log an extra
+    ERROR line of its own and a reason without the file's name."""
+    for option, path in zip(args, args[1:]):
+        if option == '--params-file' and not os.access(path, os.R_OK):
+            raise ParameterError(f'--params-file {path}: no such file or not readable')
+
+
+def rcl_reason(exc: RCLError) -> str:
+    """rcl's message on one line, without the C source locations it appends (", at
+    /src/file.c:123")."""
+    return ' '.join(re.sub(r', at \S+:\d+', '', str(exc)).split())
+
+
+def main_for(node_class: type[VisionNode]) -> None:
     """Console-script body shared by the node executables."""
-    sys.exit(spin_node(factory, sys.argv))
+    sys.exit(spin_node(node_class, sys.argv))

@@ -19,9 +19,12 @@ from cl_vision_nodes.surf.schema import SURF_SCHEMA
 
 
 class SurfNode(VisionNode):
-    def __init__(self, **node_kwargs):
-        super().__init__(SURF_SCHEMA, **node_kwargs)
+    SCHEMA = SURF_SCHEMA
+
+    def build(self) -> None:
         self.extractor = SurfExtractor(self.runtime, self.params)
+
+    def connect(self) -> None:
         self.keypoints_pub = self.output_publisher(PointCloud2, 'keypoints')
         self.image_pub = self.output_publisher(Image, 'keypoints/image')
         self.subscribe_images(Image, 'image', self.on_image)

@@ -1,0 +1,47 @@
+"""Node start-up as `ros2 run` and `ros2 launch` show it: every OpenCL program is compiled while
+the node starts, between a "compiling" and a "ready in" line; a node that cannot start says why
+in one FATAL line under its own name and exits with code 2, without a traceback."""
+import re
+import subprocess
+import sys
+
+import pytest
+
+from rosutil import REPO, NodeProcess
+
+NODES = ('convert_node', 'flow_node', 'surf_node', 'disparity_node')
+
+
+@pytest.mark.parametrize('node', NODES)
+def test_start_logs_compiling_then_ready_with_the_time(node):
+    proc = NodeProcess(f'cl_vision_nodes.ros.{node}',
+                       ['-r', '__ns:=/startup_test', '-r', '__node:=renamed'])
+    try:
+        assert proc.wait_for_output(' s\n'), proc.output()  # the end of the ready line
+        logged = re.findall(r'\[(\w+)\] \[[\d.]+\] \[([\w.]+)\]: (.*)', proc.output())
+        assert [(level, name) for level, name, _ in logged[:2]] == \
+            [('INFO', 'startup_test.renamed')] * 2, proc.output()
+        assert logged[0][2].startswith('compiling OpenCL kernels for ') \
+            and logged[0][2].endswith(' ...'), logged
+        assert re.fullmatch(r'ready in \d+\.\d s', logged[1][2]), logged
+    finally:
+        assert proc.stop() == 0, proc.output()
+    assert 'Traceback' not in proc.output()
+
+
+@pytest.mark.parametrize('ros_args, name, words', [
+    (['-r', '__node:=renamed', '-p', 'device:=no-such-gpu'], 'renamed',
+     "no OpenCL device matches 'no-such-gpu'"),
+    (['-r', '__node:=renamed', '-p', 'gain:=1000.0'], 'renamed', 'gain'),
+    (['--params-file', '/no/such/params.yaml'], 'convert_node',
+     '--params-file /no/such/params.yaml: no such file'),
+])
+def test_start_failure_is_one_fatal_line_under_the_node_name_and_exit_2(ros_args, name, words):
+    result = subprocess.run(
+        [sys.executable, '-m', 'cl_vision_nodes.ros.convert_node', '--ros-args', *ros_args],
+        cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    lines = (result.stdout + result.stderr).strip().splitlines()
+    assert len(lines) == 1, lines
+    assert re.match(rf'\[FATAL\] \[[\d.]+\] \[{name}\]: cannot start: ', lines[0]), lines[0]
+    assert words in lines[0], lines[0]
