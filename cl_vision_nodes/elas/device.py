@@ -128,16 +128,6 @@ class LocalSizes:
                    group=limits.group(64), raster_lanes=1)
 
 
-def fit_group(local: Sequence[int], max_group: int) -> tuple[int, ...]:
-    """``local`` with its last dimensions (rows), then the first, halved until a kernel that
-    allows ``max_group`` work-items per group (registers, local memory) can run it."""
-    shape = [int(n) for n in local]
-    for dim in reversed(range(len(shape))):
-        while shape[dim] > 1 and int(np.prod(shape)) > max_group:
-            shape[dim] //= 2
-    return tuple(shape)
-
-
 @dataclass(frozen=True)
 class StageDevice:
     """What a stage sets itself up with: the runtime, the matcher's buffers, the built programs
@@ -159,7 +149,7 @@ class StageDevice:
         """Kernel ``name`` of ``module`` bound to ``args``, its work-group shape ``local``
         reduced to what this kernel allows."""
         kernel = self.kernel(module, name)
-        shape = None if local is None else fit_group(local, kernel.max_group)
+        shape = None if local is None else kernel.fit(local)
         return kernel.bind(items, args, stage, shape)
 
     def fill(self, buf: cl.Buffer, value: np.generic, stage: str) -> Step:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from cl_vision_nodes.elas.device import Geometry, StageDevice, Step, fit_group
+from cl_vision_nodes.elas.device import Geometry, StageDevice, Step
 from cl_vision_nodes.elas.schema import ElasSettings
 
 MODULE = 'support'
@@ -66,7 +66,7 @@ class SupportStage:
                        (self.dcan, lw, lh, i32(0)), STAGE),
         ]
         # one work-group, fitted to the kernel and to local memory (16 bytes per work-item)
-        (group,) = fit_group((local.group,), dev.kernel(MODULE, 'elas_support_points').max_group)
+        (group,) = dev.kernel(MODULE, 'elas_support_points').fit((local.group,))
         while group > 1 and 16 * group + 4 > dev.runtime.limits.local_mem:
             group //= 2
         self.point_launches = [

@@ -65,6 +65,18 @@ class Kernel:
         return int(self._kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
                                                     self._entry.device))
 
+    def fit(self, preferred: Sequence[int]) -> tuple[int, ...]:
+        """``preferred`` with its last dimension (rows), then the earlier ones, halved until
+        this kernel may run it on its device (registers and local memory can allow fewer
+        work-items than the device's maximum)."""
+        shape = [int(n) for n in preferred]
+        per_dim = self._entry.device.max_work_item_sizes
+        for dim in reversed(range(len(shape))):
+            while shape[dim] > 1 and (int(np.prod(shape)) > self.max_group
+                                      or shape[dim] > per_dim[dim]):
+                shape[dim] //= 2
+        return tuple(shape)
+
     def _check(self, local: Sequence[int] | None) -> tuple[int, ...] | None:
         """``local`` as a tuple; DeviceError (naming both sizes) if the device forbids it."""
         if local is None:

@@ -38,8 +38,6 @@ import pyopencl as cl
 
 from cl_vision_nodes.imaging.device_image import DeviceImages
 from cl_vision_nodes.opencl.buffers import Buffers
-from cl_vision_nodes.opencl.kernel import Kernel
-from cl_vision_nodes.opencl.limits import DeviceLimits
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.surf.keypoints import KP_FIELDS, record_defines
 from cl_vision_nodes.surf.schema import SurfSettings
@@ -89,11 +87,6 @@ def filter_tables(octaves: int, layers: int) -> tuple[np.ndarray, np.ndarray]:
     return edges, weights
 
 
-def _item_group(limits: DeviceLimits, kernel: Kernel) -> tuple[int]:
-    """Local size of a kernel without a required one: ITEM_WG or what device and kernel allow."""
-    return (limits.group(min(ITEM_WG, kernel.max_group)),)
-
-
 class HessianDetector:
     """Runs the detector stages; the result is the ``keypoints`` buffer whose first ``count``
     records (x, y, size, angle = 0, response, octave, laplacian, valid = 1, then room for the
@@ -118,7 +111,7 @@ class HessianDetector:
         self._select_cut = program.kernel('select_cut')
         self._compact_selected = program.kernel('compact_selected')
         self._rank_keypoints = program.kernel('rank_keypoints')
-        self._groups = {kernel.name: _item_group(limits, kernel)
+        self._groups = {kernel.name: kernel.fit((ITEM_WG,))
                         for kernel in (self._hessian, self._detect, self._response_histogram,
                                        self._compact_selected)}
         self._capacity = MIN_CAPACITY

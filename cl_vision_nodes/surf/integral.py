@@ -59,7 +59,7 @@ class DeviceIntegral:
         self._blocks = program.kernel('integral_blocks')
         self._carries = program.kernel('integral_carries')
         self._combine = program.kernel('integral_combine')
-        self._carry_group = (limits.group(min(CARRY_WG, self._carries.max_group)),)
+        self._carry_group = self._carries.fit((CARRY_WG,))
         self._combine_group = limits.group_2d(COMBINE_WG)
 
     def compute(self, gray: cl.Buffer, height: int, width: int) -> cl.Buffer:

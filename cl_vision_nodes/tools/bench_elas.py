@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 
 import cv2
-import numpy as np
 
 from cl_vision_nodes.dataio.formats import read_image
 from cl_vision_nodes.dataio.synthetic import stereo_pair

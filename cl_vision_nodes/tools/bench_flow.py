@@ -14,7 +14,6 @@ import itertools
 from typing import Callable
 
 import cv2
-import numpy as np
 
 from cl_vision_nodes.dataio.synthetic import flow_pair
 from cl_vision_nodes.flow.estimator import FlowEstimator, gray_to_raw

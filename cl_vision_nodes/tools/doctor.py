@@ -85,7 +85,6 @@ def frame_round_trip_ms(images: DeviceImages) -> float:
 
 def examine(entry: DeviceEntry) -> DeviceReport:
     """Probe one device, then build every capability on it and time a frame."""
-    device = entry.device
     report = DeviceReport(index=entry.index, name=entry.name, kind=entry.kind,
                           platform=entry.platform_name, builds=False)
     report.problem = probe(entry)
