@@ -7,6 +7,7 @@ parameter can never be declared under one name and handled under another.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Union
 
@@ -28,6 +29,11 @@ class ParamSpec:
     max: float | int | None = None
     choices: tuple[str, ...] = ()
     read_only: bool = False
+    step: int = 1  # int parameters: valid values are min + k * step (e.g. odd sizes: 3, 2)
+
+    def __post_init__(self) -> None:
+        if self.step > 1 and (self.type is not int or self.min is None):
+            raise ValueError(f'{self.name}: a step needs an int parameter with a minimum')
 
     @property
     def type(self) -> type:
@@ -41,10 +47,16 @@ class ParamSpec:
         if type(value) is not expected:
             raise ParameterError(
                 f"{self.name}: expected {expected.__name__}, got {type(value).__name__} {value!r}")
+        if expected is float and not math.isfinite(value):
+            raise ParameterError(f'{self.name}: {value!r} is not a finite number')
         if self.min is not None and value < self.min:
             raise ParameterError(f'{self.name}: {value!r} is below the minimum {self.min!r}')
         if self.max is not None and value > self.max:
             raise ParameterError(f'{self.name}: {value!r} is above the maximum {self.max!r}')
+        if self.step > 1 and (value - self.min) % self.step:
+            odd_or_even = f" (an {('even', 'odd')[self.min % 2]} number)" if self.step == 2 else ''
+            raise ParameterError(f'{self.name}: {value!r} is not {self.min} plus a multiple of '
+                                 f'{self.step}{odd_or_even}')
         if self.choices and value not in self.choices:
             raise ParameterError(
                 f"{self.name}: {value!r} is not one of {', '.join(self.choices)}")
@@ -54,7 +66,7 @@ class ParamSpec:
         if self.choices:
             return ', '.join(self.choices)
         if self.min is not None or self.max is not None:
-            return f'[{self.min}, {self.max}]'
+            return f'[{self.min}, {self.max}]' + (f' step {self.step}' if self.step > 1 else '')
         return ''
 
 
@@ -111,7 +123,8 @@ class ParameterSchema:
             try:
                 value = yaml.safe_load(raw) if raw else ''
             except yaml.YAMLError as exc:
-                raise ParameterError(f'{name}: cannot parse {raw!r}: {exc}') from None
+                problem = getattr(exc, 'problem', None) or 'not a YAML value'
+                raise ParameterError(f'{name}: cannot parse {raw!r} ({problem})') from None
             spec = self.specs.get(name)
             if spec is not None and spec.type is str and not isinstance(value, str):
                 value = raw  # e.g. device=0:0 or method=on stay strings

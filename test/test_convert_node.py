@@ -129,8 +129,9 @@ def test_gray_outputs_match_reference_and_gain_applies_next_frame(ros, node):
 
 
 @pytest.mark.parametrize('change, reason', [
-    ({'gain': 1000.0}, 'gain'),                      # out of range
-    ({'gain': 'bright'}, 'type'),                    # wrong type
+    ({'gain': 1000.0}, 'gain: 1000.0 is above the maximum 255.0'),
+    ({'gain': 'bright'}, "gain: expected float, got str 'bright'"),  # not rclpy's type numbers
+    ({'gain': float('nan')}, 'gain: nan is not a finite number'),
     ({'output_encoding': 'rgb8'}, 'output_encoding'),  # not a choice
     ({'device': 'cpu'}, 'read-only'),                # needs a restart
     ({'output_queue_size': 3}, 'read-only'),
@@ -145,6 +146,15 @@ def test_invalid_parameters_are_refused_with_a_reason(ros, node, change, reason)
     pixels = sample_array('mono8', np.random.default_rng(3))
     got = round_trip(ros, node, padded_msg(pixels, 'mono8', f'after-{reason}-{change}'))
     np.testing.assert_array_equal(raw_to_array(as_raw(got)), pixels)
+
+
+def test_an_int_for_a_float_parameter_is_taken_as_float(ros, node):
+    """`ros2 param set /convert_node gain 2` sends an integer, as the CLI and YAML may."""
+    results = ros.set_parameters(NODE, {'gain': 2})
+    assert results[0].successful, results[0].reason
+    got = ros.get_parameters(NODE, ['gain'])['gain']
+    assert got == 2.0 and type(got) is float
+    ros.set_parameters(NODE, {'gain': 1.0})
 
 
 def malformed_messages() -> dict[str, Image]:

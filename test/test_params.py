@@ -1,8 +1,11 @@
 """ParameterSchema: validation reasons, CLI parsing like `ros2 param set`, YAML and docs."""
+import math
+
 import pytest
 
 from cl_vision_nodes.errors import ParameterError
 from cl_vision_nodes.params import ParameterSchema, ParamSpec
+from cl_vision_nodes.schemas import NODE_SCHEMAS
 
 
 def check_order(values):
@@ -66,6 +69,39 @@ def test_yaml_document_and_markdown_table_list_every_parameter():
     for spec in SCHEMA:
         assert f'`{spec.name}`' in table
     assert 'lk, hs' in table and '(read-only)' in table
+
+
+@pytest.mark.parametrize('schema', NODE_SCHEMAS.values(), ids=lambda s: s.node_name)
+def test_every_float_parameter_refuses_nan_and_infinity(schema):
+    floats = [spec.name for spec in schema if spec.type is float]
+    assert floats
+    for name in floats:
+        for value, yaml_text in ((math.nan, '.nan'), (math.inf, '.inf'), (-math.inf, '-.inf')):
+            with pytest.raises(ParameterError, match=f'{name}: {value!r} is not a finite number'):
+                schema.validate(schema.defaults(), {name: value}, allow_read_only=True)
+            with pytest.raises(ParameterError, match=f'{name}: {value!r} is not a finite number'):
+                schema.parse_assignments([f'{name}={yaml_text}'])
+
+
+def test_a_step_allows_only_min_plus_multiples_and_is_in_the_descriptor():
+    from cl_vision_nodes.ros.parameters import descriptor
+    spec = ParamSpec('window', 5, 'odd window', min=3, max=31, step=2)
+    assert spec.validate(15) == 15 and spec.validate(31) == 31
+    with pytest.raises(ParameterError, match=r'window: 14 is not 3 plus a multiple of 2 '
+                                             r'\(an odd number\)'):
+        spec.validate(14)
+    (ros_range,) = descriptor(spec).integer_range
+    assert (ros_range.from_value, ros_range.to_value, ros_range.step) == (3, 31, 2)
+    assert spec.range_text() == '[3, 31] step 2'
+    with pytest.raises(ValueError, match='step needs an int parameter with a minimum'):
+        ParamSpec('weight', 0.5, '', step=2)
+
+
+def test_an_unparsable_cli_value_is_one_line():
+    with pytest.raises(ParameterError) as caught:
+        SCHEMA.parse_assignments(['alpha=[1'])
+    assert str(caught.value) == "alpha: cannot parse '[1' (expected ',' or ']', but got " \
+        "'<stream end>')"
 
 
 def test_duplicate_names_are_a_programming_error():

@@ -24,7 +24,7 @@ def descriptor(spec: ParamSpec) -> ParameterDescriptor:
         desc.additional_constraints = f"one of: {', '.join(spec.choices)}"
     if spec.type is int and spec.min is not None and spec.max is not None:
         desc.integer_range = [IntegerRange(from_value=int(spec.min), to_value=int(spec.max),
-                                           step=1)]
+                                           step=spec.step)]
     elif spec.type is float and spec.min is not None and spec.max is not None:
         desc.floating_point_range = [FloatingPointRange(from_value=float(spec.min),
                                                         to_value=float(spec.max), step=0.0)]
@@ -34,10 +34,14 @@ def descriptor(spec: ParamSpec) -> ParameterDescriptor:
 class ParameterBinding:
     """Declares a schema on a node and keeps ``values`` equal to the accepted parameters.
 
-    The set-parameters callback validates the whole merged set (ranges, choices, read-only and
-    cross-parameter checks) and refuses with the schema's reason, keeping the old value; the
+    The pre-set callback sees a change before rclpy's own type and range checks, whose reasons
+    are cryptic (``Wrong parameter type, expected '3' got '2'``): it checks each value against
+    its spec, widens an int for a float parameter (as the CLI and YAML do) and swaps a refused
+    value for the current one, keeping the schema's reason for the set-parameters callback. That
+    callback refuses with it, or validates the whole merged set (cross-parameter checks); the
     post-set callback publishes the new snapshot and calls ``on_change`` so the node applies it
-    before its next frame (callbacks of one node run on one executor thread).
+    before its next frame (callbacks of one node run on one executor thread, one after another
+    for each set request).
     """
 
     def __init__(self, node: Node, schema: ParameterSchema,
@@ -46,6 +50,8 @@ class ParameterBinding:
         self.schema = schema
         self.on_change = on_change
         self.values = self._declare()
+        self._refusal: str | None = None
+        node.add_pre_set_parameters_callback(self._screen)
         node.add_on_set_parameters_callback(self._check)
         node.add_post_set_parameters_callback(self._accept)
 
@@ -63,7 +69,24 @@ class ParameterBinding:
     def _own(self, params: list[Parameter]) -> dict[str, Value]:
         return {p.name: p.value for p in params if p.name in self.schema.specs}
 
+    def _screen(self, params: list[Parameter]) -> list[Parameter]:
+        self._refusal = None
+        screened = []
+        for param in params:
+            spec = self.schema.specs.get(param.name)
+            if spec is not None:
+                try:
+                    param = Parameter(param.name, value=spec.validate(param.value))
+                except ParameterError as exc:
+                    self._refusal = self._refusal or str(exc)
+                    param = Parameter(param.name, value=self.values[param.name])
+            screened.append(param)
+        return screened
+
     def _check(self, params: list[Parameter]) -> SetParametersResult:
+        refusal, self._refusal = self._refusal, None
+        if refusal is not None:
+            return SetParametersResult(successful=False, reason=refusal)
         try:
             self.schema.validate(self.values, self._own(params))
         except ParameterError as exc:
