@@ -2,6 +2,8 @@
 correct DisparityImage; bad pairs and missing calibration are logged, never published."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from sensor_msgs.msg import CameraInfo, Image
@@ -122,6 +124,41 @@ def test_missing_camera_info_is_reported(ros, node):
     assert ros.wait_until(lambda: 'found no partner' in proc.output(), timeout=15.0), \
         proc.output()
     assert ask(ros, node, 'after-no-info') is not None
+
+
+def test_camera_info_that_is_not_finite_is_refused_with_a_warning(ros, node):
+    proc, pubs, out = node
+    warning = 'right camera_info P is not finite ([nan, nan'
+    for _ in range(15):  # bad-input warnings are throttled: a previous test's may hold it back
+        msgs = stereo_msgs('nan-info', Clock.next())
+        msgs[3].p = [math.nan] * 12
+        for pub, msg in zip(pubs, msgs):
+            pub.publish(msg)
+        if ros.wait_until(lambda: warning in proc.output(), timeout=1.0):
+            break
+    assert warning in proc.output(), proc.output()
+    assert not any(m.header.frame_id == 'nan-info' for m in out.messages)
+    assert ask(ros, node, 'after-nan-info') is not None
+
+
+def test_subsampling_publishes_a_consistent_half_size_disparity_image(ros, node):
+    results = ros.set_parameters(NODE, {'subsampling': True})
+    assert all(r.successful for r in results), results
+    try:
+        got = ask(ros, node, 'subsampled')
+    finally:
+        ros.set_parameters(NODE, {'subsampling': False})
+    assert got is not None, node[0].output()
+    disparity = image_to_numpy(got.image)
+    assert disparity.shape == (H // 2, W // 2)
+    assert (got.f, got.t) == (FX / 2, BASELINE)  # f of the half-size image, depth = f T / d
+    assert (got.min_disparity, got.max_disparity, got.delta_d) == (0.0, 16.0, 1 / 32)
+    full_res = ElasMatcher(ClRuntime('auto'), {'disp_max': 32, 'subsampling': True}) \
+        .compute_gray(PAIR.left, PAIR.right)
+    valid = full_res >= 0
+    assert valid.mean() > 0.5
+    np.testing.assert_array_equal(disparity[valid], full_res[valid] / 2)
+    assert (disparity[~valid] < got.min_disparity).all()
 
 
 def test_parameter_change_applies_to_the_next_pair(ros, node):

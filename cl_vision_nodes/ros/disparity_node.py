@@ -6,6 +6,12 @@ Subscribes ``left/image_rect``, ``right/image_rect``, ``left/camera_info`` and
 32FC1 in pixels, ``f`` = fx of the left camera, ``T`` = baseline from the right P, invalid pixels
 below ``min_disparity``, ``valid_window`` = the bounding box of valid pixels) and
 ``disparity/color`` (only when subscribed).
+
+With ``subsampling`` the published map is W/2 x H/2 and the DisparityImage describes that image:
+its disparities, ``f``, ``min_disparity``, ``max_disparity`` and ``delta_d`` are in its pixels
+(half those of the input), ``T`` is unchanged, so ``depth = f * T / d`` still holds and ``f``
+matches the image as a camera_info with binning 2 would. A camera_info whose K or P is not
+finite is refused frame by frame, with a throttled warning.
 """
 from __future__ import annotations
 
@@ -26,12 +32,18 @@ from cl_vision_nodes.ros.stereo_sync import StereoSynchronizer
 # ELAS disparities are continuous after its adaptive-mean / interpolation steps; 1/16 px is
 # the step stereo_image_proc reports for SGBM, which consumers already handle.
 DELTA_D = 1.0 / 16.0
+SUBSAMPLED_SCALE = 0.5  # subsampling computes pixel (2i, 2j) of the input as pixel (i, j)
 INPUTS = ((Image, 'left/image_rect'), (Image, 'right/image_rect'),
           (CameraInfo, 'left/camera_info'), (CameraInfo, 'right/camera_info'))
 
 
 def stereo_geometry(left: CameraInfo, right: CameraInfo) -> tuple[float, float]:
     """(f, T): fx of the left camera and the baseline T = -P_right[0,3] / P_right[0,0]."""
+    for side, info in (('left', left), ('right', right)):
+        for name, matrix in (('K', info.k), ('P', info.p)):
+            if not np.isfinite(matrix).all():
+                raise ImageFormatError(f'{side} camera_info {name} is not finite '
+                                       f'({np.asarray(matrix).tolist()}): bad calibration')
     fx, tx = right.p[0], right.p[3]
     if left.p[0] <= 0 or fx <= 0:
         raise ImageFormatError('camera_info has no projection matrix P (fx = 0): the images '
@@ -97,11 +109,14 @@ class DisparityNode(VisionNode):
         f, baseline = stereo_geometry(left_info, right_info)
         with self.compute():
             disparity = self.matcher.compute(image_msg_to_raw(left), image_msg_to_raw(right))
-        d_min, d_max = float(self.params['disp_min']), float(self.params['disp_max'])
+        scale = SUBSAMPLED_SCALE if self.params['subsampling'] else 1.0  # to the map's pixels
+        disparity *= np.float32(scale)
+        d_min = scale * float(self.params['disp_min'])
+        d_max = scale * float(self.params['disp_max'])
         invalid = d_min - 1.0
         disparity[disparity < d_min] = invalid  # below min_disparity = invalid (DisparityImage)
-        msg = DisparityImage(header=left.header, f=f, t=baseline, min_disparity=d_min,
-                             max_disparity=d_max, delta_d=DELTA_D)
+        msg = DisparityImage(header=left.header, f=scale * f, t=baseline, min_disparity=d_min,
+                             max_disparity=d_max, delta_d=scale * DELTA_D)
         msg.image = numpy_to_image(disparity, '32FC1', left.header)
         x, y, w, h = valid_window(disparity, d_min)
         msg.valid_window.x_offset, msg.valid_window.y_offset = x, y
