@@ -1,5 +1,5 @@
 """Frame statistics behind the nodes' timing log line and /diagnostics."""
-from cl_vision_nodes.ros.frame_stats import FrameStats
+from cl_vision_nodes.ros.frame_stats import LATENCY_SAMPLES, FrameStats
 
 
 def test_report_summarises_a_window_and_starts_the_next():
@@ -25,3 +25,17 @@ def test_sequence_gaps_count_as_lost_per_publisher():
     stats.note_sequence(b'b', 11)
     stats.note_sequence(b'c', None)  # rmw without sequence numbers
     assert stats.report().lost_in_transport == 2
+
+
+def test_a_window_never_reported_stays_bounded():
+    """diagnostics_period 0: no report closes the window, yet 5,000 frames keep its size."""
+    stats = FrameStats()
+    for i in range(5000):
+        stats.frame_done(i / 1e6, 1e-3, {'decode': 1.0, 'scale': 3.0})
+    window = stats.window
+    held = [value for value in vars(window).values() if hasattr(value, '__len__')]
+    assert max(len(value) for value in held) <= LATENCY_SAMPLES
+    report = stats.report()
+    assert report.frames == 5000 and abs(report.latency_mean_ms - 2.4995) < 1e-9
+    assert report.latency_p95_ms > 4.9  # the recent frames' latencies
+    assert report.stage_mean_ms == {'decode': 1.0, 'scale': 3.0}

@@ -1,10 +1,19 @@
-"""Per-frame timing of a node: latency, compute time, rate and dropped frames over a window."""
+"""Per-frame timing of a node: latency, compute time, rate and dropped frames over a window.
+
+A window holds sums and a bounded sample of recent latencies, never one entry per frame: with
+``diagnostics_period`` 0 no report ever closes it, and it must not grow over days of frames.
+"""
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
+
+LATENCY_SAMPLES = 1000
+"""Latencies kept for the p95: those of the window's last frames (a report every 5 s at 200
+fps is exact)."""
 
 
 @dataclass
@@ -12,9 +21,12 @@ class FrameWindow:
     """Counters since the last report; ``report()`` summarises and starts a new window."""
 
     started: float = field(default_factory=time.monotonic)
-    latencies_ms: list[float] = field(default_factory=list)
-    compute_ms: list[float] = field(default_factory=list)
-    stage_ms: dict[str, list[float]] = field(default_factory=dict)
+    frames: int = 0
+    latency_sum_ms: float = 0.0
+    compute_sum_ms: float = 0.0
+    recent_latencies_ms: deque[float] = field(
+        default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
+    stage_sums_ms: dict[str, list[float]] = field(default_factory=dict)  # stage -> [sum, count]
     rejected: int = 0
     lost_in_transport: int = 0
 
@@ -79,10 +91,15 @@ class FrameStats:
                    stages_ms: dict[str, float] | None = None) -> None:
         """Count a published frame; ``stages_ms`` are device times from profiling events."""
         self.total_frames += 1
-        self.window.latencies_ms.append(latency_s * 1e3)
-        self.window.compute_ms.append(compute_s * 1e3)
+        w = self.window
+        w.frames += 1
+        w.latency_sum_ms += latency_s * 1e3
+        w.compute_sum_ms += compute_s * 1e3
+        w.recent_latencies_ms.append(latency_s * 1e3)
         for stage, ms in (stages_ms or {}).items():
-            self.window.stage_ms.setdefault(stage, []).append(ms)
+            sums = w.stage_sums_ms.setdefault(stage, [0.0, 0])
+            sums[0] += ms
+            sums[1] += 1
 
     def frame_rejected(self) -> None:
         self.window.rejected += 1
@@ -90,11 +107,12 @@ class FrameStats:
     def report(self) -> FrameReport:
         w, self.window = self.window, FrameWindow()
         elapsed = max(time.monotonic() - w.started, 1e-9)
-        lat = np.asarray(w.latencies_ms) if w.latencies_ms else np.zeros(1)
-        comp = np.asarray(w.compute_ms) if w.compute_ms else np.zeros(1)
-        return FrameReport(frames=len(w.latencies_ms), fps=len(w.latencies_ms) / elapsed,
-                           latency_mean_ms=float(lat.mean()),
-                           latency_p95_ms=float(np.percentile(lat, 95)),
-                           compute_mean_ms=float(comp.mean()), rejected=w.rejected,
+        frames = max(w.frames, 1)
+        recent = np.asarray(w.recent_latencies_ms) if w.recent_latencies_ms else np.zeros(1)
+        return FrameReport(frames=w.frames, fps=w.frames / elapsed,
+                           latency_mean_ms=w.latency_sum_ms / frames,
+                           latency_p95_ms=float(np.percentile(recent, 95)),
+                           compute_mean_ms=w.compute_sum_ms / frames, rejected=w.rejected,
                            lost_in_transport=w.lost_in_transport,
-                           stage_mean_ms={k: float(np.mean(v)) for k, v in w.stage_ms.items()})
+                           stage_mean_ms={k: total / count
+                                          for k, (total, count) in w.stage_sums_ms.items()})
