@@ -88,12 +88,18 @@ def list_devices() -> list[DeviceEntry]:
 
 
 def first_line(text: str) -> str:
-    """The first line of a compiler or driver message that says what went wrong."""
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    """The first line of a compiler or driver message that says what went wrong (pyopencl's
+    own header lines skipped; a heading such as "Error(s) while linking:" with its next line)."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()
+             and not line.startswith(('clBuildProgram failed', 'Build on <', '(options:'))]
     for line in lines:
-        if 'error' in line.lower():
+        if 'error:' in line.lower():
             return line
-    return lines[0] if lines else 'no message'
+    for index, line in enumerate(lines):
+        if 'error' in line.lower():
+            following = lines[index + 1] if index + 1 < len(lines) else ''
+            return f'{line} {following}'.strip() if line.endswith(':') else line
+    return lines[0] if lines else str(text).strip() or 'no message'
 
 
 @functools.lru_cache(maxsize=None)

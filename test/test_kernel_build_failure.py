@@ -1,0 +1,55 @@
+"""A device whose compiler fails on our kernels (while it passes the probe): the node ends at
+start with exit code 2 and one FATAL line naming the device, the .cl file, the compiler's first
+error and the fix; the CLI says the same in one line. PoCL stands for such a driver when it is
+given a build flag that breaks every kernel with a barrier (the probe kernel has none)."""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from cl_vision_nodes.dataio.formats import write_png
+from cl_vision_nodes.opencl.devices import select_device
+from rosutil import REPO
+
+BROKEN = {**os.environ, 'POCL_EXTRA_BUILD_FLAGS': '-Dbarrier=no_barrier_on_this_device'}
+
+
+@pytest.fixture(scope='module', autouse=True)
+def pocl_device():
+    if 'Portable Computing Language' not in select_device('auto').platform_name:
+        pytest.skip('the failing compiler is emulated with PoCL')
+
+
+def check_build_error_line(line: str) -> None:
+    assert 'building kernels/flow/common.cl + kernels/flow/lucas_kanade.cl for ' in line
+    assert '(CPU, Portable Computing Language' in line  # the device
+    assert 'no_barrier_on_this_device' in line  # the compiler's first error
+    assert 'cl-vision doctor' in line and '`device` parameter' in line  # the fix
+
+
+def test_node_exits_2_at_start_with_one_fatal_line():
+    result = subprocess.run([sys.executable, '-m', 'cl_vision_nodes.ros.flow_node'], cwd=REPO,
+                            env=BROKEN, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = (result.stdout + result.stderr).strip().splitlines()
+    assert lines[0].startswith('[INFO]') and 'compiling OpenCL kernels' in lines[0]
+    assert len(lines) == 2 and re.match(r'\[FATAL\] \[[\d.]+\] \[flow_node\]: cannot start: ',
+                                        lines[1]), lines
+    check_build_error_line(lines[1])
+
+
+def test_cli_gives_one_line_and_exit_2(tmp_path):
+    frame = np.random.default_rng(0).integers(0, 256, (24, 32), dtype=np.uint8)
+    write_png(tmp_path / 'a.png', frame)
+    result = subprocess.run(
+        [sys.executable, '-m', 'cl_vision_nodes.tools.cli', 'flow', str(tmp_path / 'a.png'),
+         str(tmp_path / 'a.png'), '--method', 'lk', '--out', str(tmp_path / 'f.flo')],
+        cwd=REPO, env=BROKEN, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith('cl-vision flow: error: '), lines
+    check_build_error_line(lines[0])
+    assert not (tmp_path / 'f.flo').exists()
