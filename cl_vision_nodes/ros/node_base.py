@@ -182,8 +182,9 @@ def spin_node(node_class: type[VisionNode], args: list[str] | None = None) -> in
     node's name, and exit code 2.
 
     Ctrl-C may cut a callback short: rclpy's signal handler shuts the context down from its own
-    thread, so a publish already under way fails with RCLError. That is the shutdown asked for,
-    not an error, once the context is no longer valid.
+    thread, so a publish or a take already under way fails (RCLError, or a RuntimeError from
+    rclpy's bindings). Once the context is no longer valid, that is the shutdown asked for, not
+    an error.
     """
     use_large_image_profile()
     try:
@@ -203,7 +204,7 @@ def spin_node(node_class: type[VisionNode], args: list[str] | None = None) -> in
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except RCLError:
+    except Exception:
         if rclpy.ok():
             raise
     finally:
