@@ -1,4 +1,6 @@
 """`cl-vision replay` publishes a rosbag2's stored CDR bytes with the recorded timing."""
+import re
+import signal
 import subprocess
 import sys
 
@@ -85,12 +87,47 @@ def test_start_offset_skips_the_beginning(ros, tmp_path):
     assert [m.header.frame_id for m in images.messages] == [f'f{i}' for i in range(5, N)]
 
 
+def test_replay_answers_parameter_queries_and_prints_progress_while_playing(ros, tmp_path):
+    """`ros2 param list` asks every node, so a replay that never spins hangs it."""
+    bag = tmp_path / 'bag'
+    write_image_bag(bag, StoragePlugin.MCAP)
+    images = ros.collect(Image, '/cam/image', qos_profile_sensor_data)
+    proc = subprocess.Popen([sys.executable, '-m', 'cl_vision_nodes.tools.cli', 'replay',
+                             str(bag), '--loop', '--topics', '/cam/image',
+                             '--wait-subscribers', '10'],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert images.wait_for(lambda msgs: msgs, timeout=60.0)
+        assert 'use_sim_time' in ros.describe_parameters('cl_vision_replay')
+        seen = len(images.messages)
+        assert images.wait_for(lambda msgs: len(msgs) > seen, timeout=30.0), 'replay stopped'
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith('replay: 1 messages, bag time 0.0 of 1.8 s'), out
+    assert re.fullmatch(rf'replayed \d+ messages on 1 topics from {re.escape(str(bag))} '
+                        r'\(interrupted\)', lines[-1]), out
+
+
+def write_truncated_bag(path) -> None:
+    write_image_bag(path, StoragePlugin.MCAP)
+    storage = next(path.glob('*.mcap'))
+    storage.write_bytes(storage.read_bytes()[:-100])
+
+
 @pytest.mark.parametrize('args, words', [
     (['replay', 'no-such-bag'], 'no such bag'),
     (['replay', 'BAG', '--topics', '/nope'], 'no topic /nope; the bag has /cam/image, /cam/other'),
-    (['replay', 'BAG', '--rate', '0'], '--rate must be positive'),
+    (['replay', 'BAG', '--rate', '0'], "argument --rate: must be > 0, got '0'"),
+    (['replay', 'BAG', '--rate', 'nan'], "argument --rate: expected a finite number, got 'nan'"),
+    (['replay', 'BAG', '--start-offset', 'nan'], 'argument --start-offset: expected a finite'),
+    (['replay', 'BAG', '--wait-subscribers', '-1'], "--wait-subscribers: must be >= 0, got '-1'"),
+    (['replay', 'TRUNCATED'], 'cannot read the bag (File end magic is invalid.)'),
 ])
 def test_bad_input_one_line_exit_2(tmp_path, args, words):
-    bag = tmp_path / 'bag'
-    write_image_bag(bag, StoragePlugin.MCAP)
-    assert_one_line_error(cl_vision(*[str(bag) if a == 'BAG' else a for a in args]), words)
+    bags = {'BAG': tmp_path / 'bag', 'TRUNCATED': tmp_path / 'truncated'}
+    write_image_bag(bags['BAG'], StoragePlugin.MCAP)
+    write_truncated_bag(bags['TRUNCATED'])
+    assert_one_line_error(cl_vision(*[str(bags.get(a, a)) for a in args]), words)

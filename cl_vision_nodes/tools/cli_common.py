@@ -2,10 +2,74 @@
 from __future__ import annotations
 
 import argparse
-from typing import Mapping
+import math
+from pathlib import Path
+from typing import Callable, Mapping
 
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, Value
+
+
+def finite_number(text: str) -> float:
+    """argparse type: a finite float (a plain ``value <= 0`` check lets NaN through)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected a number, got {text!r}') from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f'expected a finite number, got {text!r}')
+    return value
+
+
+def positive_number(text: str) -> float:
+    """argparse type: a finite float > 0 (a rate, a timeout)."""
+    value = finite_number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f'must be > 0, got {text!r}')
+    return value
+
+
+def non_negative_number(text: str) -> float:
+    """argparse type: a finite float >= 0 (an offset, a wait)."""
+    value = finite_number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f'must be >= 0, got {text!r}')
+    return value
+
+
+def integer_in(low: int, high: int | None = None) -> Callable[[str], int]:
+    """argparse type: an int in [low, high] (high None: no upper bound)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f'expected an integer, got {text!r}') from None
+        if value < low or (high is not None and value > high):
+            bounds = f'>= {low}' if high is None else f'in {low}..{high}'
+            raise argparse.ArgumentTypeError(f'must be {bounds}, got {text!r}')
+        return value
+    return parse
+
+
+def output_file(text: str) -> Path:
+    """argparse type: a file (or bag folder) to create, in a folder that exists. Checked before
+    any work starts, so a bad path costs nothing and leaves nothing behind."""
+    path = Path(text)
+    if path.parent.is_file():
+        raise argparse.ArgumentTypeError(f'{text}: {path.parent} is a file, not a folder')
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f'{text}: folder {path.parent} does not exist')
+    return path
+
+
+def output_folder(text: str) -> Path:
+    """argparse type: a folder to write into, created with its parents; no part of it may be a
+    file."""
+    path = Path(text)
+    existing = next(p for p in (path, *path.parents) if p.exists())  # '.' or '/' at the latest
+    if not existing.is_dir():
+        raise argparse.ArgumentTypeError(f'{text}: {existing} is a file, not a folder')
+    return path
 
 
 def add_device_option(parser: argparse.ArgumentParser) -> None:

@@ -3,22 +3,28 @@
 Messages go out as their stored CDR bytes (``Publisher.publish(bytes)``), so nothing is
 deserialised, at their recorded pace divided by ``--rate``. Publishers are reliable, which
 best-effort subscribers (the nodes' image subscriptions) accept. ``--clock`` also publishes the
-bag time on /clock for nodes running with use_sim_time.
+bag time on /clock for nodes running with use_sim_time. The replay node is spun in a thread
+while the main thread publishes, so it answers parameter and graph queries (``ros2 param list``
+waits on every node), and a progress line is printed every second.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from cl_vision_nodes.errors import DataFormatError
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
+from cl_vision_nodes.tools.cli_common import non_negative_number, positive_number
 
 REPLAY_DEPTH = 100
 LINGER_S = 2.0
+PROGRESS_PERIOD_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -37,113 +43,162 @@ def message_class(msgtype: str) -> type:
         raise DataFormatError(f'message type {msgtype} is not installed here') from None
 
 
+@contextlib.contextmanager
+def open_reader(path: Path) -> Iterator[Any]:
+    """A rosbags Reader, open. A bag that cannot be read (bad metadata, a truncated or foreign
+    storage file) is a DataFormatError naming it, while opening or while reading."""
+    from rosbags.rosbag2 import Reader, ReaderError
+    if not path.exists():
+        raise DataFormatError(f'{path}: no such bag')
+    try:
+        with Reader(path) as reader:
+            yield reader
+    except (ReaderError, OSError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataFormatError(f'{path}: cannot read the bag ({reason})') from None
+
+
 class Bag:
     """A rosbag2 opened for replay: its selected topics, and their messages streamed in order."""
 
     def __init__(self, path: Path, topics: list[str] | None = None, start_offset_s: float = 0.0):
-        from rosbags.rosbag2 import Reader
-        if not path.exists():
-            raise DataFormatError(f'{path}: no such bag')
         self.path, self.start_offset_s = path, start_offset_s
-        self._reader_type = Reader
-        with self._open() as reader:
+        with open_reader(path) as reader:
             known = {c.topic: c.msgtype for c in reader.connections}
+            self.start_ns, self.duration_ns = reader.start_time, reader.duration
         missing = set(topics or ()) - set(known)
         if missing:
             raise DataFormatError(f"{path}: no topic {', '.join(sorted(missing))}; the bag has "
                                   f"{', '.join(sorted(known))}")
         self.topics = {t: m for t, m in known.items() if not topics or t in topics}
 
-    def _open(self):
-        try:
-            return self._reader_type(self.path)
-        except Exception as exc:  # rosbags raises its own types for bad metadata or storage
-            raise DataFormatError(f'{self.path}: cannot read the bag ({exc})') from None
-
     def messages(self) -> Iterator[BagMessage]:
-        with self._open() as reader:
+        with open_reader(self.path) as reader:
             connections = [c for c in reader.connections if c.topic in self.topics]
             start = reader.start_time + int(self.start_offset_s * 1e9)
             for connection, timestamp, data in reader.messages(connections, start=start):
                 yield BagMessage(connection.topic, timestamp, bytes(data))
 
 
-def paced(bag: Bag, rate: float, loop: bool) -> Iterator[BagMessage]:
-    """Yield messages at their recorded spacing divided by ``rate`` (over and over with ``loop``)."""
-    while True:
+def paced(bag: Bag, rate: float, loop: bool, stop: threading.Event) -> Iterator[BagMessage]:
+    """Yield messages at their recorded spacing divided by ``rate`` (over and over with
+    ``loop``), until ``stop`` is set."""
+    while not stop.is_set():
         wall0 = bag0 = None
         for msg in bag.messages():
             if wall0 is None:
                 wall0, bag0 = time.monotonic(), msg.timestamp_ns
             delay = wall0 + (msg.timestamp_ns - bag0) / 1e9 / rate - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
+            if stop.wait(max(delay, 0.0)):
+                return
             yield msg
         if not loop or wall0 is None:
             return
 
 
-def wait_for_subscribers(publishers: list, timeout_s: float) -> None:
+def wait_for_subscribers(publishers: list, timeout_s: float, stop: threading.Event) -> None:
     """Until every topic has a subscriber (or the timeout): DDS discovery takes a moment, and a
     frame published before it completes is lost for good."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and any(p.get_subscription_count() == 0
                                               for p in publishers):
-        time.sleep(0.05)
-    time.sleep(min(0.2, timeout_s))  # the subscriber side matches right after the publisher
+        if stop.wait(0.05):
+            return
+    stop.wait(min(0.2, timeout_s))  # the subscriber side matches right after the publisher
+
+
+class Progress:
+    """One line a second while replaying (messages sent, bag time), and a summary at the end."""
+
+    def __init__(self, bag: Bag):
+        self.bag, self.sent, self._next = bag, 0, 0.0
+
+    def update(self, msg: BagMessage) -> None:
+        self.sent += 1
+        now = time.monotonic()
+        if now >= self._next:
+            self._next = now + PROGRESS_PERIOD_S
+            print(f'replay: {self.sent} messages, bag time '
+                  f'{(msg.timestamp_ns - self.bag.start_ns) / 1e9:.1f} of '
+                  f'{self.bag.duration_ns / 1e9:.1f} s', flush=True)
+
+    def summary(self, interrupted: bool) -> str:
+        return (f"replayed {self.sent} messages on {len(self.bag.topics)} topics from "
+                f"{self.bag.path}{' (interrupted)' if interrupted else ''}")
+
+
+def spin_until_shutdown(executor: Any, stopped: threading.Event) -> None:
+    """Thread body: answer service and graph queries until the executor or the context (Ctrl-C
+    through rclpy's signal handler) shuts down, then tell the publishing thread."""
+    from rclpy.executors import ExternalShutdownException
+    try:
+        executor.spin()
+    except ExternalShutdownException:
+        pass
+    finally:
+        stopped.set()
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.rate <= 0:
-        raise DataFormatError(f'--rate must be positive, got {args.rate}')
     bag = Bag(Path(args.bag), args.topics, args.start_offset)
     classes = {topic: message_class(msgtype) for topic, msgtype in bag.topics.items()}
     import rclpy
-    from rclpy._rclpy_pybind11 import RCLError
     from rclpy.duration import Duration
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
     use_large_image_profile()
     rclpy.init()
     node = rclpy.create_node('cl_vision_replay')
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    stopped = threading.Event()
+    spinner = threading.Thread(target=spin_until_shutdown, args=(executor, stopped), daemon=True)
+    spinner.start()
+    progress = Progress(bag)
+    interrupted = True
     try:
         qos = QoSProfile(depth=REPLAY_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
         publishers = {topic: node.create_publisher(cls, topic, qos)
                       for topic, cls in classes.items()}
         clock = node.create_publisher(Clock, '/clock', 10) if args.clock else None
-        wait_for_subscribers(list(publishers.values()), args.wait_subscribers)
-        sent = 0
-        for msg in paced(bag, args.rate, args.loop):
+        wait_for_subscribers(list(publishers.values()), args.wait_subscribers, stopped)
+        for msg in paced(bag, args.rate, args.loop, stopped):
             if clock is not None:
                 stamp = Clock()
                 stamp.clock.sec, stamp.clock.nanosec = divmod(msg.timestamp_ns, 10**9)
                 clock.publish(stamp)
             publishers[msg.topic].publish(msg.data)
-            sent += 1
-        for publisher in publishers.values():  # do not drop the last messages on exit
-            publisher.wait_for_all_acked(Duration(seconds=LINGER_S))
-        time.sleep(LINGER_S / 4)
-        print(f'replayed {sent} messages on {len(publishers)} topics from {args.bag}')
+            progress.update(msg)
+        if not stopped.is_set():
+            for publisher in publishers.values():  # do not drop the last messages on exit
+                publisher.wait_for_all_acked(Duration(seconds=LINGER_S))
+            stopped.wait(LINGER_S / 4)
+        interrupted = stopped.is_set()
     except KeyboardInterrupt:
         pass
-    except RCLError:  # Ctrl-C: rclpy's handler shut the context down under a publish
+    except Exception:  # Ctrl-C: rclpy's handler shut the context down under a publish
         if rclpy.ok():
             raise
     finally:
+        executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
+        spinner.join()
+    print(progress.summary(interrupted), flush=True)
     return 0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser('replay', help='publish a rosbag2 (mcap or sqlite3) with its timing')
     parser.add_argument('bag', help='bag folder (or .mcap/.db3 file)')
-    parser.add_argument('--rate', type=float, default=1.0, help='speed factor (2 = twice as fast)')
+    parser.add_argument('--rate', type=positive_number, default=1.0,
+                        help='speed factor (2 = twice as fast)')
     parser.add_argument('--loop', action='store_true', help='start over at the end')
     parser.add_argument('--topics', nargs='+', help='only these topics')
-    parser.add_argument('--start-offset', type=float, default=0.0,
+    parser.add_argument('--start-offset', type=non_negative_number, default=0.0,
                         help='skip the first SECONDS of the bag')
     parser.add_argument('--clock', action='store_true', help='publish the bag time on /clock')
-    parser.add_argument('--wait-subscribers', type=float, default=1.0,
+    parser.add_argument('--wait-subscribers', type=non_negative_number, default=1.0,
                         help='wait up to SECONDS for every topic to have a subscriber')
     parser.set_defaults(run=run)
