@@ -211,7 +211,7 @@ def other_bag(path):
     (['eval', 'BAG', '--out', 'OUT', '--param', 'flow.nope=1'], "unknown parameter 'nope'"),
     (['eval', 'BAG', '--out', 'OUT', '--param', 'surf.hessian_threshold=-5'], 'hessian_threshold'),
     (['eval', 'BAG', '--out', 'OUT', '--param', 'method=lk'], '--param expects NODE.NAME=VALUE'),
-    (['eval', 'BAG', '--out', 'OUT', '--timeout', '0'], '--timeout must be positive'),
+    (['eval', 'BAG', '--out', 'OUT', '--timeout', '0'], "argument --timeout: must be > 0, got '0'"),
     (['eval', 'BAG', '--out', 'EXISTING'], 'exists already, not overwriting'),
 ])
 def test_bad_input_one_line_exit_2(tmp_path, small_bag, args, words):

@@ -265,7 +265,7 @@ def test_synthetic_stereo_pans_over_one_scene(tmp_path):
     ('MISSING', [], 'no such folder'),
     ('synthetic:cubes:3:8x8', [], 'expected synthetic:{flow,stereo}:FRAMES:HxW'),
     ('synthetic:flow:1:32x32', [], 'needs at least 2 frames'),
-    ('synthetic:flow:2:32x32', ['--rate', '0'], '--rate must be positive'),
+    ('synthetic:flow:2:32x32', ['--rate', '0'], "argument --rate: must be > 0, got '0'"),
     ('synthetic:flow:2:32x32', ['EXISTS'], 'exists already, not overwriting'),
 ])
 def test_bad_input_one_line_exit_2(tmp_path, source, extra, words):

@@ -9,10 +9,10 @@ import argparse
 import sys
 from typing import Callable, NoReturn, Sequence
 
-from cl_vision_nodes.errors import CLVisionError
+from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.tools import (demo, disparity_cli, doctor, evaluate, flow_cli, make_bag,
                                    replay, surf_cli)
-from cl_vision_nodes.tools.cli_common import add_device_option
+from cl_vision_nodes.tools.cli_common import add_device_option, integer_in
 
 EXIT_BAD_INPUT = 2
 
@@ -37,6 +37,8 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if (args.left is None) != (args.right is None):
+        raise ParameterError('--left and --right name the two images of one pair: give both')
     if args.what in ('conversion', 'all'):
         from cl_vision_nodes.tools import bench_conversion
         bench_conversion.main()
@@ -62,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser('bench', help='benchmarks with same-run comparisons')
     bench.add_argument('what', choices=['conversion', 'flow', 'surf', 'elas', 'all'])
-    bench.add_argument('--repeats', type=int, default=20, help='timed runs per case')
+    bench.add_argument('--repeats', type=integer_in(1), default=20, help='timed runs per case')
     bench.add_argument('--image', help='surf: resize this image instead of a generated texture')
     bench.add_argument('--left', help='elas: left image of a rectified pair (with --right)')
     bench.add_argument('--right', help='elas: right image of the pair')

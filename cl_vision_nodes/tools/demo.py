@@ -12,6 +12,8 @@ import argparse
 import time
 from pathlib import Path
 
+from cl_vision_nodes.tools.cli_common import integer_in, output_folder, positive_number
+
 DEMO_FRAMES = 12
 DEMO_SIZE = (240, 320)  # small enough for PoCL on two cores in about a minute
 DEMO_PARAMS = ('disparity.disp_max=64',)
@@ -37,10 +39,12 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     demo = sub.add_parser('demo', help='generated stereo data through the three nodes over '
                                        'DDS: status lines, report, pictures')
-    demo.add_argument('--frames', type=int, default=DEMO_FRAMES)
+    demo.add_argument('--frames', type=integer_in(2), default=DEMO_FRAMES,
+                      help='frames of the generated sequence (flow needs two)')
     demo.add_argument('--seed', type=int, default=0)
-    demo.add_argument('--timeout', type=float, default=120.0,
+    demo.add_argument('--timeout', type=positive_number, default=120.0,
                       help='seconds to wait for each answer (the first includes kernel builds)')
-    demo.add_argument('--out', help='output folder (default demo-output/<date-time>)')
+    demo.add_argument('--out', type=output_folder,
+                      help='output folder (default demo-output/<date-time>)')
     demo.add_argument('--device', default='auto')
     demo.set_defaults(run=run)

@@ -52,7 +52,8 @@ from cl_vision_nodes.params import ParameterSchema, Value
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
 from cl_vision_nodes.surf.schema import SURF_SCHEMA
 from cl_vision_nodes.tools import bag_layout as layout
-from cl_vision_nodes.tools.replay import Bag, message_class
+from cl_vision_nodes.tools.cli_common import integer_in, output_folder, positive_number
+from cl_vision_nodes.tools.replay import Bag, message_class, open_reader
 
 DEFAULT_TIMEOUT_S = 120.0
 LOOKAHEAD_FRAMES = 2
@@ -62,6 +63,7 @@ POLL_S = 0.02
 PROGRESS_PERIOD_S = 0.25
 STATUS_PERIOD_S = 1.0
 D1_PIXELS, D1_RELATIVE, BAD_PIXELS = 3.0, 0.05, 2.0
+MAX_DOMAIN_ID = 232  # the largest ROS_DOMAIN_ID that DDS maps to valid UDP ports
 EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C; the partial report is still written
 CLOUD_TYPE = 'sensor_msgs/msg/PointCloud2'
 DISPARITY_TYPE = 'stereo_msgs/msg/DisparityImage'
@@ -171,8 +173,7 @@ def read_frames(bag: Bag) -> Iterator[BagFrame]:
 
 def topic_counts(path: Path) -> dict[str, tuple[str, int]]:
     """topic -> (type, messages) from the bag's metadata, as ``ros2 bag info`` shows them."""
-    from rosbags.rosbag2 import Reader
-    with Reader(path) as reader:
+    with open_reader(path) as reader:
         return {c.topic: (c.msgtype, c.msgcount) for c in reader.connections}
 
 
@@ -862,8 +863,6 @@ def build_report(args: argparse.Namespace, domain_id: int, runs: list[NodeRun],
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.timeout <= 0:
-        raise DataFormatError(f'--timeout must be positive, got {args.timeout}')
     bag = open_layout_bag(Path(args.bag))
     specs, notes = select_nodes(args.nodes, set(bag.topics))
     parameters = node_parameters(specs, args.param, args.device)
@@ -895,7 +894,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                          'report timing and accuracy',
                             description=__doc__.split('\n\n')[0])
     parser.add_argument('bag', help='dataset bag (cl-vision make-bag; layout in bag_layout.py)')
-    parser.add_argument('--out', required=True,
+    parser.add_argument('--out', required=True, type=output_folder,
                         help='output folder: bag/, logs/, report.md, report.json, pictures')
     parser.add_argument('--nodes', type=parse_nodes,
                         help='comma-separated subset of flow,surf,disparity (default: every '
@@ -903,10 +902,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument('--device', default='auto', help='OpenCL device of every node')
     parser.add_argument('--param', action='append', default=[], metavar='NODE.NAME=VALUE',
                         help='a node parameter, e.g. flow.method=lk (repeatable)')
-    parser.add_argument('--timeout', type=float, default=DEFAULT_TIMEOUT_S,
+    parser.add_argument('--timeout', type=positive_number, default=DEFAULT_TIMEOUT_S,
                         help='seconds to wait for the nodes to connect, and for the answers to '
                              'each frame (the first includes kernel builds)')
-    parser.add_argument('--domain-id', type=int,
+    parser.add_argument('--domain-id', type=integer_in(0, MAX_DOMAIN_ID),
                         help='ROS_DOMAIN_ID of the run (default: a random one, so that live '
                              'camera traffic cannot mix in)')
     parser.add_argument('--status-lines', action='store_true',

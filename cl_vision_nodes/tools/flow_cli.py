@@ -8,7 +8,7 @@ from pathlib import Path
 from cl_vision_nodes.errors import DataFormatError, ImageFormatError
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA, METHODS
 from cl_vision_nodes.tools.cli_common import (add_algorithm_options, algorithm_params,
-                                              print_profile, runtime_for)
+                                              output_file, print_profile, runtime_for)
 
 FLOW_SUFFIXES = ('.flo', '.npy')
 
@@ -51,7 +51,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument('frame1')
     parser.add_argument('frame2')
     parser.add_argument('--method', choices=METHODS, help='default: the method parameter (hs)')
-    parser.add_argument('--out', required=True, help='Middlebury .flo or .npy (HxWx2 float32)')
-    parser.add_argument('--color', help='also write the Middlebury colour-wheel picture (PNG)')
+    parser.add_argument('--out', required=True, type=output_file,
+                        help='Middlebury .flo or .npy (HxWx2 float32)')
+    parser.add_argument('--color', type=output_file,
+                        help='also write the Middlebury colour-wheel picture (PNG)')
     add_algorithm_options(parser)
     parser.set_defaults(run=run)

@@ -39,10 +39,12 @@ from cl_vision_nodes.errors import DataFormatError
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.tools import bag_layout as layout
 from cl_vision_nodes.tools.bag_layout import KITTI_CAMERA, StereoCamera
+from cl_vision_nodes.tools.cli_common import output_folder, positive_number
 
 SYNTHETIC_PREFIX = 'synthetic:'
 SYNTHETIC_STEREO_PAN_PX = 2
 SYNTHETIC_MAX_DISPARITY = 16.0
+SYNTHETIC_MAX_PIXELS = 10**8  # frames x height x width: a sequence is generated in memory (~1 GB)
 
 
 @dataclass(frozen=True)
@@ -223,6 +225,9 @@ def parse_synthetic(spec: str, seed: int) -> Dataset:
     kind, frames, height, width = match.group(1), *(int(g) for g in match.groups()[1:])
     if frames < 2 or height < 16 or width < 16:
         raise DataFormatError(f'{spec!r}: needs at least 2 frames of 16x16 pixels')
+    if frames * height * width > SYNTHETIC_MAX_PIXELS:
+        raise DataFormatError(f'{spec!r}: {frames} x {height} x {width} pixels is more than the '
+                              f'{SYNTHETIC_MAX_PIXELS:.0e} a generated sequence may hold')
     return SYNTHETIC[kind](frames, height, width, seed)
 
 
@@ -344,10 +349,6 @@ def write_bag(dataset: Dataset, out: Path, storage: str, rate: float) -> dict[st
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.rate <= 0:
-        raise DataFormatError(f'--rate must be positive, got {args.rate}')
-    if args.disparity_scale <= 0:
-        raise DataFormatError(f'--disparity-scale must be positive, got {args.disparity_scale}')
     dataset = open_dataset(args.dataset, args.disparity_scale, args.seed)
     counts = write_bag(dataset, Path(args.out), args.storage, args.rate)
     frames = counts.get(layout.LEFT_IMAGE, 0)
@@ -362,11 +363,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser('make-bag', help='convert a data set with ground truth to a rosbag2',
                             description=__doc__.split('\n\n')[0])
     parser.add_argument('dataset', help='data set folder, or synthetic:{flow,stereo}:FRAMES:HxW')
-    parser.add_argument('--out', required=True, help='bag folder to create')
+    parser.add_argument('--out', required=True, type=output_folder, help='bag folder to create')
     parser.add_argument('--storage', choices=['mcap', 'sqlite3'], default='mcap')
-    parser.add_argument('--rate', type=float, default=10.0, help='frames per second of the stamps')
+    parser.add_argument('--rate', type=positive_number, default=10.0,
+                        help='frames per second of the stamps')
     parser.add_argument('--seed', type=int, default=0, help='synthetic data sets: random seed')
-    parser.add_argument('--disparity-scale', type=float, default=1.0,
+    parser.add_argument('--disparity-scale', type=positive_number, default=1.0,
                         help='stereo pairs: <name>_gt.png holds disparity times this (1 for the '
                              'quarter-size Cones, 4 for full-size Middlebury 2003)')
     parser.set_defaults(run=run)

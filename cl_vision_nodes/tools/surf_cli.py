@@ -9,7 +9,7 @@ from pathlib import Path
 from cl_vision_nodes.errors import DataFormatError
 from cl_vision_nodes.surf.schema import SURF_SCHEMA
 from cl_vision_nodes.tools.cli_common import (add_algorithm_options, algorithm_params,
-                                              print_profile, runtime_for)
+                                              output_file, print_profile, runtime_for)
 
 KEYPOINT_SUFFIXES = ('.npz', '.json')
 ARRAYS = ('x', 'y', 'size', 'angle', 'response', 'octave', 'laplacian', 'descriptor')
@@ -50,9 +50,10 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser('surf', help='SURF keypoints and descriptors of IMAGE')
     parser.add_argument('image')
-    parser.add_argument('--out', required=True,
+    parser.add_argument('--out', required=True, type=output_file,
                         help='.npz (arrays x, y, size, angle, response, octave, laplacian, '
                              'descriptor) or .json')
-    parser.add_argument('--draw', help='also write the image with the keypoints drawn (PNG)')
+    parser.add_argument('--draw', type=output_file,
+                        help='also write the image with the keypoints drawn (PNG)')
     add_algorithm_options(parser)
     parser.set_defaults(run=run)
