@@ -15,7 +15,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pytest
 from rclpy.qos import qos_profile_sensor_data
 from rosbags.rosbag2 import StoragePlugin
