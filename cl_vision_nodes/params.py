@@ -133,9 +133,11 @@ class ParameterSchema:
                              allow_read_only=True)
 
     def yaml_document(self, values: Mapping[str, Value] | None = None) -> dict[str, Any]:
-        """The ``config/<node>.yaml`` content: ``{node: {ros__parameters: {...}}}``."""
+        """The ``config/<node>.yaml`` content: ``{'/**': {ros__parameters: {...}}}``. Keyed
+        ``/**`` so that it applies to the node it is loaded for in any namespace and under any
+        name (a key ``flow_node:`` matches only ``/flow_node``, not ``/camera/flow_node``)."""
         params = dict(self.defaults() if values is None else values)
-        return {self.node_name: {'ros__parameters': params}}
+        return {'/**': {'ros__parameters': params}}
 
     def markdown_table(self) -> str:
         rows = ['| parameter | type | default | range | description |',

@@ -17,8 +17,10 @@ from cl_vision_nodes.elas.presets import PRESETS
 from cl_vision_nodes.params import ParameterSchema, Value
 from cl_vision_nodes.schemas import NODE_SCHEMAS
 
-HEADER = ('# Generated from the parameter schema of {node} by\n'
-          '# `python -m cl_vision_nodes.tools.gen_config`: edit the schema, not this file.\n')
+HEADER = ('# Parameters of {node}, generated from its schema by\n'
+          '# `python -m cl_vision_nodes.tools.gen_config`: edit the schema, not this file.\n'
+          '# Keyed /** so that the file applies to the node it is given to, in any namespace;\n'
+          '# a copy of it works with --params-file or the launch files\' *_params arguments.\n')
 
 
 def yaml_text(schema: ParameterSchema, values: Mapping[str, Value] | None = None) -> str:
@@ -39,13 +41,20 @@ def readme_with_tables(readme: str) -> str:
     return re.sub(r'<!-- params:(\w+) -->.*?<!-- /params:\1 -->', table, readme, flags=re.S)
 
 
-def expected_files(root: Path) -> dict[Path, str]:
-    files = {root / 'config' / f'{name}.yaml': yaml_text(schema)
+def config_files(root: Path) -> dict[Path, tuple[ParameterSchema, dict[str, Value]]]:
+    """Every shipped parameter file, with the schema of its node and the values it holds."""
+    files = {root / 'config' / f'{name}.yaml': (schema, schema.defaults())
              for name, schema in NODE_SCHEMAS.items()}
     elas = NODE_SCHEMAS['disparity_node']
     for preset, values in PRESETS.items():
         merged = elas.validate(elas.defaults(), values, allow_read_only=True)
-        files[root / 'config' / f'elas_{preset}.yaml'] = yaml_text(elas, merged)
+        files[root / 'config' / f'elas_{preset}.yaml'] = (elas, merged)
+    return files
+
+
+def expected_files(root: Path) -> dict[Path, str]:
+    files = {path: yaml_text(schema, values)
+             for path, (schema, values) in config_files(root).items()}
     readme = root / 'README.md'
     files[readme] = readme_with_tables(readme.read_text())
     return files
