@@ -11,7 +11,7 @@ from typing import Callable, NoReturn, Sequence
 
 from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.tools import (demo, disparity_cli, doctor, evaluate, flow_cli, make_bag,
-                                   replay, surf_cli)
+                                   rectify_cli, replay, surf_cli)
 from cl_vision_nodes.tools.cli_common import add_device_option, integer_in
 
 EXIT_BAD_INPUT = 2
@@ -80,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     make_bag.add_parser(sub)
     replay.add_parser(sub)
     surf_cli.add_parser(sub)
+    rectify_cli.add_parser(sub)
     disparity_cli.add_parser(sub)
     return parser
 
