@@ -57,3 +57,152 @@ def test_bad_input_one_line_exit_2(folder, args, words):
     folder, _ = folder
     args = [str(folder / a) if a.endswith(('.png', '.pfm', '.txt')) else a for a in args]
     assert_one_line_error(cl_vision('disparity', *args), words)
+
+
+# --- depth and points from the calibration (--camera-info) ------------------------------------
+
+FX, CX, CY, BASELINE = 100.0, 63.5, 47.5, 0.25
+
+
+def write_calibration(path, p, width=128, height=96):
+    """A calibration YAML in camera_calibration_parsers' layout."""
+    import yaml
+
+    def matrix(rows, cols, data):
+        return {'rows': rows, 'cols': cols, 'data': [float(v) for v in data]}
+    path.write_text(yaml.safe_dump({
+        'image_width': width, 'image_height': height, 'camera_name': path.stem,
+        'camera_matrix': matrix(3, 3, [FX, 0, CX, 0, FX, CY, 0, 0, 1]),
+        'distortion_model': 'plumb_bob', 'distortion_coefficients': matrix(1, 5, [0] * 5),
+        'rectification_matrix': matrix(3, 3, np.eye(3).ravel()),
+        'projection_matrix': matrix(3, 4, p)}, sort_keys=False))
+    return str(path)
+
+
+@pytest.fixture(scope='module')
+def calibrated(folder):
+    folder, sample = folder
+    left = write_calibration(folder / 'left.yaml', [FX, 0, CX, 0, 0, FX, CY, 0, 0, 0, 1, 0])
+    right = write_calibration(folder / 'right.yaml',
+                              [FX, 0, CX, -FX * BASELINE, 0, FX, CY, 0, 0, 0, 1, 0])
+    return folder, sample, left, right
+
+
+def run_with_calibration(calibrated, name, *outputs):
+    folder, _, left, right = calibrated
+    result = cl_vision('disparity', str(folder / 'left.png'), str(folder / 'right.png'),
+                       '--out', str(folder / f'{name}_disparity.npy'), '--camera-info', left, right,
+                       '--param', 'disp_max=32', *outputs)
+    assert result.returncode == 0, result.stderr
+    return np.load(folder / f'{name}_disparity.npy')
+
+
+def test_depth_outputs_read_back(calibrated):
+    from cl_vision_nodes.dataio.formats import read_depth_png
+    folder = calibrated[0]
+    disparity = run_with_calibration(calibrated, 'depth', '--depth', str(folder / 'depth.npy'))
+    for suffix in ('pfm', 'png'):
+        run_with_calibration(calibrated, f'depth_{suffix}', '--depth',
+                             str(folder / f'depth.{suffix}'))
+    depth = np.load(folder / 'depth.npy')
+    assert depth.dtype == np.float32 and depth.shape == disparity.shape
+    with np.errstate(divide='ignore'):
+        expected = FX * BASELINE / disparity.astype(np.float64)  # cx_left == cx_right
+    finite = np.isfinite(disparity) & (disparity > 0)
+    np.testing.assert_allclose(depth[finite], expected[finite], rtol=1e-5)
+    assert np.isnan(depth[~np.isfinite(disparity)]).all()
+    assert np.isposinf(depth[disparity == 0]).all()  # at infinity (REP 117)
+    np.testing.assert_array_equal(read_pfm(folder / 'depth.pfm'), depth)
+    png = read_depth_png(folder / 'depth.png')  # millimetres, 0 = no depth or beyond 65.535 m
+    representable = np.isfinite(depth) & (depth <= 65.535)
+    assert np.array_equal(np.isfinite(png), representable)
+    np.testing.assert_allclose(png[representable], depth[representable], atol=0.0005)
+
+
+@pytest.mark.parametrize('ply', ['binary', 'ascii'])
+def test_point_outputs_read_back(calibrated, ply):
+    from cl_vision_nodes.dataio.formats import read_ply
+    folder, sample = calibrated[:2]
+    ascii_option = ['--ply-ascii'] if ply == 'ascii' else []
+    run_with_calibration(calibrated, 'points', '--points', str(folder / f'{ply}.ply'),
+                         *ascii_option)
+    disparity = run_with_calibration(calibrated, 'points_npy', '--points',
+                                     str(folder / 'points.npy'))
+    organised = np.load(folder / 'points.npy')
+    assert organised.shape == disparity.shape
+    assert organised.dtype.names == ('x', 'y', 'z', 'red', 'green', 'blue')
+    valid = np.isfinite(disparity) & (disparity > 0)
+    assert np.array_equal(np.isfinite(organised['z']), valid)
+    v, u = np.nonzero(valid)
+    z = FX * BASELINE / disparity[valid].astype(np.float64)
+    np.testing.assert_allclose(organised['z'][valid], z, rtol=1e-5)
+    np.testing.assert_allclose(organised['x'][valid], (u - CX) * z / FX, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(organised['y'][valid], (v - CY) * z / FX, rtol=1e-5, atol=1e-6)
+    for channel in ('red', 'green', 'blue'):  # a gray PNG: its grey level in every channel
+        assert np.array_equal(organised[channel], sample.left)
+
+    xyz, rgb = read_ply(folder / f'{ply}.ply')  # the valid points, in image order
+    expected = organised[valid]
+    np.testing.assert_array_equal(xyz, np.stack([expected[n] for n in 'xyz'], axis=1))
+    np.testing.assert_array_equal(rgb, np.stack([expected[n] for n in ('red', 'green', 'blue')],
+                                                axis=1))
+
+
+def test_dense_points_without_colour(calibrated):
+    folder = calibrated[0]
+    disparity = run_with_calibration(calibrated, 'dense', '--points', str(folder / 'dense.npy'),
+                                     '--dense-points', '--no-point-color')
+    dense = np.load(folder / 'dense.npy')
+    assert dense.dtype.names == ('x', 'y', 'z')
+    assert dense.shape == (int((np.isfinite(disparity) & (disparity > 0)).sum()),)
+    assert np.isfinite(dense['z']).all()
+
+
+def test_subsampled_depth_is_half_size(calibrated):
+    folder = calibrated[0]
+    disparity = run_with_calibration(calibrated, 'half', '--depth', str(folder / 'half.npy'),
+                                     '--param', 'subsampling=true')
+    depth = np.load(folder / 'half.npy')
+    assert depth.shape == disparity.shape == (48, 64)
+    finite = np.isfinite(disparity) & (disparity > 0)
+    np.testing.assert_allclose(depth[finite], FX * BASELINE / disparity[finite], rtol=1e-5)
+
+
+@pytest.mark.parametrize('args, words', [
+    (['--depth', 'd.npy'], '--depth and --points need the calibration of the pair'),
+    (['--camera-info', 'left.yaml', 'right.yaml', '--depth', 'd.tif'],
+     'd.tif: expected a .npy, .pfm, .png file'),
+    (['--camera-info', 'left.yaml', 'right.yaml', '--points', 'p.pcd'],
+     'expected a .ply, .npy file'),
+    (['--camera-info', 'left.yaml', 'right.yaml'], 'nothing to write'),
+    (['--camera-info', 'left.yaml', 'nothing.yaml', '--depth', 'd.npy'], 'nothing.yaml: no such'),
+    (['--camera-info', 'left.yaml', 'small.yaml', '--depth', 'd.npy'],
+     'small.yaml is a calibration of 64x48 images but'),
+    (['--camera-info', 'left.yaml', 'left.yaml', '--depth', 'd.npy'], 'Tx = 0: no baseline'),
+    (['--camera-info', 'right.yaml', 'left.yaml', '--points', 'p.ply'], 'Tx = 0: no baseline'),
+    (['--camera-info', 'left.yaml', 'swapped.yaml', '--points', 'p.ply'],
+     'are left and right swapped'),
+    (['--camera-info', 'left.yaml', 'broken.yaml', '--depth', 'd.npy'], 'broken.yaml: not'),
+])
+def test_calibration_bad_input_one_line_exit_2(calibrated, args, words):
+    folder = calibrated[0]
+    write_calibration(folder / 'small.yaml', [FX, 0, CX, -25, 0, FX, CY, 0, 0, 0, 1, 0], 64, 48)
+    write_calibration(folder / 'swapped.yaml', [FX, 0, CX, 25, 0, FX, CY, 0, 0, 0, 1, 0])
+    (folder / 'broken.yaml').write_text('image_width: [1, 2\n')
+    args = [str(folder / a) if a.endswith(('.yaml', '.npy', '.ply', '.tif', '.pcd')) else a
+            for a in args]
+    assert_one_line_error(cl_vision('disparity', str(folder / 'left.png'),
+                                    str(folder / 'right.png'), *args), words)
+
+
+@pytest.mark.parametrize('binary', [True, False])
+def test_ply_of_no_points_and_a_foreign_ply(tmp_path, binary):
+    from cl_vision_nodes.dataio.formats import read_ply, write_ply
+    from cl_vision_nodes.errors import DataFormatError
+    write_ply(tmp_path / 'empty.ply', np.empty((0, 3), np.float32), binary=binary)
+    xyz, rgb = read_ply(tmp_path / 'empty.ply')
+    assert xyz.shape == (0, 3) and rgb is None
+    (tmp_path / 'mesh.ply').write_bytes(b'ply\nformat ascii 1.0\nelement vertex 1\n'
+                                        b'property double x\nend_header\n1.0\n')
+    with pytest.raises(DataFormatError, match='mesh.ply: '):
+        read_ply(tmp_path / 'mesh.ply')

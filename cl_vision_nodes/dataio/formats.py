@@ -5,7 +5,9 @@ evaluation code never has to remember a file's private convention:
 
 - flow (Middlebury ``.flo``, KITTI flow PNG): HxWx2 float32 ``(u, v)`` in pixels, NaN = unknown;
 - disparity from PNG (KITTI, Middlebury): HxW float32 in pixels, NaN = unknown;
-- PFM: stored values as they are (the project writes invalid disparities as +inf).
+- PFM: stored values as they are (the project writes invalid disparities as +inf);
+- depth PNG: HxW float32 metres from 16-bit millimetres, NaN = no depth;
+- PLY: the vertex list of a point cloud (x y z, optional red green blue).
 
 A missing, unreadable or malformed file raises ``DataFormatError`` with a one-line message that
 names the file and the problem, so the CLI can print it and exit with code 2. An array of the
@@ -14,6 +16,7 @@ wrong shape handed to a writer raises ``ImageFormatError``.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from pathlib import Path
@@ -34,6 +37,8 @@ _FLO_HEADER_BYTES = 12
 
 KITTI_DISPARITY_SCALE = 256.0
 """KITTI disparity PNGs store ``round(d * 256)``; 0 means invalid."""
+DEPTH_PNG_SCALE = 1000.0
+"""Units per metre of a 16-bit depth PNG (millimetres, as ROS 16UC1 depth images)."""
 KITTI_FLOW_SCALE = 64.0
 KITTI_FLOW_OFFSET = 2.0**15
 """KITTI flow PNGs store ``u * 64 + 2**15`` (same for v) in uint16."""
@@ -180,6 +185,27 @@ def write_kitti_flow(path: PathLike, flow: np.ndarray) -> None:
     write_png(path, bgr)
 
 
+def write_depth_png(path: PathLike, depth: np.ndarray) -> None:
+    """Write HxW depth in metres as a 16-bit PNG of millimetres (ROS 16UC1 depth, REP 118).
+
+    0 means no depth: NaN, infinities, depth <= 0 and depth beyond 65.535 m (which 16 bits
+    cannot hold; saturating would write a wrong distance). A positive depth under 0.5 mm is 1.
+    """
+    depth = np.asarray(depth, np.float64)
+    _require_shape(depth, None, 'depth')
+    millimetres = np.rint(np.where(np.isfinite(depth), depth, 0.0) * DEPTH_PNG_SCALE)
+    valid = (depth > 0) & (millimetres <= 65535)
+    write_png(path, np.where(valid, np.maximum(millimetres, 1), 0).astype(np.uint16))
+
+
+def read_depth_png(path: PathLike) -> np.ndarray:
+    """Read a 16-bit millimetre depth PNG as HxW float32 metres; 0 becomes NaN."""
+    raw = _decode_uint16(path, None)
+    depth = raw.astype(np.float32) / np.float32(DEPTH_PNG_SCALE)
+    depth[raw == 0] = np.nan
+    return depth
+
+
 # --- PFM ---------------------------------------------------------------------------------------
 
 
@@ -266,3 +292,90 @@ def read_image(path: PathLike, gray: bool = True) -> np.ndarray:
     """
     image = _decode_image(path, cv2.IMREAD_COLOR)
     return cv2.cvtColor(image, cv2.COLOR_BGR2GRAY) if gray else image
+
+
+# --- PLY point clouds --------------------------------------------------------------------------
+
+_PLY_FORMATS = ('binary_little_endian', 'ascii')
+_PLY_TYPES = ('float', 'uchar')
+_PLY_XYZ = ('x', 'y', 'z')
+_PLY_RGB = ('red', 'green', 'blue')
+
+
+def _ply_dtype(rgb: bool) -> np.dtype:
+    names = _PLY_XYZ + (_PLY_RGB if rgb else ())
+    return np.dtype([(name, '<f4' if name in _PLY_XYZ else 'u1') for name in names])
+
+
+def write_ply(path: PathLike, xyz: np.ndarray, rgb: np.ndarray | None = None,
+              binary: bool = True) -> None:
+    """Write N points as a PLY vertex list: ``x y z`` float32 (N x 3) and, with ``rgb``
+    (N x 3 uint8), ``red green blue`` uchar; binary little-endian or ASCII."""
+    xyz = np.asarray(xyz, np.float32)
+    if xyz.ndim != 2 or xyz.shape[1] != 3:
+        raise ImageFormatError(f'PLY points must be Nx3, got shape {xyz.shape}')
+    if rgb is not None and np.shape(rgb) != xyz.shape:
+        raise ImageFormatError(f'PLY colours must be Nx3 like the points {xyz.shape}, got '
+                               f'{np.shape(rgb)}')
+    vertices = np.empty(len(xyz), _ply_dtype(rgb is not None))
+    for axis, name in enumerate(_PLY_XYZ):
+        vertices[name] = xyz[:, axis]
+    if rgb is not None:
+        for channel, name in enumerate(_PLY_RGB):
+            vertices[name] = np.asarray(rgb)[:, channel]
+    properties = ''.join(f'property {"float" if name in _PLY_XYZ else "uchar"} {name}\n'
+                         for name in vertices.dtype.names)
+    header = (f'ply\nformat {"binary_little_endian" if binary else "ascii"} 1.0\n'
+              f'comment cl_vision_nodes\nelement vertex {len(vertices)}\n{properties}'
+              'end_header\n').encode('ascii')
+    if binary:
+        body = vertices.tobytes()
+    else:
+        text = io.StringIO()
+        np.savetxt(text, vertices, fmt=['%.9g'] * 3 + ['%d'] * (len(vertices.dtype) - 3))
+        body = text.getvalue().encode('ascii')
+    _write_bytes(path, header + body)
+
+
+def read_ply(path: PathLike) -> tuple[np.ndarray, np.ndarray | None]:
+    """Read a PLY vertex list as written by ``write_ply``: (N x 3 float32 xyz, N x 3 uint8
+    rgb or None), from binary little-endian or ASCII files."""
+    data = _read_bytes(path)
+    end = data.find(b'end_header\n')
+    if not data.startswith(b'ply\n') or end < 0:
+        raise DataFormatError(f'{path}: not a PLY file (no ply ... end_header header)')
+    lines = data[:end].decode('ascii', 'replace').splitlines()[1:]
+    body = data[end + len(b'end_header\n'):]
+    fmt, count, names, types = None, None, [], []
+    for line in lines:
+        words = line.split()
+        if words[:1] == ['format'] and len(words) == 3:
+            fmt = words[1]
+        elif words[:2] == ['element', 'vertex'] and len(words) == 3 and words[2].isdigit():
+            count = int(words[2])
+        elif words[:1] == ['property'] and len(words) == 3 and words[1] in _PLY_TYPES:
+            types.append(words[1])
+            names.append(words[2])
+        elif words and words[0] not in ('comment', 'obj_info'):
+            raise DataFormatError(f'{path}: unsupported PLY header line {line!r}')
+    rgb = tuple(names) == _PLY_XYZ + _PLY_RGB
+    if fmt not in _PLY_FORMATS or count is None or not (tuple(names) == _PLY_XYZ or rgb) \
+            or types != ['float'] * 3 + ['uchar'] * (3 if rgb else 0):
+        raise DataFormatError(f'{path}: expected a binary_little_endian or ascii PLY of '
+                              'vertices with float x y z [uchar red green blue]')
+    dtype = _ply_dtype(rgb)
+    if fmt == 'ascii':
+        table = np.loadtxt(body.decode('ascii').splitlines(), ndmin=2) if count else \
+            np.empty((0, len(names)))
+        if table.shape != (count, len(names)):
+            raise DataFormatError(f'{path}: PLY says {count} vertices of {len(names)} values, '
+                                  f'file has {table.shape}')
+        xyz = table[:, :3].astype(np.float32)
+        return xyz, table[:, 3:].astype(np.uint8) if rgb else None
+    if len(body) != count * dtype.itemsize:
+        raise DataFormatError(f'{path}: PLY of {count} vertices needs {count * dtype.itemsize} '
+                              f'data bytes, file has {len(body)}')
+    vertices = np.frombuffer(body, dtype)
+    xyz = np.stack([vertices[name] for name in _PLY_XYZ], axis=1).astype(np.float32)
+    colours = np.stack([vertices[name] for name in _PLY_RGB], axis=1) if rgb else None
+    return xyz, colours

@@ -1,65 +1,201 @@
-"""`cl-vision disparity LEFT RIGHT`: ELAS disparity of a rectified stereo pair of image files."""
+"""`cl-vision disparity LEFT RIGHT`: ELAS disparity of a rectified stereo pair of image files,
+and with the pair's calibration its depth image and point cloud (computed on the device)."""
 from __future__ import annotations
 
 import argparse
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cl_vision_nodes.elas.presets import PRESETS
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.errors import DataFormatError, ImageFormatError
 from cl_vision_nodes.tools.cli_common import (add_algorithm_options, algorithm_params,
-                                              print_profile, runtime_for)
+                                              output_file, print_profile, runtime_for)
 
-DISPARITY_SUFFIXES = ('.pfm', '.png', '.npy')
-
-
-def run(args: argparse.Namespace) -> int:
+if TYPE_CHECKING:
     import numpy as np
 
-    from cl_vision_nodes.dataio.formats import (read_image, write_kitti_disparity, write_pfm,
-                                                write_png)
-    from cl_vision_nodes.elas.colormap import disparity_to_color
-    from cl_vision_nodes.elas.matcher import ElasMatcher
-    out = Path(args.out)
-    if out.suffix not in DISPARITY_SUFFIXES:
-        raise DataFormatError(f'--out {out}: expected a {", ".join(DISPARITY_SUFFIXES)} file')
-    values = algorithm_params(ELAS_SCHEMA, args, PRESETS[args.preset])
-    left, right = read_image(args.left), read_image(args.right)
-    if left.shape != right.shape:
-        raise ImageFormatError(f'{args.left} is {left.shape[1]}x{left.shape[0]} but '
-                               f'{args.right} is {right.shape[1]}x{right.shape[0]}')
-    runtime = runtime_for(values)
-    matcher = ElasMatcher(runtime, values)
-    start = time.perf_counter()
-    disparity = matcher.compute_gray(left, right)
-    elapsed_ms = (time.perf_counter() - start) * 1e3
+    from cl_vision_nodes.stereo.geometry import StereoGeometry
+    from cl_vision_nodes.stereo.point_cloud import PointCloud
+
+DISPARITY_SUFFIXES = ('.pfm', '.png', '.npy')
+DEPTH_SUFFIXES = ('.npy', '.pfm', '.png')
+POINTS_SUFFIXES = ('.ply', '.npy')
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Suffixes and the calibration the outputs need, before any work."""
+    for option, path, suffixes in (('--out', args.out, DISPARITY_SUFFIXES),
+                                   ('--depth', args.depth, DEPTH_SUFFIXES),
+                                   ('--points', args.points, POINTS_SUFFIXES)):
+        if path is not None and Path(path).suffix not in suffixes:
+            raise DataFormatError(f'{option} {path}: expected a {", ".join(suffixes)} file')
+    if not (args.out or args.depth or args.points):
+        raise DataFormatError('nothing to write: give --out, --depth and/or --points')
+    if (args.depth or args.points) and not args.camera_info:
+        raise DataFormatError('--depth and --points need the calibration of the pair: '
+                              '--camera-info LEFT.yaml RIGHT.yaml')
+
+
+def _stereo_geometry(args: argparse.Namespace, width: int, height: int) -> StereoGeometry:
+    """The pair's geometry from its calibration YAMLs, which must be for images of this size."""
+    from cl_vision_nodes.camera.calibration import read_calibration_yaml
+    from cl_vision_nodes.stereo.geometry import StereoGeometry
+    left, right = (read_calibration_yaml(path) for path in args.camera_info)
+    for path, calibration in zip(args.camera_info, (left, right)):
+        if (calibration.width, calibration.height) != (width, height):
+            raise DataFormatError(f'{path} is a calibration of {calibration.width}x'
+                                  f'{calibration.height} images but {args.left} is '
+                                  f'{width}x{height}')
+    return StereoGeometry.from_projections(left.P, right.P)
+
+
+def _write_disparity(out: Path, disparity: np.ndarray) -> None:
+    import numpy as np
+
+    from cl_vision_nodes.dataio.formats import write_kitti_disparity, write_pfm
     valid = disparity >= 0
     if out.suffix == '.png':
         write_kitti_disparity(out, np.where(valid, disparity, np.nan))
     else:
         stored = np.where(valid, disparity, np.inf).astype(np.float32)
         write_pfm(out, stored) if out.suffix == '.pfm' else np.save(out, stored)
+
+
+def _write_depth(out: Path, depth: np.ndarray) -> str:
+    """Write the depth image; a summary for the report line."""
+    import numpy as np
+
+    from cl_vision_nodes.dataio.formats import write_depth_png, write_pfm
+    if out.suffix == '.png':
+        write_depth_png(out, depth)
+    else:
+        write_pfm(out, depth) if out.suffix == '.pfm' else np.save(out, depth)
+    finite = np.isfinite(depth)
+    median = f', median {np.median(depth[finite]):.2f} m' if finite.any() else ''
+    return f'depth {100 * finite.mean():.1f} % finite{median} -> {out}'
+
+
+def _point_table(cloud: PointCloud) -> np.ndarray:
+    """The cloud as a structured array (x, y, z float32 [, red, green, blue uint8]) of its
+    shape (N for a dense cloud), the columns of the PLY and .npy outputs."""
+    import numpy as np
+
+    from cl_vision_nodes.stereo.point_cloud import unpack_rgb
+    points = cloud.points()
+    if cloud.is_dense:
+        points = points.reshape(-1)
+    color = cloud.layout.use_color
+    table = np.empty(points.shape, [(name, '<f4') for name in 'xyz']
+                     + ([(name, 'u1') for name in ('red', 'green', 'blue')] if color else []))
+    for name in 'xyz':
+        table[name] = points[name]
+    if color:
+        rgb = unpack_rgb(points['rgb'])
+        for channel, name in enumerate(('red', 'green', 'blue')):
+            table[name] = rgb[..., channel]
+    return table
+
+
+def _write_points(out: Path, cloud: PointCloud, ascii_ply: bool) -> str:
+    """Write the cloud (.ply: its points; .npy: the table, organised or dense as computed)."""
+    import numpy as np
+
+    from cl_vision_nodes.dataio.formats import write_ply
+    table = _point_table(cloud)
+    if out.suffix == '.ply':
+        flat = table.reshape(-1)
+        xyz = np.stack([flat[name] for name in 'xyz'], axis=1)
+        rgb = np.stack([flat[name] for name in ('red', 'green', 'blue')], axis=1) \
+            if cloud.layout.use_color else None
+        write_ply(out, xyz, rgb, binary=not ascii_ply)
+    else:
+        np.save(out, table)
+    count = int(np.isfinite(table['z']).sum())
+    return f'{count} points ({"dense" if cloud.is_dense else "organised"}) -> {out}'
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from cl_vision_nodes.dataio.formats import read_image, write_png
+    from cl_vision_nodes.elas.colormap import disparity_to_color
+    from cl_vision_nodes.elas.matcher import ElasMatcher
+    from cl_vision_nodes.imaging.encodings import array_to_raw
+    from cl_vision_nodes.stereo.point_cloud import CloudLayout
+    from cl_vision_nodes.stereo.reproject import Reprojector
+    _check_outputs(args)
+    values = algorithm_params(ELAS_SCHEMA, args, PRESETS[args.preset])
+    left, right = read_image(args.left), read_image(args.right)
+    if left.shape != right.shape:
+        raise ImageFormatError(f'{args.left} is {left.shape[1]}x{left.shape[0]} but '
+                               f'{args.right} is {right.shape[1]}x{right.shape[0]}')
+    geometry = _stereo_geometry(args, left.shape[1], left.shape[0]) if args.camera_info else None
+    runtime = runtime_for(values)
+    matcher = ElasMatcher(runtime, values)
+    reprojector = Reprojector(runtime) if geometry else None
+    start = time.perf_counter()
+    disparity = matcher.compute_gray(left, right)
+    elapsed_ms = (time.perf_counter() - start) * 1e3
+    valid = disparity >= 0
+    reports = [f'{100 * valid.mean():.1f} % valid']
+    if args.out:
+        _write_disparity(args.out, disparity)
+        reports[0] += f' -> {args.out}'
     if args.color:
         write_png(args.color, disparity_to_color(np.where(valid, disparity, np.nan),
                                                  float(values['disp_min']),
                                                  float(values['disp_max'])))
+    if reprojector is not None:
+        device_map = reprojector.upload(disparity, float(values['disp_min']),
+                                        bool(values['subsampling']))
+        if args.depth:
+            reports.append(_write_depth(args.depth, reprojector.depth(device_map, geometry)))
+        if args.points:
+            layout = CloudLayout(use_color=not args.no_point_color, avoid_padding=True)
+            color = None if args.no_point_color else array_to_raw(
+                read_image(args.left, gray=False), 'bgr8')
+            cloud = reprojector.points(device_map, geometry, layout,
+                                       dense=args.points.suffix == '.ply' or args.dense_points,
+                                       color=color)
+            reports.append(_write_points(args.points, cloud, args.ply_ascii))
     print(f'{args.preset}: {left.shape[1]}x{left.shape[0]} on {runtime.entry.name}, '
-          f'{elapsed_ms:.0f} ms (first call includes kernel builds), '
-          f'{100 * valid.mean():.1f} % valid -> {out}')
+          f'{elapsed_ms:.0f} ms (first call includes kernel builds), ' + '; '.join(reports))
     print_profile(runtime)
     return 0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser('disparity', help='ELAS disparity of a rectified pair LEFT RIGHT')
+    parser = sub.add_parser('disparity', help='ELAS disparity of a rectified pair LEFT RIGHT '
+                                              '(and its depth and points with --camera-info)')
     parser.add_argument('left')
     parser.add_argument('right')
     parser.add_argument('--preset', choices=sorted(PRESETS), default='robotics',
                         help="libelas' parameter setting; --param overrides single values")
-    parser.add_argument('--out', required=True,
+    parser.add_argument('--out', type=output_file,
                         help='.pfm (float32, inf = invalid), .png (KITTI 16-bit, d*256, '
                              '0 = invalid) or .npy (float32, inf = invalid)')
-    parser.add_argument('--color', help='also write a colour picture of the disparity (PNG)')
+    parser.add_argument('--color', type=output_file,
+                        help='also write a colour picture of the disparity (PNG)')
+    parser.add_argument('--camera-info', nargs=2, metavar=('LEFT.yaml', 'RIGHT.yaml'),
+                        help='calibration of the rectified pair (camera_calibration_parsers '
+                             'YAML, as camera drivers store it): its P matrices give depth and '
+                             'points')
+    parser.add_argument('--depth', type=output_file,
+                        help='depth of the left image: .npy or .pfm (float32 metres, NaN = '
+                             'no depth, +inf = at infinity) or .png (16-bit millimetres, '
+                             '0 = no depth or beyond 65.535 m)')
+    parser.add_argument('--points', type=output_file,
+                        help='point cloud in the left rectified camera frame, metres: .ply '
+                             '(the valid points: x y z red green blue) or .npy (structured '
+                             'array with fields x y z [red green blue], HxW with NaN where '
+                             'there is no point, or N with --dense-points)')
+    parser.add_argument('--no-point-color', action='store_true',
+                        help='points without the colours of the left image')
+    parser.add_argument('--dense-points', action='store_true',
+                        help='.npy points: only the valid ones, in image order')
+    parser.add_argument('--ply-ascii', action='store_true',
+                        help='write the .ply as ASCII instead of binary little-endian')
     add_algorithm_options(parser)
     parser.set_defaults(run=run)
