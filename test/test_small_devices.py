@@ -11,7 +11,7 @@ from rosutil import REPO
 
 SMALL = {**os.environ, 'POCL_MAX_WORK_GROUP_SIZE': '64'}
 KERNEL_TESTS = ('test_image_kernels.py', 'test_flow_kernels.py', 'test_surf_kernels.py',
-                'test_elas_kernels.py', 'test_rectify.py')
+                'test_elas_kernels.py', 'test_rectify.py', 'test_reproject.py')
 
 
 def limits_seen_by_a_child() -> str:
