@@ -171,7 +171,9 @@ class VisionNode(Node):
             level=level, name=f'{self.get_fully_qualified_name()}: frames',
             message='bad input frames skipped' if report.rejected else 'ok',
             hardware_id=self.runtime.entry.name,
-            values=[KeyValue(key=k, value=v) for k, v in report.key_values().items()])
+            values=[KeyValue(key=k, value=v) for k, v in report.key_values().items()]
+            + [KeyValue(key=f'opencl_cached_{k}', value=str(v))  # constant in a steady stream
+               for k, v in self.runtime.cache_sizes().items()])
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics.publish(msg)
