@@ -21,9 +21,17 @@ $(VENV)/.requirements: requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
 
+# `ros2 run` and `ros2 launch` look for a package's executables in <prefix>/lib/<package>; pip puts
+# console scripts in bin/ only, so ours are linked there too and the venv is a complete ROS prefix.
+CONSOLE_SCRIPTS := from importlib.metadata import distribution as d; \
+	print(*(e.name for e in d('cl_vision_nodes').entry_points if e.group == 'console_scripts'))
+
 $(STAMP): $(VENV)/.requirements $(SOURCES)
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation .
 	rm -rf build cl_vision_nodes.egg-info
+	mkdir -p $(VENV)/lib/cl_vision_nodes
+	for exe in $$($(PY) -c "$(CONSOLE_SCRIPTS)"); do \
+		ln -sfn ../../bin/$$exe $(VENV)/lib/cl_vision_nodes/$$exe; done
 	touch $@
 
 # A working OpenCL device: the PoCL bundled with pyopencl cannot compile on some CPUs; then

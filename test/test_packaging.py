@@ -48,6 +48,23 @@ def test_colcon_build_installs_executables_share_and_index(tmp_path):
                                                           'kernels').glob('*.cl')}
 
 
+def test_the_installed_prefix_has_the_executables_where_ros2_run_looks():
+    """`ros2 run` and `ros2 launch` take the package's prefix from the ament index and run
+    <prefix>/lib/cl_vision_nodes/<exe> (`ros2 pkg executables` lists that folder); `make` puts
+    the package in the venv, which must therefore be a complete ROS prefix."""
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+    try:
+        prefix = Path(get_package_prefix('cl_vision_nodes'))
+    except PackageNotFoundError:
+        pytest.skip('cl_vision_nodes is not installed here (make venv or colcon build does it)')
+    libexec = prefix / 'lib' / 'cl_vision_nodes'
+    found = [p.name for p in libexec.iterdir() if p.is_file() and os.access(p, os.X_OK)]
+    assert sorted(found) == sorted(setup_executables()), libexec
+    result = subprocess.run([str(libexec / 'convert_node'), '--ros-args', '-p',
+                             'device:=no-such-gpu'], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and 'cannot start' in result.stderr, result.stderr
+
+
 def test_generated_config_and_readme_tables_are_up_to_date():
     stale = [str(path.relative_to(REPO)) for path, text in expected_files(REPO).items()
              if not path.exists() or path.read_text() != text]
