@@ -84,7 +84,8 @@ def test_parameters_apply_to_the_next_frame(ros, node):
 
 @pytest.mark.parametrize('change, reason', [
     ({'n_octaves': 0}, 'n_octaves'), ({'hessian_threshold': -5.0}, 'hessian_threshold'),
-    ({'max_keypoints': 70000}, 'max_keypoints'), ({'upright': 'yes'}, "upright: expected bool, got str 'yes'")])
+    ({'max_keypoints': 70000}, 'max_keypoints'),
+    ({'upright': 'yes'}, "upright: expected bool, got str 'yes'")])
 def test_absurd_parameters_are_refused(ros, node, change, reason):
     results = ros.set_parameters(NODE, change)
     assert not results[0].successful and reason in results[0].reason, results[0].reason
