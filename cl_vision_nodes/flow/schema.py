@@ -9,15 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
-from cl_vision_nodes.errors import ParameterError
 from cl_vision_nodes.params import ParameterSchema, ParamSpec, Value, common_specs
 
 METHODS: tuple[str, ...] = ('lk', 'hs', 'bm')
-
-
-def _odd_window(values: Mapping[str, Value]) -> None:
-    if int(values['window_size']) % 2 == 0:
-        raise ParameterError(f"window_size: {values['window_size']!r} must be odd")
 
 
 FLOW_SCHEMA = ParameterSchema('flow_node', [
@@ -29,7 +23,7 @@ FLOW_SCHEMA = ParameterSchema('flow_node', [
               'Gaussian pyramid levels of lk and hs (factor 0.5), capped so the coarsest level '
               'keeps at least 8 pixels per side', min=1, max=12),
     ParamSpec('window_size', 15, 'lk: side of the Gaussian-weighted window (odd), pixels',
-              min=3, max=31),
+              min=3, max=31, step=2),
     ParamSpec('window_sigma', 3.0, 'lk: standard deviation of the window weights, pixels',
               min=0.3, max=30.0),
     ParamSpec('lk_iterations', 5, 'lk: Gauss-Newton iterations (with warping) per level',
@@ -65,7 +59,7 @@ FLOW_SCHEMA = ParameterSchema('flow_node', [
     ParamSpec('max_flow', 0.0,
               'Flow magnitude at full colour saturation in flow/color, px (0 = the frame maximum)',
               min=0.0, max=1e4),
-], checks=[_odd_window])
+])
 
 
 @dataclass(frozen=True)

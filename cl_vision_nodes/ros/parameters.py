@@ -9,7 +9,7 @@ from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValu
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from cl_vision_nodes.errors import ParameterError
+from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.params import ParameterSchema, ParamSpec, Value
 
 ROS_TYPES = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
@@ -38,10 +38,12 @@ class ParameterBinding:
     are cryptic (``Wrong parameter type, expected '3' got '2'``): it checks each value against
     its spec, widens an int for a float parameter (as the CLI and YAML do) and swaps a refused
     value for the current one, keeping the schema's reason for the set-parameters callback. That
-    callback refuses with it, or validates the whole merged set (cross-parameter checks); the
-    post-set callback publishes the new snapshot and calls ``on_change`` so the node applies it
-    before its next frame (callbacks of one node run on one executor thread, one after another
-    for each set request).
+    callback refuses with it, or validates the whole merged set (cross-parameter checks) and
+    calls ``on_change`` so the node applies it before its next frame: a change the algorithm
+    cannot take (a CLVisionError, e.g. a window too large for the device's local memory or a
+    kernel that does not build) is refused with its reason instead of being accepted and then
+    failing. The post-set callback publishes the new snapshot (callbacks of one node run on one
+    executor thread, one after another for each set request).
     """
 
     def __init__(self, node: Node, schema: ParameterSchema,
@@ -87,9 +89,12 @@ class ParameterBinding:
         refusal, self._refusal = self._refusal, None
         if refusal is not None:
             return SetParametersResult(successful=False, reason=refusal)
+        changes = self._own(params)
         try:
-            self.schema.validate(self.values, self._own(params))
-        except ParameterError as exc:
+            values = self.schema.validate(self.values, changes)
+            if changes and self.on_change is not None:
+                self.on_change(values, set(changes))
+        except CLVisionError as exc:
             return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
 
@@ -100,5 +105,3 @@ class ParameterBinding:
         self.values = {**self.values, **changes}
         self.node.get_logger().info(
             'parameters set: ' + ', '.join(f'{k}={v!r}' for k, v in changes.items()))
-        if self.on_change is not None:
-            self.on_change(self.values, set(changes))

@@ -15,22 +15,14 @@ defaults reproduce OpenCV there, while the per-frame cost and message size stay 
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 from typing import Mapping
 
-from cl_vision_nodes.errors import ParameterError
 from cl_vision_nodes.params import ParameterSchema, ParamSpec, Value, common_specs
 
 MAX_OCTAVES = 8
 MAX_OCTAVE_LAYERS = 8
 MAX_KEYPOINTS = 65535
-
-
-def _finite_threshold(values: Mapping[str, Value]) -> None:
-    threshold = float(values['hessian_threshold'])
-    if not math.isfinite(threshold):
-        raise ParameterError(f'hessian_threshold: {threshold!r} is not a finite number')
 
 
 SURF_SCHEMA = ParameterSchema('surf_node', [
@@ -52,7 +44,7 @@ SURF_SCHEMA = ParameterSchema('surf_node', [
     ParamSpec('max_keypoints', 8000,
               'At most this many keypoints per frame, the strongest (by response) kept',
               min=1, max=MAX_KEYPOINTS),
-], checks=[_finite_threshold])
+])
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,35 @@
+"""A change the algorithm cannot take is refused with its reason, not accepted and then failed:
+the binding applies a change in the set-parameters callback (what `ros2 param set` waits for)."""
+import rclpy
+from rclpy.context import Context
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from cl_vision_nodes.errors import KernelBuildError
+from cl_vision_nodes.flow.schema import FLOW_SCHEMA
+from cl_vision_nodes.ros.parameters import ParameterBinding
+
+
+def test_a_change_the_algorithm_refuses_is_not_accepted():
+    applied = []
+
+    def apply(values, changed):
+        if values['block_size'] == 16:
+            raise KernelBuildError('building kernels/flow/block_matching.cl failed: error: x')
+        applied.append((values['block_size'], changed))
+
+    context = Context()
+    rclpy.init(context=context)
+    try:
+        node = Node('binding_test', context=context)
+        binding = ParameterBinding(node, FLOW_SCHEMA, apply)
+        refused = node.set_parameters([Parameter('block_size', value=16)])[0]
+        assert not refused.successful and 'block_matching.cl failed' in refused.reason
+        assert binding.values['block_size'] == 8
+        assert node.get_parameter('block_size').value == 8 and applied == []
+        taken = node.set_parameters([Parameter('block_size', value=12)])[0]
+        assert taken.successful, taken.reason
+        assert binding.values['block_size'] == 12 and applied == [(12, {'block_size'})]
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
