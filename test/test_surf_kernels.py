@@ -2,6 +2,7 @@
 import dataclasses
 import math
 
+import cv2
 import numpy as np
 import pyopencl as cl
 import pytest
@@ -9,11 +10,26 @@ import pytest
 from cl_vision_nodes.errors import ImageFormatError, ParameterError
 from cl_vision_nodes.imaging.device_image import DeviceImages
 from cl_vision_nodes.imaging.encodings import array_to_raw
+from cl_vision_nodes.surf import reference
 from cl_vision_nodes.surf import SURF_SCHEMA, Keypoints, SurfExtractor, SurfSettings, point_dtype
+from cl_vision_nodes.surf.describe import Describer
 from cl_vision_nodes.surf.detector import HessianDetector, layer_samples
 from cl_vision_nodes.surf.integral import DeviceIntegral, check_size
-from cl_vision_nodes.surf.keypoints import KP_FIELDS
+from cl_vision_nodes.surf.keypoints import KP_FIELDS, RECORD_FIELDS
 from cl_vision_nodes.surf.reference import hessian_layer, integral
+
+ANGLE_ATOL = 1e-3
+"""Degrees. The reference repeats the kernel's float32 operations (Haar responses, fastAtan2,
+window sums in sample order), so where division is correctly rounded (PoCL) the angles are
+equal bit for bit. 1e-3 degrees (about 30 ulp at 360) admits a GPU's few-ulp division in the
+final fastAtan2; a 5-degree offset, another window or a lost sample move an angle far more."""
+DESCRIPTOR_ATOL = 1e-5
+"""Per entry of a unit descriptor. The kernel places the cells in float32 (centres within about
+1e-5 px below 128 px, sincos within a few ulp) and sums cell areas in float32 from the integral
+image; the float64 reference works from the pixels. A centre off by d px moves a cell mean by
+at most d x (grey step) / side: the entries differ by under 3e-6 on PoCL for these images.
+1e-5 leaves room for a GPU's sincos and division, and is 5x below the change of a 0.01-degree
+rotation of the window (10x for a 0.01-px shift) on every keypoint here."""
 
 
 def textured(height: int, width: int, seed: int = 0) -> np.ndarray:
@@ -216,6 +232,116 @@ def test_rotating_by_90_degrees_rotates_keypoints_and_keeps_descriptors(runtime)
         if abs((b.angle[j] - a.angle[i] - 90 + 180) % 360 - 180) < 1:
             np.testing.assert_allclose(b.descriptor[j], a.descriptor[i], atol=2e-3)
     assert found >= 0.5 * len(a)
+
+
+def test_reference_tables_are_opencvs():
+    """
+    The reference's Gaussian and fastAtan2 are OpenCV's.
+
+    So the orientation reference is OpenCV's rule, not a copy of the kernel's tables.
+    """
+    np.testing.assert_array_equal(reference.gaussian_taps(13, 2.5),
+                                  cv2.getGaussianKernel(13, 2.5, cv2.CV_32F).ravel())
+    rng = np.random.default_rng(29)
+    scale = 10.0 ** rng.uniform(-4, 4, (2, 500))
+    y, x = (rng.standard_normal((2, 500)) * scale).astype(np.float32)
+    y[:6], x[:6] = (0, -0.0, 1, -1, 0, 3), (0, 1, 0, 0, -2, 3)
+    np.testing.assert_array_equal(
+        reference.fast_atan2(y, x),
+        [cv2.fastAtan2(float(b), float(a)) for b, a in zip(y, x, strict=True)])
+
+
+@pytest.fixture(scope='module')
+def chosen_keypoints(runtime):
+    """
+    Return a small image and keypoints on it (x, y, size).
+
+    The detector's 8 strongest (octaves 0 and 1), then hand-made ones at the borders and at
+    the limits of the orientation's sampling.
+    """
+    image = textured(90, 120, seed=23)
+    found = SurfExtractor(runtime, {'n_octaves': 2, 'max_keypoints': 8}).detect_and_describe(
+        image)
+    made = np.array([(0.3, 0.6, 20.0),      # top-left corner: samples and cells outside
+                     (119.0, 87.5, 45.0),   # bottom-right corner, a wide window
+                     (4.6, 44.2, 33.0),     # left border
+                     (60.25, 45.75, 9.0),   # the smallest size
+                     (75.5, 40.25, 12.0),   # windows inside the image at any angle
+                     (50.0, 47.0, 17.0),
+                     (60.0, 45.0, 150.0),   # wavelets of 80 px: 3 of the 113 samples inside
+                     (60.0, 54.5, 150.0),   # ... none inside: invalid unless upright
+                     (60.0, 45.0, 200.0)],  # wavelets of 106 px > 91: invalid
+                    np.float32)
+    x, y, size = (np.concatenate([getattr(found, name), made[:, k]])
+                  for k, name in enumerate(('x', 'y', 'size')))
+    return image, x, y, size
+
+
+def describe_on_device(runtime, images, image: np.ndarray, x: np.ndarray, y: np.ndarray,
+                       size: np.ndarray, upright: bool, extended: bool) -> np.ndarray:
+    """Return the records (RECORD_FIELDS, descriptor) of ``Describer.describe`` on keypoints."""
+    height, width = image.shape
+    records = np.zeros((len(x), KP_FIELDS + (128 if extended else 64)), np.float32)
+    for name, values in (('x', x), ('y', y), ('size', size), ('valid', 1)):
+        records[:, RECORD_FIELDS.index(name)] = values
+    gray = images.upload_gray(array_to_raw(image, 'mono8'), 'test_gray')
+    integ = DeviceIntegral(runtime, runtime.buffers()).compute(gray, height, width)
+    flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+    keypoints = cl.Buffer(runtime.context, flags, hostbuf=records)
+    Describer(runtime).describe(integ, height, width, keypoints, len(x), upright, extended)
+    cl.enqueue_copy(runtime.queue, records, keypoints)
+    return records
+
+
+def window_inside(x: np.ndarray, y: np.ndarray, size: np.ndarray, shape: tuple[int, int]):
+    """
+    Tell which keypoints have their descriptor window inside the image at any angle.
+
+    The window is 21 cells of int(21 s) / 21 px: then none of its cells is moved at a border.
+    """
+    s = size.astype(np.float32) * np.float32(1.2) / np.float32(9)
+    reach = np.floor(21 * s) / 2 * np.sqrt(2)
+    return ((x - reach >= 0) & (x + reach <= shape[1] - 1) & (y - reach >= 0)
+            & (y + reach <= shape[0] - 1))
+
+
+def fold_halves(vectors: np.ndarray) -> np.ndarray:
+    """
+    Add the two halves of each split sum of extended descriptors, and renormalise.
+
+    That leaves sum dx, sum |dx|, sum dy, sum |dy| per subregion, whatever the signs.
+    """
+    halves = vectors.reshape(len(vectors), 16, 2, 2, 2)
+    folded = (halves[:, :, :, 0] + halves[:, :, :, 1]).reshape(len(vectors), -1)
+    return folded / np.linalg.norm(folded, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize('extended,upright', [(False, False), (True, False), (False, True),
+                                              (True, True)])
+def test_orientation_and_descriptors_match_the_reference(runtime, images, chosen_keypoints,
+                                                         extended, upright):
+    image, x, y, size = chosen_keypoints
+    records = describe_on_device(runtime, images, image, x, y, size, upright, extended)
+    field = dict(zip(RECORD_FIELDS, records[:, :KP_FIELDS].T, strict=True))
+    angle, valid = reference.orientation(integral(image), x, y, size, upright)
+    assert valid.sum() >= 14
+    np.testing.assert_array_equal(field['valid'] == 1, valid)
+    turn = (field['angle'][valid] - angle[valid] + 180) % 360 - 180
+    np.testing.assert_allclose(turn, 0, atol=ANGLE_ATOL)
+    # the descriptor stage, given the device's angles
+    expected = reference.descriptors(image, x[valid], y[valid], size[valid],
+                                     field['angle'][valid], extended)
+    got = records[valid, KP_FIELDS:]
+    strict = np.ones(len(got), bool)
+    if extended and upright:
+        # At 270 degrees the kernel's float32 sincos (cos = -4.4e-8) separates cells that
+        # coincide at a border by an ulp, and the sign of a difference that is zero in exact
+        # arithmetic picks the half of the split: only the split-free sums are pinned there.
+        strict = window_inside(x[valid], y[valid], size[valid], image.shape)
+        assert strict.sum() >= 5
+        np.testing.assert_allclose(fold_halves(got), fold_halves(expected), rtol=0,
+                                   atol=DESCRIPTOR_ATOL)
+    np.testing.assert_allclose(got[strict], expected[strict], rtol=0, atol=DESCRIPTOR_ATOL)
 
 
 @pytest.mark.parametrize('shape', [(1, 1), (8, 8), (9, 9), (12, 300), (300, 12)])
