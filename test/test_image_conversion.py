@@ -1,8 +1,16 @@
-"""sensor_msgs/Image <-> NumPy with real rclpy message objects (no DDS), on the built-in converter."""
+"""sensor_msgs/Image <-> NumPy with real rclpy message objects (no DDS).
+
+Most tests pin the built-in converter; the cv_bridge tests check the choice against what this
+machine has (a real cv_bridge where installed) and against stand-ins for a working ROS 2
+cv_bridge and a ROS 1 one that fails on NumPy 2, so both paths are exercised everywhere.
+"""
 from __future__ import annotations
 
 import array
+import importlib.util
 import sys
+import types
+from typing import Any, Iterator
 
 import numpy as np
 import pytest
@@ -12,15 +20,20 @@ from std_msgs.msg import Header
 from cl_vision_nodes.errors import ImageFormatError
 from cl_vision_nodes.imaging.encodings import ALIASES, ENCODINGS, RawImage, encoding_info
 from cl_vision_nodes.ros import image_conversion
-from cl_vision_nodes.ros.image_conversion import image_msg_to_raw, image_to_numpy, numpy_to_image, raw_to_msg
+from cl_vision_nodes.ros.image_conversion import (image_msg_to_raw, image_to_numpy, numpy_to_image,
+                                                  raw_to_msg)
+from rosutil import NodeProcess
 
 RNG = np.random.default_rng(11)
+BUILTIN = image_conversion.Converter(reason='chosen by the test')
 
 
 @pytest.fixture(autouse=True)
-def builtin_converter(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Test the built-in converter even where a ROS 2 cv_bridge is installed."""
-    monkeypatch.setattr(image_conversion, '_BRIDGE', None)
+def builtin_converter(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Test the built-in converter even where a ROS 2 cv_bridge is installed (the tests that
+    probe cv_bridge ask for ``fresh_probe``)."""
+    if 'fresh_probe' not in request.fixturenames:
+        monkeypatch.setattr(image_conversion, 'converter', lambda: BUILTIN)
 
 
 def sample(encoding: str, height: int = 6, width: int = 9) -> np.ndarray:
@@ -57,7 +70,8 @@ def test_padded_message_is_read_in_place(encoding: str) -> None:
     rows = np.ascontiguousarray(a).reshape(a.shape[0], -1).view(np.uint8).reshape(a.shape[0], -1)
     buf = np.concatenate([rows, RNG.integers(0, 256, (a.shape[0], pad), dtype=np.uint8)], axis=1)
     msg = Image(height=a.shape[0], width=a.shape[1], encoding=encoding,
-                is_bigendian=int(sys.byteorder == 'big'), step=a.shape[1] * info.bytes_per_pixel + pad)
+                is_bigendian=int(sys.byteorder == 'big'),
+                step=a.shape[1] * info.bytes_per_pixel + pad)
     msg.data = array.array('B', buf.tobytes())
     raw = image_msg_to_raw(msg)
     assert raw.step == msg.step and np.shares_memory(raw.data, np.frombuffer(msg.data, np.uint8))
@@ -111,5 +125,142 @@ def test_bad_array_raises() -> None:
         numpy_to_image(np.zeros((4, 4), np.uint8), 'rgb8')
 
 
-def test_backend_is_named() -> None:
-    assert image_conversion.converter_backend() == 'builtin'
+class CvBridgeError(TypeError):
+    """As in ROS 2's cv_bridge."""
+
+
+class Ros2Bridge:
+    """Stand-in for a working ROS 2 cv_bridge (packed rows, host byte order), without the
+    yuv422_yuy2 encoding, which cv_bridge gained only in later releases."""
+
+    def cv2_to_imgmsg(self, cvim: np.ndarray, encoding: str = 'passthrough',
+                      header: Header | None = None) -> Image:
+        if encoding == 'yuv422_yuy2':
+            raise CvBridgeError(f'Unrecognized image encoding [{encoding}]')
+        msg = Image(height=cvim.shape[0], width=cvim.shape[1], encoding=encoding,
+                    is_bigendian=int(sys.byteorder == 'big'))
+        if header is not None:
+            msg.header = header
+        msg.data.frombytes(cvim.tobytes())
+        msg.step = len(msg.data) // msg.height
+        return msg
+
+    def imgmsg_to_cv2(self, msg: Image, desired_encoding: str = 'passthrough') -> np.ndarray:
+        info = encoding_info(msg.encoding)
+        channels = () if info.channels == 1 else (info.channels,)
+        return np.ndarray((msg.height, msg.width, *channels), info.dtype, buffer=msg.data)
+
+
+class Ros1BridgeOnNumpy2(Ros2Bridge):
+    """Stand-in for PyPI's cv-bridge 1.13, ROS 1 code that calls ndarray.tostring."""
+
+    def cv2_to_imgmsg(self, cvim: np.ndarray, encoding: str = 'passthrough',
+                      header: Header | None = None) -> Image:
+        return cvim.tostring()  # AttributeError on NumPy 2, as there
+
+
+def probe_with(monkeypatch: pytest.MonkeyPatch, bridge: type | None) -> image_conversion.Converter:
+    """The converter chosen where ``cv_bridge`` is ``bridge`` (None: not installed)."""
+    module = None
+    if bridge is not None:
+        module = types.ModuleType('cv_bridge')
+        module.CvBridge, module.CvBridgeError = bridge, CvBridgeError
+    monkeypatch.setitem(sys.modules, 'cv_bridge', module)
+    image_conversion.converter.cache_clear()
+    return image_conversion.converter()
+
+
+@pytest.fixture
+def fresh_probe() -> Iterator[None]:
+    """Forget a probe made under a stand-in, before and after the test."""
+    image_conversion.converter.cache_clear()
+    yield
+    image_conversion.converter.cache_clear()
+
+
+def working_ros2_cv_bridge() -> Any:
+    """This machine's cv_bridge where it is a working ROS 2 one (a mono8 round trip), else None."""
+    if importlib.util.find_spec('cv_bridge') is None:
+        return None
+    try:
+        from cv_bridge import CvBridge
+        bridge = CvBridge()
+        gray = np.arange(6, dtype=np.uint8).reshape(2, 3)
+        msg = bridge.cv2_to_imgmsg(gray, 'mono8')
+        works = isinstance(msg, Image) and np.array_equal(bridge.imgmsg_to_cv2(msg), gray)
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return None
+    return bridge if works else None
+
+
+def assert_same_messages(chosen: image_conversion.Converter,
+                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every encoding through ``chosen`` gives the message and array the built-in gives."""
+    header = Header(frame_id='cam')
+    header.stamp.sec = 7
+    for encoding in ENCODINGS:
+        a = sample(encoding, 5, 7)
+        with monkeypatch.context() as patch:
+            patch.setattr(image_conversion, 'converter', lambda: chosen)
+            theirs = numpy_to_image(a, encoding, header)
+            back_theirs = image_to_numpy(theirs)
+            patch.setattr(image_conversion, 'converter', lambda: BUILTIN)
+            ours = numpy_to_image(a, encoding, header)
+        for field in ('header', 'height', 'width', 'encoding', 'is_bigendian', 'step'):
+            assert getattr(theirs, field) == getattr(ours, field), (encoding, field)
+        assert bytes(theirs.data) == bytes(ours.data), encoding
+        np.testing.assert_array_equal(back_theirs, image_to_numpy(ours), err_msg=encoding)
+        assert back_theirs.dtype == a.dtype and back_theirs.shape == a.shape, encoding
+
+
+def test_converter_choice_matches_what_is_importable(fresh_probe: None) -> None:
+    chosen = image_conversion.converter()
+    if working_ros2_cv_bridge() is not None:
+        assert chosen.bridge is not None and 'mono8' in chosen.encodings, chosen
+        assert image_conversion.converter_backend().startswith('cv_bridge for ')
+    else:
+        assert chosen.bridge is None and chosen.encodings == frozenset() and chosen.reason
+        if importlib.util.find_spec('cv_bridge') is None:
+            assert image_conversion.converter_backend() == 'built-in (cv_bridge is not installed)'
+
+
+def test_installed_cv_bridge_gives_the_builtin_messages(fresh_probe: None,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    if working_ros2_cv_bridge() is None:
+        pytest.skip('no working ROS 2 cv_bridge here: the built-in converter is the only path')
+    assert_same_messages(image_conversion.converter(), monkeypatch)
+
+
+def test_working_bridge_is_used_where_it_agrees(fresh_probe: None,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    chosen = probe_with(monkeypatch, Ros2Bridge)
+    assert isinstance(chosen.bridge, Ros2Bridge)
+    assert chosen.encodings == frozenset(ENCODINGS) - {'yuv422_yuy2'}
+    assert image_conversion.converter_backend().startswith('cv_bridge for 32FC1, 32FC2, ')
+    assert_same_messages(chosen, monkeypatch)
+
+
+@pytest.mark.parametrize('bridge, reason', [
+    (None, 'cv_bridge is not installed'),
+    (Ros1BridgeOnNumpy2, 'cv_bridge converts no encoding as the built-in does; mono8: '
+                         "AttributeError: 'numpy.ndarray' object has no attribute 'tostring'"),
+], ids=['absent', 'ros1'])
+def test_unusable_bridge_leaves_the_builtin_with_the_reason(fresh_probe: None,
+                                                            monkeypatch: pytest.MonkeyPatch,
+                                                            bridge: type | None,
+                                                            reason: str) -> None:
+    chosen = probe_with(monkeypatch, bridge)
+    assert chosen == image_conversion.Converter(reason=reason)
+    assert image_conversion.converter_backend() == f'built-in ({reason})'
+    a = sample('bgr8')
+    np.testing.assert_array_equal(image_to_numpy(numpy_to_image(a, 'bgr8')), a)
+
+
+def test_node_logs_the_choice_once_at_start(fresh_probe: None) -> None:
+    proc = NodeProcess('cl_vision_nodes.ros.convert_node', ['-r', '__node:=conversion_log'])
+    try:
+        expected = f'image conversion: {image_conversion.converter_backend()}\n'
+        assert proc.wait_for_output(expected), proc.output()
+        assert proc.output().count('image conversion: ') == 1, proc.output()
+    finally:
+        assert proc.stop() == 0, proc.output()

@@ -22,7 +22,7 @@ from cl_vision_nodes.flow.lucas_kanade import LucasKanade
 from cl_vision_nodes.flow.pyramid import DevicePyramid
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA, FlowSettings
 from cl_vision_nodes.imaging.device_image import DeviceImages
-from cl_vision_nodes.imaging.encodings import RawImage, array_to_raw
+from cl_vision_nodes.imaging.encodings import RawImage, gray_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
 
@@ -35,15 +35,6 @@ class FlowMethod(Protocol):
 
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         """Level-0 flow into one of the estimator's flow buffers."""
-
-
-def gray_to_raw(gray: np.ndarray) -> RawImage:
-    """A host gray image as a message: uint8 as mono8, anything else as 32FC1 (0..255 scale)."""
-    if gray.ndim != 2:
-        raise ImageFormatError(f'expected a HxW gray image, got shape {gray.shape}')
-    if gray.dtype == np.uint8:
-        return array_to_raw(gray, 'mono8')
-    return array_to_raw(np.ascontiguousarray(gray, np.float32), '32FC1')
 
 
 class FlowEstimator:

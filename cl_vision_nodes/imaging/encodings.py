@@ -219,6 +219,15 @@ def array_to_raw(array_: np.ndarray, encoding: str, is_bigendian: bool = False,
     return RawImage(info.name, height, width, width * info.bytes_per_pixel, is_bigendian, data)
 
 
+def gray_to_raw(gray: np.ndarray) -> RawImage:
+    """A host gray image as a message: uint8 as mono8, anything else as 32FC1 (0..255 scale)."""
+    if gray.ndim != 2:
+        raise ImageFormatError(f'expected a HxW gray image, got shape {gray.shape}')
+    if gray.dtype == np.uint8:
+        return array_to_raw(gray, 'mono8')
+    return array_to_raw(np.ascontiguousarray(gray, np.float32), '32FC1')
+
+
 # OpenCV's fixed-point 8-bit RGB2Gray (BY15/GY15/RY15, gray_shift 15): bit-identical to
 # cv2.cvtColor(COLOR_BGR2GRAY) over all 2^24 colours. The older 14-bit weights (1868, 9617, 4899)
 # differ from it by one level on 0.26% of colours, so they would not match OpenCV.

@@ -7,15 +7,18 @@ even an array.array to ``msg.data`` makes rclpy convert it again (per byte on Hu
 Kilted with ROS_PYTHON_CHECK_FIELDS=1: ~2000x slower at 1080p).
 
 cv_bridge: the design names it, but PyPI has no ROS 2 cv_bridge (its ``cv-bridge`` is a ROS 1
-shim that breaks on NumPy 2). Where a ROS 2 cv_bridge imports, a one-off probe at import
-converts a tiny image of every encoding both ways and keeps the bridge only for the encodings on
-which it agrees exactly with the built-in converter; it is then used for native-byte-order
-images with packed rows (its receive path mishandles a ``step`` that is not a multiple of the
-pixel size). Everything else, and every malformed-image check, goes through the built-in
-converter, which is the tested path.
+shim that breaks on NumPy 2). ``converter()`` decides once per process, on first use (a node
+calls it while it starts and logs ``converter_backend()``): where ``cv_bridge`` imports and
+converts a tiny image of an encoding both ways exactly as the built-in converter does, it is
+used for that encoding on native-byte-order images with packed rows (its receive path
+mishandles a ``step`` that is not a multiple of the pixel size). Everything else, and every
+malformed-image check, goes through the built-in converter, which is the tested path.
 """
 from __future__ import annotations
 
+import functools
+import importlib.util
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
@@ -63,50 +66,85 @@ def _sample(info: EncodingInfo) -> np.ndarray:
     return np.arange(int(np.prod(shape)), dtype=info.dtype).reshape(shape)
 
 
-def _probe_cv_bridge() -> tuple[Any, frozenset[str]]:
-    """A working ROS 2 CvBridge and the encodings it converts exactly as the built-in does."""
+# How a cv_bridge that is not a working ROS 2 one fails: ROS 1 builds lack their boost module
+# (ImportError) or call ndarray.tostring, gone in NumPy 2 (AttributeError); wrong types and
+# unknown encodings raise TypeError (CvBridgeError subclasses it), ValueError or KeyError.
+_BRIDGE_FAILURES = (ImportError, AttributeError, TypeError, ValueError, KeyError)
+
+
+@dataclass(frozen=True)
+class Converter:
+    """The image converter of this process: ``bridge`` (a CvBridge) for ``encodings``, the
+    built-in converter for everything else; ``reason`` says why there is no bridge."""
+
+    bridge: Any = None
+    encodings: frozenset[str] = frozenset()
+    reason: str = ''
+
+    def describe(self) -> str:
+        if self.bridge is None:
+            return f'built-in ({self.reason})'
+        return f"cv_bridge for {', '.join(sorted(self.encodings))}; built-in for the rest"
+
+
+def _bridge_disagreement(bridge: Any, info: EncodingInfo) -> str | None:
+    """None when ``bridge`` converts a sample of ``info`` both ways as the built-in does."""
+    sample = _sample(info)
+    ours = _array_to_msg(sample, info, None)
+    try:
+        theirs = bridge.cv2_to_imgmsg(sample, info.name)
+        back = bridge.imgmsg_to_cv2(ours, 'passthrough')
+    except _BRIDGE_FAILURES as exc:
+        return f'{info.name}: {type(exc).__name__}: {exc}'
+    fields = ('height', 'width', 'step', 'encoding', 'is_bigendian')
+    same_msg = (isinstance(theirs, Image) and bytes(theirs.data) == bytes(ours.data)
+                and all(getattr(theirs, f) == getattr(ours, f) for f in fields))
+    same_array = (isinstance(back, np.ndarray) and back.dtype == sample.dtype
+                  and back.shape == sample.shape and np.array_equal(back, sample))
+    return None if same_msg and same_array else f'{info.name}: converts differently'
+
+
+@functools.cache
+def converter() -> Converter:
+    """Probe cv_bridge once: used for the encodings on which it agrees with the built-in."""
     try:
         from cv_bridge import CvBridge
+    except ImportError as exc:
+        installed = importlib.util.find_spec('cv_bridge') is not None
+        return Converter(reason=f'cv_bridge does not import: {exc}' if installed
+                         else 'cv_bridge is not installed')
+    try:
         bridge = CvBridge()
-    except Exception:  # absent, or a ROS 1 / NumPy-1 build failing in its own way
-        return None, frozenset()
-    agreed = set()
-    for info in ENCODINGS.values():
-        sample = _sample(info)
-        ours = _array_to_msg(sample, info, None)
-        try:
-            theirs = bridge.cv2_to_imgmsg(sample, info.name)
-            back = bridge.imgmsg_to_cv2(ours, 'passthrough')
-        except Exception:  # encoding unknown to this cv_bridge version
-            continue
-        if (isinstance(theirs, Image) and theirs.step == ours.step and theirs.encoding == ours.encoding
-                and bytes(theirs.data) == bytes(ours.data)
-                and back.dtype == sample.dtype and back.shape == sample.shape and np.array_equal(back, sample)):
-            agreed.add(info.name)
-    return (bridge, frozenset(agreed)) if agreed else (None, frozenset())
-
-
-_BRIDGE, _BRIDGE_ENCODINGS = _probe_cv_bridge()
+    except _BRIDGE_FAILURES as exc:
+        return Converter(reason=f'cv_bridge does not start: {type(exc).__name__}: {exc}')
+    disagreements = {name: _bridge_disagreement(bridge, info) for name, info in ENCODINGS.items()}
+    agreed = frozenset(name for name, why in disagreements.items() if why is None)
+    if not agreed:
+        return Converter(reason='cv_bridge converts no encoding as the built-in does; '
+                         + next(iter(disagreements.values())))
+    return Converter(bridge, agreed)
 
 
 def converter_backend() -> str:
-    """'cv_bridge' when a verified ROS 2 cv_bridge is in use for some encodings, else 'builtin'."""
-    return 'cv_bridge' if _BRIDGE is not None else 'builtin'
+    """The converter in use, in words, for start-up logs and benchmarks."""
+    return converter().describe()
 
 
 def image_to_numpy(msg: Image) -> np.ndarray:
-    """HxW / HxWxC array of a message (shapes of ``raw_to_array``); zero copy on the built-in path."""
+    """HxW / HxWxC array of a message (shapes of ``raw_to_array``); zero copy when built-in."""
     raw = image_msg_to_raw(msg)
     info = validate(raw)
-    if (_BRIDGE is not None and raw.encoding in _BRIDGE_ENCODINGS
-            and raw.is_bigendian == HOST_IS_BIG_ENDIAN and raw.step == raw.width * info.bytes_per_pixel):
-        return _BRIDGE.imgmsg_to_cv2(msg, 'passthrough')
+    chosen = converter()
+    if (raw.encoding in chosen.encodings and raw.is_bigendian == HOST_IS_BIG_ENDIAN
+            and raw.step == raw.width * info.bytes_per_pixel):
+        return chosen.bridge.imgmsg_to_cv2(msg, 'passthrough')
     return raw_to_array(raw)
 
 
 def numpy_to_image(array_: np.ndarray, encoding: str, header: Optional[Header] = None) -> Image:
-    """An Image message of ``array_`` (checked by ``check_array``), packed rows, host byte order."""
+    """An Image message of ``array_`` (checked by ``check_array``): packed rows, host order."""
     info, a = check_array(array_, encoding)
-    if _BRIDGE is not None and info.name in _BRIDGE_ENCODINGS and a.dtype.isnative:
-        return _BRIDGE.cv2_to_imgmsg(np.ascontiguousarray(a), info.name, header)
+    chosen = converter()
+    if info.name in chosen.encodings and a.dtype.isnative:
+        return chosen.bridge.cv2_to_imgmsg(np.ascontiguousarray(a), info.name, header)
     return _array_to_msg(a, info, header)

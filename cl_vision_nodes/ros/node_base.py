@@ -31,6 +31,7 @@ from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, Value
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
 from cl_vision_nodes.ros.frame_stats import FrameStats
+from cl_vision_nodes.ros.image_conversion import converter_backend
 from cl_vision_nodes.ros.parameters import ParameterBinding
 
 # Sensor-data semantics with depth 1: a slow device always gets the newest frame.
@@ -66,6 +67,7 @@ class VisionNode(Node):
         self._schedule_diagnostics(float(self.params['diagnostics_period']))
         self.connect()
         log.info(f'ready in {time.perf_counter() - started:.1f} s')
+        log.info(f'image conversion: {converter_backend()}')
 
     def build(self) -> None:
         """Construct the algorithm objects on ``self.runtime``: their OpenCL programs build here."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from sensor_msgs.msg import Image, PointCloud2
 
-from cl_vision_nodes.imaging.encodings import to_gray_reference
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.image_conversion import image_msg_to_raw, numpy_to_image
 from cl_vision_nodes.ros.keypoint_cloud import keypoints_to_cloud
@@ -38,7 +37,7 @@ class SurfNode(VisionNode):
             keypoints = self.extractor.detect_and_describe(raw)
         self.keypoints_pub.publish(keypoints_to_cloud(keypoints, msg.header))
         if self.wanted(self.image_pub):
-            picture = draw_keypoints(to_gray_reference(raw), keypoints)
+            picture = draw_keypoints(self.extractor.frame_gray(), keypoints)
             self.image_pub.publish(numpy_to_image(picture, 'bgr8', msg.header))
 
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 from typing import Mapping
 
 import numpy as np
+import pyopencl as cl
 
-from cl_vision_nodes.flow.estimator import gray_to_raw
 from cl_vision_nodes.imaging.device_image import DeviceImages
-from cl_vision_nodes.imaging.encodings import RawImage
+from cl_vision_nodes.imaging.encodings import RawImage, gray_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.surf.describe import Describer
@@ -47,6 +47,7 @@ class SurfExtractor:
         self._integral = DeviceIntegral(runtime, self.buffers)
         self._detector = HessianDetector(runtime, self.buffers, self.images)
         self._describer = Describer(runtime)
+        self._frame: tuple[cl.Buffer, tuple[int, int]] | None = None
 
     def configure(self, params: Mapping[str, Value]) -> None:
         """Apply changed parameters from the next frame on; ParameterError leaves all unchanged."""
@@ -60,6 +61,7 @@ class SurfExtractor:
         settings = self.settings
         height, width = raw.height, raw.width
         gray = self.images.upload_gray(raw)
+        self._frame = (gray, (height, width))
         integ = self._integral.compute(gray, height, width)
         keypoints, count = self._detector.detect(integ, height, width, settings)
         if count == 0:
@@ -69,3 +71,11 @@ class SurfExtractor:
         records = self.images.download(
             keypoints, (count, KP_FIELDS + settings.descriptor_length), np.dtype(np.float32))
         return Keypoints.from_records(records)
+
+    def frame_gray(self) -> np.ndarray:
+        """The last frame's gray as the device decoded it (HxW float32, 0..255), downloaded once:
+        what a picture of its keypoints is drawn on."""
+        if self._frame is None:
+            raise RuntimeError('frame_gray before the first detect_and_describe')
+        gray, shape = self._frame
+        return self.images.download(gray, shape, np.dtype(np.float32))

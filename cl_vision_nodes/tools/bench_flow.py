@@ -16,8 +16,9 @@ from typing import Callable
 import cv2
 
 from cl_vision_nodes.dataio.synthetic import flow_pair
-from cl_vision_nodes.flow.estimator import FlowEstimator, gray_to_raw
+from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.flow.schema import METHODS
+from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.tools.bench_timing import BenchRow, device_stages, format_rows, time_ms
 

@@ -1,0 +1,175 @@
+"""Layer boundaries, checked rather than promised (README "Layout", the package docstring).
+
+- The algorithm layer (every module outside ``ros/`` and ``tools/``) imports and computes in a
+  Python where ROS and OpenCV cannot be imported, and loads no third-party package besides numpy,
+  pyopencl and PyYAML; the few modules that need OpenCV (``NEEDS_OPENCV``) are named here and in
+  the README.
+- ``ros/`` is the only package that imports ROS at module level; ``tools/`` imports it only
+  inside the subcommands that talk to ROS (``ROS_TOOLS``: modules loaded only by such a
+  subcommand), so ``cl-vision`` and its offline subcommands run without ROS.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / 'cl_vision_nodes'
+
+ROS = (r'rclpy|rcl_\w+|rmw\w*|rosidl\w*|rpyutils|ament_\w+|launch|launch_ros|cv_bridge'
+       r'|message_filters|builtin_interfaces|\w+_msgs|\w+_srvs|\w+_interfaces')
+"""Top-level module names of ROS 2 (client library, middleware, message packages, launch)."""
+OPENCV = 'cv2'
+ALGORITHM_PACKAGES = ('opencl', 'imaging', 'flow', 'surf', 'elas', 'camera', 'stereo', 'dataio')
+ALGORITHM_THIRD_PARTY = {'numpy', 'pyopencl', 'yaml'}
+NEEDS_OPENCV = {
+    'cl_vision_nodes.dataio.formats',    # image files: PNG/PFM decoding and encoding
+    'cl_vision_nodes.dataio.synthetic',  # generated scenes: blur, shapes, Lanczos warps
+    'cl_vision_nodes.elas.colormap',     # disparity/color: the jet colour map
+    'cl_vision_nodes.surf.draw',         # keypoints/image: circles and lines
+}
+ROS_TOOLS = {'cl_vision_nodes.tools.bench_conversion'}  # times rclpy's Image messages
+
+# Runs in a fresh interpreter: argv[1] is a regex of top-level names that cannot be imported,
+# argv[2] the allowed third-party packages, argv[3] the modules to import (JSON lists). Prints
+# JSON: the modules that failed (with the error), the third-party packages the rest loaded
+# beyond the allowed ones, and the result of a tiny device computation when argv[4] names a
+# device.
+CHILD = r"""
+import importlib, json, re, sys
+blocked = re.compile(sys.argv[1])
+
+class Unimportable:
+    def find_spec(self, name, path=None, target=None):
+        if blocked.fullmatch(name.partition('.')[0]):
+            raise ImportError(f'{name} is made unimportable by the test')
+        return None
+
+sys.meta_path.insert(0, Unimportable())
+for name in json.loads(sys.argv[2]):
+    importlib.import_module(name)
+
+def third_party():
+    return {name.partition('.')[0] for name in sys.modules} - set(sys.stdlib_module_names)
+
+before = third_party()
+failed = {}
+for name in json.loads(sys.argv[3]):
+    try:
+        importlib.import_module(name)
+    except ImportError as exc:
+        failed[name] = str(exc)
+extra = sorted(third_party() - before - {'cl_vision_nodes'})
+computed = None
+if len(sys.argv) > 4:
+    import numpy
+    from cl_vision_nodes.imaging.device_image import DeviceImages
+    from cl_vision_nodes.imaging.encodings import gray_to_raw, raw_to_array
+    from cl_vision_nodes.opencl.runtime import ClRuntime
+    from cl_vision_nodes.schemas import NODE_SCHEMAS
+    gray = numpy.arange(35, dtype=numpy.uint8).reshape(5, 7)
+    mono8 = DeviceImages(ClRuntime(sys.argv[4])).convert(gray_to_raw(gray * 3), 'mono8')
+    method = NODE_SCHEMAS['flow_node'].parse_assignments(['method=hs'])['method']
+    computed = {'mono8': raw_to_array(mono8).tolist(), 'method': method}
+print(json.dumps({'failed': failed, 'extra': extra, 'computed': computed}))
+"""
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix('').parts
+    return '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
+
+
+def layer(name: str) -> str:
+    """'ros', 'tools' or 'algorithm' (everything else, the package's top-level modules too)."""
+    part = name.split('.')[1] if name.count('.') else ''
+    return part if part in ('ros', 'tools') else 'algorithm'
+
+
+MODULES = sorted(module_name(path) for path in PACKAGE.rglob('*.py'))
+
+
+def run_child(blocked: str, modules: list[str], device: str | None = None) -> dict:
+    argv = [sys.executable, '-c', CHILD, blocked, json.dumps(sorted(ALGORITHM_THIRD_PARTY)),
+            json.dumps(modules), *([device] if device else [])]
+    result = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_every_package_belongs_to_a_layer() -> None:
+    packages = {path.parent.name for path in PACKAGE.glob('*/__init__.py')}
+    assert packages == {*ALGORITHM_PACKAGES, 'ros', 'tools'}, \
+        'a new package: add it to ALGORITHM_PACKAGES (and the README Layout) or to the ROS layer'
+
+
+def test_readme_layout_names_every_package() -> None:
+    readme = (REPO / 'README.md').read_text()
+    layout = readme[readme.index('## Layout'):]
+    layout = layout[:layout.index('\n## ', 1)]
+    for package in (*ALGORITHM_PACKAGES, 'ros', 'tools', 'kernels'):
+        assert f'cl_vision_nodes/{package}/' in layout, package
+
+
+def test_algorithm_layer_runs_without_ros_and_opencv() -> None:
+    algorithm = [name for name in MODULES if layer(name) == 'algorithm']
+    got = run_child(f'{ROS}|{OPENCV}', algorithm, os.environ.get('CL_VISION_TEST_DEVICE', 'auto'))
+    assert set(got['failed']) == NEEDS_OPENCV, got['failed']
+    assert all(f'{OPENCV} is made unimportable' in why for why in got['failed'].values()), got
+    assert got['extra'] == [], f'the algorithm layer loads {got["extra"]} beyond ' \
+        f'{sorted(ALGORITHM_THIRD_PARTY)}'
+    assert got['computed'] == {'mono8': [[3 * (7 * r + c) for c in range(7)] for r in range(5)],
+                               'method': 'hs'}
+
+
+def test_everything_but_ros_imports_without_ros() -> None:
+    """The CLI and every offline subcommand run where ROS is absent (OpenCV allowed)."""
+    outside_ros = [name for name in MODULES if layer(name) != 'ros']
+    got = run_child(ROS, outside_ros)
+    assert set(got['failed']) == ROS_TOOLS, got['failed']
+    assert 'cl_vision_nodes.tools.cli' in outside_ros
+
+
+def ros_imports(path: Path) -> list[tuple[str, int, bool]]:
+    """(top-level name, line, at module level) of every ROS or OpenCV import in ``path``."""
+    found: list[tuple[str, int, bool]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        for name in names:
+            top = name.partition('.')[0]
+            if re.fullmatch(f'{ROS}|{OPENCV}', top):
+                found.append((top, node.lineno, not in_function))
+        nested = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                  ast.Lambda))
+        for child in ast.iter_child_nodes(node):
+            visit(child, nested)
+
+    visit(ast.parse(path.read_text(), str(path)), False)
+    return found
+
+
+@pytest.mark.parametrize('path', sorted(PACKAGE.rglob('*.py')),
+                         ids=lambda path: str(path.relative_to(PACKAGE)))
+def test_only_the_ros_layer_imports_ros_at_module_level(path: Path) -> None:
+    name = module_name(path)
+    where = layer(name)
+    for top, line, module_level in ros_imports(path):
+        at = f'{path.relative_to(REPO)}:{line} imports {top}'
+        if where == 'algorithm':
+            assert top == OPENCV and name in NEEDS_OPENCV, \
+                f'{at}: the algorithm layer never imports ROS (or OpenCV outside NEEDS_OPENCV)'
+        elif where == 'tools' and top != OPENCV:
+            assert not module_level or name in ROS_TOOLS, \
+                f'{at}: tools import ROS inside the subcommands that talk to ROS'
