@@ -37,6 +37,7 @@ from cl_vision_nodes.ros.parameters import ParameterBinding
 # Sensor-data semantics with depth 1: a slow device always gets the newest frame.
 IMAGE_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST,
                        depth=1, durability=DurabilityPolicy.VOLATILE)
+SHUTDOWN_GRACE_S = 1.0
 BAD_INPUT_LOG_PERIOD_S = 5.0
 EXIT_CANNOT_START = 2
 
@@ -187,8 +188,8 @@ def spin_node(node_class: type[VisionNode], args: list[str] | None = None) -> in
 
     Ctrl-C may cut a callback short: rclpy's signal handler shuts the context down from its own
     thread, so a publish or a take already under way fails (RCLError, or a RuntimeError from
-    rclpy's bindings). Once the context is no longer valid, that is the shutdown asked for, not
-    an error.
+    rclpy's bindings), sometimes a moment before ``rclpy.ok()`` turns false. Once the context
+    is no longer valid, that is the shutdown asked for, not an error.
     """
     use_large_image_profile()
     try:
@@ -209,12 +210,23 @@ def spin_node(node_class: type[VisionNode], args: list[str] | None = None) -> in
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
-        if rclpy.ok():
+        if not shutdown_under_way():
             raise
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
     return 0
+
+
+def shutdown_under_way(grace_s: float = SHUTDOWN_GRACE_S) -> bool:
+    """Whether rclpy's context is shut down or is being shut down: waits up to ``grace_s``
+    for rclpy's signal-handling thread to finish what made a take or publish fail."""
+    deadline = time.monotonic() + grace_s
+    while rclpy.ok():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def check_params_files(args: list[str]) -> None:

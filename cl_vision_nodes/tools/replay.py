@@ -147,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
+
+    from cl_vision_nodes.ros.node_base import shutdown_under_way
     use_large_image_profile()
     rclpy.init()
     node = rclpy.create_node('cl_vision_replay')
@@ -178,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     except Exception:  # Ctrl-C: rclpy's handler shut the context down under a publish
-        if rclpy.ok():
+        if not shutdown_under_way():
             raise
     finally:
         executor.shutdown()
