@@ -12,6 +12,7 @@ NODES = {
     'flow_node': 'cl_vision_nodes.ros.flow_node:main',
     'surf_node': 'cl_vision_nodes.ros.surf_node:main',
     'disparity_node': 'cl_vision_nodes.ros.disparity_node:main',
+    'rectify_node': 'cl_vision_nodes.ros.rectify_node:main',
 }
 
 setup(

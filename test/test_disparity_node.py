@@ -1,19 +1,29 @@
 """disparity_node over real Fast DDS: synchronised pairs give the library's disparity in a
-correct DisparityImage; bad pairs and missing calibration are logged, never published."""
+correct DisparityImage; bad pairs and missing calibration are logged, never published; depth and
+points follow the disparity, and from a raw pair (``rectify``) reproject a plane at its depth
+(the scene of test_rectify_node.py); they are computed only while subscribed."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 import pytest
-from sensor_msgs.msg import CameraInfo, Image
+from diagnostic_msgs.msg import DiagnosticArray
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from stereo_msgs.msg import DisparityImage
 
+from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.dataio.synthetic import stereo_pair
 from cl_vision_nodes.elas.matcher import ElasMatcher
+from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
+from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
+from cl_vision_nodes.stereo.point_cloud import unpack_rgb
 from rosutil import NodeProcess, RosHarness
+from test_rectify_node import COLOUR_RED, H as PLANE_H, W as PLANE_W
+from test_rectify_node import (ask_all, assert_cloud_of_the_plane, assert_plane_depth,
+                               calibration, raw_pair_msgs, raw_view, rectified_truth)
 
 NODE = 'disparity_node'
 H, W = 96, 128
@@ -57,7 +67,8 @@ def node(ros):
               for a in ('-r', f'{n}:={t}')]
     proc = NodeProcess('cl_vision_nodes.ros.disparity_node',
                        [*remaps, '-p', 'disp_max:=32', '-r', 'disparity:=/stereo_test/disparity',
-                        '-r', 'disparity/color:=/stereo_test/disparity/color'])
+                        '-r', 'disparity/color:=/stereo_test/disparity/color',
+                        '-r', 'depth:=/stereo_test/depth', '-r', 'points:=/stereo_test/points'])
     pubs = [ros.publisher(Image if 'image' in t else CameraInfo, t) for t in TOPICS]
     out = ros.collect(DisparityImage, '/stereo_test/disparity')
     assert ros.wait_until(lambda: all(p.get_subscription_count() > 0 for p in pubs)), \
@@ -191,3 +202,187 @@ def test_approximate_sync_pairs_offset_stamps(ros):
         assert got.header.stamp.nanosec == 0  # the left image's header
     finally:
         assert proc.stop() == 0, proc.output()
+
+
+# --- depth and points ----------------------------------------------------------------------------
+
+def test_depth_and_points_follow_the_published_disparity(ros, node):
+    """Rectified mono input: depth = f T / d, points reproject through the left P, rgb is the
+    gray level; with the disparity's header."""
+    proc, pubs, out = node
+    outputs = {'disparity': out, 'depth': ros.collect(Image, '/stereo_test/depth'),
+               'points': ros.collect(PointCloud2, '/stereo_test/points')}
+    got = ask_all(pubs, lambda sec: stereo_msgs('3d', sec), outputs, '3d')
+    assert got is not None, proc.output()
+    assert got['depth'].header == got['points'].header == got['disparity'].header
+    disparity = image_to_numpy(got['disparity'].image)
+    valid = disparity >= got['disparity'].min_disparity
+    depth = image_to_numpy(got['depth'])
+    assert np.array_equal(np.isfinite(depth), valid & (disparity > 0))
+    np.testing.assert_allclose(depth[valid], FX * BASELINE / disparity[valid], rtol=1e-6)
+    cloud = got['points']
+    assert [f.name for f in cloud.fields] == ['x', 'y', 'z', 'rgb'] and cloud.point_step == 32
+    points = cloud_to_array(cloud).reshape(H, W)
+    u, v = np.meshgrid(np.arange(W), np.arange(H))
+    finite = np.isfinite(depth)
+    np.testing.assert_allclose(points['z'][finite], depth[finite], rtol=1e-6)
+    np.testing.assert_allclose(points['x'][finite], (u - W / 2)[finite] * depth[finite] / FX,
+                               rtol=1e-5, atol=1e-6)
+    rgb = unpack_rgb(points['rgb'][finite])
+    assert (rgb == PAIR.left[finite][:, None]).all()
+
+
+def test_a_raw_pair_is_rectified_into_the_matcher_with_one_upload_per_image():
+    """The device path of ``rectify``: Rectifier.rectify_gray writes the matcher's inputs,
+    compute_loaded matches them without uploading, and last_output is the map it returned."""
+    runtime = ClRuntime('auto', profile=True)
+    matcher = ElasMatcher(runtime, {'disp_max': 32})
+    rectifiers = [Rectifier(runtime) for _ in range(2)]
+    for rectifier, side in zip(rectifiers, ('left', 'right')):
+        rectifier.set_calibration(calibration(side))
+    stages: list[str] = []
+    record = runtime.profiler.record
+    runtime.profiler.record = lambda stage, event: (stages.append(stage), record(stage, event))
+    inputs = matcher.input_buffers(PLANE_W, PLANE_H)
+    for rectifier, side, out in zip(rectifiers, ('left', 'right'), inputs):
+        rectifier.rectify_gray(array_to_raw(raw_view(side), 'mono8'), out=out)
+    disparity = matcher.compute_loaded(PLANE_W, PLANE_H)
+    assert stages.count('upload') == 2 and stages.count('download') == 1, stages
+    runtime.profiler.collect()
+    device_map = matcher.images.download(matcher.last_output, disparity.shape,
+                                         np.dtype(np.float32))
+    np.testing.assert_array_equal(device_map, disparity)
+    rectified = [array_to_raw(matcher.images.download(buf, disparity.shape,
+                                                      np.dtype(np.float32)), '32FC1')
+                 for buf in inputs]
+    np.testing.assert_array_equal(matcher.compute(*rectified), disparity)
+    assert np.mean(disparity == np.float32(16.0)) > 0.5
+
+
+RAW_TOPICS = ('/raw_test/left/image_raw', '/raw_test/right/image_raw',
+              '/raw_test/left/camera_info', '/raw_test/right/camera_info')
+RAW_NODE = '/raw_test/disparity_node'
+
+
+@pytest.fixture(scope='module')
+def raw_node(ros):
+    """disparity_node with rectify, in /raw_test, profiled (its diagnostics name the stages it
+    ran) and reporting every half second."""
+    proc = NodeProcess('cl_vision_nodes.ros.disparity_node',
+                       ['-r', '__ns:=/raw_test', '-p', 'rectify:=true', '-p', 'disp_max:=32',
+                        '-p', 'profile:=true', '-p', 'diagnostics_period:=0.5'])
+    pubs = [ros.publisher(Image if 'image' in t else CameraInfo, t) for t in RAW_TOPICS]
+    disparity = ros.collect(DisparityImage, '/raw_test/disparity')
+    diagnostics = ros.collect(DiagnosticArray, '/diagnostics')
+    assert ros.wait_until(lambda: all(p.get_subscription_count() > 0 for p in pubs)), \
+        proc.output()
+    yield proc, pubs, disparity, diagnostics
+    assert proc.stop() == 0, proc.output()
+    assert 'Traceback' not in proc.output()
+
+
+@pytest.fixture(scope='module')
+def raw_outputs(ros, raw_node):
+    """Subscribers of depth and points (from then on the node computes them)."""
+    return {'disparity': raw_node[2], 'depth': ros.collect(Image, '/raw_test/depth'),
+            'points': ros.collect(PointCloud2, '/raw_test/points')}
+
+
+def stage_reports(diagnostics) -> list[dict[str, str]]:
+    """The raw node's diagnostics that counted frames, as key -> value."""
+    reports = []
+    for array in diagnostics.messages:
+        for status in array.status:
+            values = {kv.key: kv.value for kv in status.values}
+            if status.name.startswith(RAW_NODE) and int(values.get('frames', 0)) > 0:
+                reports.append(values)
+    return reports
+
+
+def test_depth_and_points_are_computed_only_while_subscribed(ros, raw_node):
+    proc, pubs, disparity, diagnostics = raw_node
+    got = ask_all(pubs, lambda sec: raw_pair_msgs('unwatched', sec), {'disparity': disparity},
+                  'unwatched')
+    assert got is not None, proc.output()
+    assert diagnostics.wait_for(lambda msgs: stage_reports(diagnostics)), proc.output()
+    for report in stage_reports(diagnostics):
+        assert 'stage_rectify_ms' in report and 'stage_matching_ms' in report, report
+        assert 'stage_depth_ms' not in report and 'stage_points_ms' not in report, report
+    depth = ros.collect(Image, '/raw_test/depth')
+    points = ros.collect(PointCloud2, '/raw_test/points')
+    got = ask_all(pubs, lambda sec: raw_pair_msgs('watched', sec),
+                  {'disparity': disparity, 'depth': depth, 'points': points}, 'watched')
+    assert got is not None, proc.output()
+    assert diagnostics.wait_for(lambda msgs: any(
+        'stage_depth_ms' in r and 'stage_points_ms' in r for r in stage_reports(diagnostics)))
+
+
+def test_raw_pair_is_rectified_by_the_node_to_depth_and_points_of_the_plane(
+        ros, raw_node, raw_outputs):
+    proc, pubs, _, _ = raw_node
+    got = ask_all(pubs, lambda sec: raw_pair_msgs('raw-plane', sec), raw_outputs, 'raw-plane')
+    assert got is not None, proc.output()
+    header = got['disparity'].header
+    assert got['depth'].header == got['points'].header == header  # left's frame, pair's stamp
+    depth = image_to_numpy(got['depth'])
+    assert got['depth'].encoding == '32FC1' and depth.shape == (PLANE_H, PLANE_W)
+    assert_plane_depth(depth)
+    points = assert_cloud_of_the_plane(got['points'], depth)
+    finite = np.isfinite(depth)
+    rgb = unpack_rgb(points['rgb'][finite])  # the rectified left gray
+    assert (rgb[:, 0] == rgb[:, 1]).all() and (rgb[:, 1] == rgb[:, 2]).all()
+    assert np.abs(rgb[:, 0] - rectified_truth('left')[finite]).mean() < 1.5
+
+
+def test_colour_left_image_is_matched_on_gray_and_colours_the_cloud(ros, raw_node, raw_outputs):
+    proc, pubs, _, _ = raw_node
+    got = ask_all(pubs, lambda sec: raw_pair_msgs('colour', sec, colour=True), raw_outputs,
+                  'colour')
+    assert got is not None, proc.output()
+    depth = image_to_numpy(got['depth'])
+    assert_plane_depth(depth)
+    finite = np.isfinite(depth)
+    rgb = unpack_rgb(cloud_to_array(got['points']).reshape(depth.shape)['rgb'][finite])
+    red, green, blue = (rgb[:, i].astype(int) for i in range(3))
+    assert (red == COLOUR_RED).mean() > 0.99  # the constant channel, except at the border
+    assert (np.abs(green + blue - 255) <= 1).all()  # green = 255 - blue, each rounded
+    assert np.abs(blue - rectified_truth('left')[finite]).mean() < 1.5
+
+
+def test_subsampled_depth_and_points_are_of_the_half_size_map(ros, raw_node, raw_outputs):
+    proc, pubs, _, _ = raw_node
+    assert all(r.successful for r in ros.set_parameters(RAW_NODE, {'subsampling': True}))
+    try:
+        got = ask_all(pubs, lambda sec: raw_pair_msgs('half', sec), raw_outputs, 'half')
+    finally:
+        ros.set_parameters(RAW_NODE, {'subsampling': False})
+    assert got is not None, proc.output()
+    depth = image_to_numpy(got['depth'])
+    assert depth.shape == (PLANE_H // 2, PLANE_W // 2)
+    assert_plane_depth(depth)
+    assert_cloud_of_the_plane(got['points'], depth)
+
+
+def test_dense_unpadded_cloud_without_colour(ros, raw_node, raw_outputs):
+    proc, pubs, _, _ = raw_node
+    layout = {'use_color': False, 'avoid_point_cloud_padding': True, 'dense_points': True}
+    assert all(r.successful for r in ros.set_parameters(RAW_NODE, layout))
+    try:
+        got = ask_all(pubs, lambda sec: raw_pair_msgs('dense', sec), raw_outputs, 'dense')
+    finally:
+        ros.set_parameters(RAW_NODE, {name: not value for name, value in layout.items()})
+    assert got is not None, proc.output()
+    cloud = got['points']
+    assert [(f.name, f.offset) for f in cloud.fields] == [('x', 0), ('y', 4), ('z', 8)]
+    assert (cloud.point_step, cloud.height, cloud.is_dense) == (12, 1, True)
+    depth = image_to_numpy(got['depth'])
+    finite = np.isfinite(depth)
+    assert cloud.width == finite.sum() and cloud.row_step == 12 * cloud.width
+    np.testing.assert_allclose(cloud_to_array(cloud)['z'], depth[finite], rtol=1e-6)
+
+
+def test_rectify_and_point_parameters_are_checked(ros, raw_node):
+    bad = ros.set_parameters(RAW_NODE, {'interpolation': 'area'})
+    assert not bad[0].successful and 'not one of nearest, linear, cubic' in bad[0].reason
+    ro = ros.set_parameters(RAW_NODE, {'rectify': False})
+    assert not ro[0].successful and 'read-only' in ro[0].reason

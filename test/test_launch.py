@@ -4,6 +4,7 @@ file can replace it), and every shipped file applies to its node in any namespac
 itself is not on PyPI; this reads the XML and starts the nodes as launch would)."""
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -82,7 +83,8 @@ def test_every_parameter_file_is_an_argument_passed_down_to_includes(path):
 
 CONFIG_FILES = config_files(REPO)
 USER_CHANGES = {'convert_node': {'output_encoding': '32FC1'}, 'flow_node': {'method': 'bm'},
-                'surf_node': {'hessian_threshold': 400.0}, 'disparity_node': {'disp_max': 128}}
+                'surf_node': {'hessian_threshold': 400.0}, 'disparity_node': {'disp_max': 128},
+                'rectify_node': {'interpolation': 'cubic'}}
 NAMESPACE = '/camera/left'
 
 
@@ -124,3 +126,140 @@ def test_a_user_file_for_the_node_applies_in_a_namespace(ros, tmp_path, node):
     user_file.write_text(yaml.safe_dump({f'/**/{node}': {'ros__parameters': changes},
                                          '/**/another_node': {'ros__parameters': {'x': 1}}}))
     assert_node_holds(ros, node, user_file, changes)
+
+
+# --- stereo.launch.xml as stereo_image_proc's drop-in ----------------------------------------
+
+STEREO_IMAGE_PROC_ARGS = {'namespace', 'left_namespace', 'right_namespace', 'approximate_sync',
+                          'avoid_point_cloud_padding', 'use_color', 'launch_image_proc'}
+TRUE = ('true', '1')
+
+
+@dataclass
+class Started:
+    """A node as ros2 launch would start it: its namespace, parameters and remappings."""
+
+    exe: str
+    namespace: str
+    params: dict = field(default_factory=dict)
+    remaps: dict = field(default_factory=dict)
+
+    def topic(self, name: str) -> str:
+        """The absolute name of the node's relative topic ``name``."""
+        name = self.remaps.get(name, name)
+        return name if name.startswith('/') else f'{self.namespace.rstrip("/")}/{name}'
+
+
+def push(namespace: str, pushed: str) -> str:
+    if not pushed:
+        return namespace
+    return pushed if pushed.startswith('/') else f'{namespace.rstrip("/")}/{pushed}'
+
+
+def enabled(element: ET.Element, args: dict[str, str]) -> bool:
+    if element.get('if') is not None:
+        return substitute(element.get('if'), args).lower() in TRUE
+    if element.get('unless') is not None:
+        return substitute(element.get('unless'), args).lower() not in TRUE
+    return True
+
+
+def started(path: Path, overrides: dict[str, str] | None = None,
+            namespace: str = '/') -> list[Started]:
+    """The nodes a launch file starts with these argument values: groups scope namespaces,
+    if/unless are applied, includes are followed (launch's XML semantics, for what our files
+    use)."""
+    root = ET.parse(path).getroot()
+    args = {**declared_args(root), **(overrides or {})}
+    nodes: list[Started] = []
+
+    def walk(element: ET.Element, namespace: str) -> None:
+        for child in element:
+            if not enabled(child, args):
+                continue
+            if child.tag == 'push-ros-namespace':
+                namespace = push(namespace, substitute(child.get('namespace'), args))
+            elif child.tag == 'group':
+                walk(child, namespace)
+            elif child.tag == 'include':
+                included = REPO / 'launch' / Path(child.get('file')).name
+                passed = {a.get('name'): substitute(a.get('value'), args)
+                          for a in child.findall('arg')}
+                nodes.extend(started(included, passed, namespace))
+            elif child.tag == 'node':
+                node = Started(child.get('exec'),
+                               push(namespace, substitute(child.get('namespace', ''), args)))
+                node.params = {p.get('name'): substitute(p.get('value'), args)
+                               for p in child.findall('param') if p.get('name')}
+                node.remaps = {r.get('from'): substitute(r.get('to'), args)
+                               for r in child.findall('remap')}
+                nodes.append(node)
+
+    walk(root, namespace)
+    return nodes
+
+
+def topics(node: Started) -> tuple[set[str], set[str]]:
+    """(inputs, outputs) of a started node, absolute."""
+    from cl_vision_nodes.ros import disparity_node
+    if node.exe == 'rectify_node':
+        return ({node.topic('image_raw'), node.topic('camera_info')},
+                {node.topic('image_rect')})
+    if node.exe == 'disparity_node':
+        raw = node.params.get('rectify', 'false').lower() in TRUE
+        images = disparity_node.RAW_IMAGES if raw else disparity_node.RECTIFIED_IMAGES
+        return ({node.topic(t) for t in (*images, *disparity_node.CAMERA_INFOS)},
+                {node.topic(t) for t in ('disparity', 'disparity/color', 'depth', 'points')})
+    return {node.topic('image')}, set()
+
+
+STEREO = REPO / 'launch' / 'stereo.launch.xml'
+
+
+def test_stereo_launch_takes_stereo_image_procs_arguments():
+    declared = declared_args(ET.parse(STEREO).getroot())
+    assert STEREO_IMAGE_PROC_ARGS | {'queue_size'} <= set(declared)
+
+
+def test_stereo_launch_by_default_rectifies_raw_cameras_with_a_rectify_node_each():
+    nodes = started(STEREO, {'namespace': 'front'})
+    assert sorted(n.exe for n in nodes) == ['disparity_node', 'rectify_node', 'rectify_node']
+    rectify = [n for n in nodes if n.exe == 'rectify_node']
+    assert {n.namespace for n in rectify} == {'/front/left', '/front/right'}
+    rectified = set().union(*(topics(n)[1] for n in rectify))
+    assert rectified == {'/front/left/image_rect', '/front/right/image_rect'}
+    assert set().union(*(topics(n)[0] for n in rectify)) == {
+        f'/front/{side}/{name}' for side in ('left', 'right')
+        for name in ('image_raw', 'camera_info')}
+    disparity = next(n for n in nodes if n.exe == 'disparity_node')
+    inputs, outputs = topics(disparity)
+    assert inputs == rectified | {'/front/left/camera_info', '/front/right/camera_info'}
+    assert outputs == {'/front/disparity', '/front/disparity/color', '/front/depth',
+                       '/front/points'}
+
+
+def test_stereo_launch_with_rectify_runs_raw_to_points_in_one_node():
+    nodes = started(STEREO, {'namespace': 'front', 'rectify': 'true', 'flow': 'true'})
+    assert sorted(n.exe for n in nodes) == ['disparity_node', 'flow_node']
+    disparity = next(n for n in nodes if n.exe == 'disparity_node')
+    assert disparity.params['rectify'] == 'true'
+    assert topics(disparity)[0] == {f'/front/{side}/{name}' for side in ('left', 'right')
+                                    for name in ('image_raw', 'camera_info')}
+    flow = next(n for n in nodes if n.exe == 'flow_node')
+    assert topics(flow)[0] == {'/front/left/image_raw'}
+
+
+def test_stereo_launch_of_rectified_inputs_and_stereo_image_proc_names():
+    nodes = started(STEREO, {'launch_image_proc': 'false', 'image_rect': 'image_rect_color',
+                             'points_topic': 'points2', 'use_color': 'false',
+                             'left_namespace': 'cam0', 'right_namespace': 'cam1'})
+    assert [n.exe for n in nodes] == ['disparity_node']
+    inputs, outputs = topics(nodes[0])
+    assert {'/cam0/image_rect_color', '/cam1/image_rect_color'} <= inputs
+    assert '/points2' in outputs and nodes[0].params['use_color'] == 'false'
+
+
+def test_two_stereo_pairs_in_two_namespaces_share_no_topic():
+    front, rear = ([t for n in started(STEREO, {'namespace': ns}) for t in set.union(*topics(n))]
+                   for ns in ('front', 'rear'))
+    assert not set(front) & set(rear)

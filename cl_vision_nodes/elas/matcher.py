@@ -2,7 +2,10 @@
 
 Per frame the host uploads the two images, enqueues the pre-bound launches of every stage and
 downloads the left map (and the right one on request): nothing else crosses the bus, and no
-buffer is allocated while the image size and the parameters stay the same.
+buffer is allocated while the image size and the parameters stay the same. A caller that makes
+the gray pair on the device (a rectifier) writes it into ``input_buffers`` and runs
+``compute_loaded``: nothing is uploaded; later device stages (depth, points) read
+``last_output`` where it lies.
 
 Output convention: float32 disparity in pixels of the left image (``x_R = x_L - d``), with every
 invalid pixel (libelas' -1 "no match" and -10 "rejected or not covered") set to
@@ -54,6 +57,16 @@ MAX_SIZE = 28_000  # the exact Delaunay predicates in 64-bit integers (triangula
 GRAY_ROLES = ('gray_left', 'gray_right')  # the DeviceImages buffers the descriptor stage reads
 
 
+def check_size(width: int, height: int) -> None:
+    """ImageFormatError for an image size ELAS cannot match."""
+    if min(width, height) < MIN_SIZE:
+        raise ImageFormatError(
+            f'{width}x{height} is too small for ELAS (at least {MIN_SIZE}x{MIN_SIZE})')
+    if max(width, height) > MAX_SIZE:
+        raise ImageFormatError(
+            f'{width}x{height} is too large for ELAS (at most {MAX_SIZE} px a side)')
+
+
 @dataclass(frozen=True)
 class ViewStages:
     """The per-view stages after the triangulation, in libelas' order."""
@@ -75,6 +88,7 @@ class Plan:
     views: tuple[ViewStages, ViewStages]  # left, right
     post: PostProcessStage
     launches: list[Step]
+    inputs: tuple[cl.Buffer, cl.Buffer]  # the gray pair the descriptor stage reads
 
     @classmethod
     def build(cls, dev: StageDevice, geo: Geometry, s: ElasSettings,
@@ -96,7 +110,7 @@ class Plan:
             for view in views:
                 launches += getattr(view, name).launches
         launches += post.launches
-        return cls(geo, s, descriptor, support, tri, (views[0], views[1]), post, launches)
+        return cls(geo, s, descriptor, support, tri, (views[0], views[1]), post, launches, gray)
 
 
 class ElasMatcher:
@@ -117,6 +131,7 @@ class ElasMatcher:
                                            allow_read_only=True)
         self.settings = ElasSettings.from_values(self.values)
         self._plan: Plan | None = None
+        self._last: Plan | None = None  # the plan of the last compute
 
     def configure(self, params: Mapping[str, Value]) -> None:
         """Validate and apply parameter changes (any subset); they take effect next frame."""
@@ -141,6 +156,28 @@ class ElasMatcher:
             launch()
         return (self._download(plan.post.output[0], plan),
                 self._download(plan.post.output[1], plan))
+
+    def input_buffers(self, width: int, height: int) -> tuple[cl.Buffer, cl.Buffer]:
+        """The device buffers (float32, HxW, gray on the 0..255 scale) that ``compute_loaded``
+        reads as the left and right image of a width x height pair, e.g. the ``out`` of
+        ``Rectifier.rectify_gray``. They stay the same while the size does."""
+        check_size(width, height)
+        return self.plan_for(width, height).inputs
+
+    def compute_loaded(self, width: int, height: int) -> np.ndarray:
+        """compute() of the pair already written into ``input_buffers(width, height)``:
+        nothing is uploaded."""
+        check_size(width, height)
+        plan = self._run(self.plan_for(width, height))
+        return self._download(plan.post.output[0], plan)
+
+    @property
+    def last_output(self) -> cl.Buffer:
+        """The device buffer of the left map of the last compute (float32, ``output_shape``,
+        invalid = INVALID_DISPARITY), overwritten by the next one."""
+        if self._last is None:
+            raise RuntimeError('no disparity map yet: call a compute method first')
+        return self._last.post.output[0]
 
     def compute_gray(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
         """compute() for host arrays: HxW uint8 gray images (mono8)."""
@@ -167,19 +204,17 @@ class ElasMatcher:
             raise ImageFormatError(
                 f'left image is {left.width}x{left.height}, right image {right.width}x'
                 f'{right.height}: a rectified pair has one size')
-        if min(left.width, left.height) < MIN_SIZE:
-            raise ImageFormatError(
-                f'{left.width}x{left.height} is too small for ELAS (at least {MIN_SIZE}x'
-                f'{MIN_SIZE})')
-        if max(left.width, left.height) > MAX_SIZE:
-            raise ImageFormatError(
-                f'{left.width}x{left.height} is too large for ELAS (at most {MAX_SIZE} px a '
-                'side)')
+        check_size(left.width, left.height)
         plan = self.plan_for(left.width, left.height)
         for raw, role in zip((left, right), GRAY_ROLES):
             self.images.upload_gray(raw, role)
+        return self._run(plan)
+
+    def _run(self, plan: Plan) -> Plan:
+        """Enqueue every stage up to the left output on the plan's input pair."""
         for launch in plan.launches:
             launch()
+        self._last = plan
         return plan
 
     def _download(self, buffer: cl.Buffer, plan: Plan) -> np.ndarray:

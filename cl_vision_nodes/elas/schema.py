@@ -4,7 +4,9 @@ Every libelas parameter (``Elas::parameters`` in elas.h) is a parameter here und
 name, with libelas' meaning; the defaults are libelas' ROBOTICS setting (presets.py holds both
 settings). ``ElasMatcher`` reads them per frame, so a change applies to the next frame. The
 stereo synchronisation parameters are those of stereo_image_proc's disparity_node and need a
-restart (the node builds its subscriptions from them).
+restart (the node builds its subscriptions from them), as does ``rectify`` (raw inputs, which
+the node rectifies itself). The point cloud parameters are those of stereo_image_proc's
+point_cloud_node, plus ``dense_points``.
 
 Ranges: disparities are matched on 8-bit descriptors with int32 energies, so nothing in libelas
 caps ``disp_max`` at 255; the device grid stores candidate disparities as bit masks and the
@@ -20,6 +22,7 @@ from typing import Mapping
 
 import numpy as np
 
+from cl_vision_nodes.camera.rectify import INTERPOLATIONS
 from cl_vision_nodes.errors import ParameterError
 from cl_vision_nodes.params import ParameterSchema, ParamSpec, Value, common_specs
 
@@ -103,6 +106,22 @@ ELAS_SCHEMA = ParameterSchema('disparity_node', [
     ParamSpec('approximate_sync_tolerance_seconds', 0.0,
               'With approximate_sync: largest stamp difference within a set, s (0 = no bound, '
               'stereo_image_proc\'s default)', min=0.0, max=3600.0, read_only=True),
+    ParamSpec('rectify', False,
+              'Subscribe left/image_raw and right/image_raw instead of image_rect and rectify '
+              'them on the device with their camera_infos (K, D, R, P), as image_proc would: '
+              'raw pair to disparity in one process, one upload per image', read_only=True),
+    ParamSpec('interpolation', 'linear',
+              "With rectify: how a rectified pixel samples the raw image, as image_proc's "
+              'interpolation', choices=tuple(INTERPOLATIONS)),
+    ParamSpec('use_color', True,
+              'points: add the rgb field (float32 holding 0x00RRGGBB, stereo_image_proc\'s '
+              'packing) with the colours of the left image (its gray level if mono)'),
+    ParamSpec('avoid_point_cloud_padding', False,
+              'points: x, y, z (and rgb) without the padding to 16 bytes of PCL\'s point '
+              'types: 12 (16) bytes a point instead of 16 (32), as stereo_image_proc'),
+    ParamSpec('dense_points', False,
+              'points: only the valid points, in image order, as one row (is_dense) instead '
+              'of the organised cloud of the disparity map\'s shape with NaN where no point'),
 ], checks=[_disparity_range, _finite])
 
 

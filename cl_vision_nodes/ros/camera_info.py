@@ -1,0 +1,35 @@
+"""sensor_msgs/CameraInfo -> the algorithm layer's calibration.
+
+``CameraCalibration`` validates K, D, R and P; what it cannot express is refused here: binning
+and a region of interest (image_geometry rescales and shifts K and P for them; a node that
+ignored them would rectify with the wrong maps).
+"""
+from __future__ import annotations
+
+from sensor_msgs.msg import CameraInfo
+
+from cl_vision_nodes.camera.calibration import CalibrationError, CameraCalibration
+
+
+def _full_frame(info: CameraInfo) -> bool:
+    roi = info.roi
+    whole = roi.width in (0, info.width) and roi.height in (0, info.height)
+    return whole and roi.x_offset == 0 and roi.y_offset == 0
+
+
+def calibration_from_msg(info: CameraInfo, side: str = '') -> CameraCalibration:
+    """The calibration of a CameraInfo; CalibrationError (naming ``side``, e.g. 'left', and the
+    problem) for a camera that is not calibrated, a bad matrix, binning or a region of
+    interest."""
+    where = f'{side} camera_info' if side else 'camera_info'
+    if info.binning_x > 1 or info.binning_y > 1 or not _full_frame(info):
+        raise CalibrationError(
+            f'{where} has binning {info.binning_x}x{info.binning_y} / roi '
+            f'{info.roi.x_offset},{info.roi.y_offset} {info.roi.width}x{info.roi.height}: '
+            'only full-resolution, full-frame images can be rectified')
+    try:
+        return CameraCalibration.from_fields(
+            info.width, info.height, info.distortion_model, info.d, info.k, info.r, info.p,
+            info.header.frame_id)
+    except CalibrationError as exc:
+        raise CalibrationError(f'{where}: {exc}') from None

@@ -1,0 +1,63 @@
+"""rectify_node: image_proc's rectify on the OpenCL device (image_raw + camera_info -> image_rect).
+
+Subscribes ``image_raw`` and ``camera_info`` (best effort); publishes ``image_rect`` with the
+raw image's header, in its encoding (mono8, mono16, bgr8, rgb8, bgra8, rgba8; 32FC1 with a NaN
+border), Bayer and YUV rectified as their gray (mono8). ``interpolation`` is image_proc's
+(nearest, linear, cubic). The maps come from the camera_info's K, D, R and P (plumb_bob,
+rational_polynomial, equidistant) and are built on the host and uploaded once per calibration:
+per frame one upload, one kernel, one download.
+
+Each image is rectified with the newest camera_info received, whatever its stamp: a calibration
+is static, and a driver that publishes its camera_info late, or a static camera_info publisher
+stamped differently, still works. Unlike image_proc, zero distortion is no shortcut: R and P are
+applied (a stereo camera's rectification rotates even an undistorted image). Images before the
+first camera_info, of another size than it, or with an unusable calibration (uncalibrated,
+binning, ROI) are skipped with a throttled warning.
+"""
+from __future__ import annotations
+
+from sensor_msgs.msg import CameraInfo, Image
+
+from cl_vision_nodes.camera.calibration import CalibrationError
+from cl_vision_nodes.camera.rectify import Rectifier
+from cl_vision_nodes.camera.schema import RECTIFY_SCHEMA
+from cl_vision_nodes.ros.camera_info import calibration_from_msg
+from cl_vision_nodes.ros.image_conversion import image_msg_to_raw, raw_to_msg
+from cl_vision_nodes.ros.node_base import VisionNode, main_for
+
+
+class RectifyNode(VisionNode):
+    SCHEMA = RECTIFY_SCHEMA
+
+    def build(self) -> None:
+        self.rectifier = Rectifier(self.runtime)
+
+    def connect(self) -> None:
+        self.rect_pub = self.output_publisher(Image, 'image_rect')
+        self._info: CameraInfo | None = None
+        self.subscribe_stream(CameraInfo, 'camera_info', self.on_camera_info)
+        self.subscribe_images(Image, 'image_raw', self.on_image)
+
+    def on_camera_info(self, msg: CameraInfo) -> None:
+        self._info = msg
+
+    def on_image(self, msg: Image) -> None:
+        if self._info is None:
+            raise CalibrationError(
+                f'no camera_info yet on {self.resolve_topic_name("camera_info")}: the image '
+                'is rectified with its camera\'s calibration')
+        calibration = calibration_from_msg(self._info)
+        if self.rectifier.set_calibration(calibration):
+            self.get_logger().info(f'rectification maps of {calibration.describe()}')
+        with self.compute():
+            rectified = self.rectifier.rectify(image_msg_to_raw(msg),
+                                               str(self.params['interpolation']))
+        self.rect_pub.publish(raw_to_msg(rectified, msg.header))
+
+
+def main() -> None:
+    main_for(RectifyNode)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,307 @@
+"""rectify_node over real Fast DDS, and raw cameras to points as stereo.launch.xml starts them by
+default (a rectify_node per camera, disparity_node on their image_rect).
+
+The scene: a textured fronto-parallel plane at a known depth, seen by a stereo pair whose raw
+images are distorted (plumb_bob) and rotated away from the rectified frame (R of +-1 degree), as
+a real pair's are before rectification. Its rectified views are known exactly, and the disparity
+of the plane is a whole 16 px, which ELAS recovers exactly where the images are rectified right.
+"""
+from __future__ import annotations
+
+import functools
+
+import cv2
+import numpy as np
+import pytest
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from stereo_msgs.msg import DisparityImage
+
+from cl_vision_nodes.camera.calibration import CameraCalibration
+from cl_vision_nodes.camera.rectify import Rectifier
+from cl_vision_nodes.dataio.synthetic import texture
+from cl_vision_nodes.imaging.encodings import array_to_raw, raw_to_array
+from cl_vision_nodes.opencl.runtime import ClRuntime
+from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
+from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
+from rosutil import NodeProcess, RosHarness
+
+W, H = 160, 120
+F, CX, CY = 165.0, 80.0, 60.0  # the rectified cameras (both P)
+BASELINE, DEPTH = 0.16, 1.65  # disparity F * BASELINE / DEPTH = 16 px
+DISPARITY = F * BASELINE / DEPTH
+K = [150.0, 0.0, 81.3, 0.0, 149.0, 59.4, 0.0, 0.0, 1.0]  # both raw cameras
+DISTORTION = {'left': [-0.12, 0.03, 0.0008, -0.0005, 0.0],
+              'right': [-0.1, 0.02, -0.0006, 0.0004, 0.0]}
+MARGIN = 40  # texels around the rectified view: the raw views see beyond it
+COLOUR_RED = 200  # colour views: blue = texture, green = 255 - texture, red constant
+
+
+def rotation_y(degrees: float) -> np.ndarray:
+    c, s = np.cos(np.radians(degrees)), np.sin(np.radians(degrees))
+    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+
+ROTATION = {'left': rotation_y(1.0), 'right': rotation_y(-1.0)}
+
+
+def projection(side: str) -> list[float]:
+    tx = -F * BASELINE if side == 'right' else 0.0
+    return [F, 0.0, CX, tx, 0.0, F, CY, 0.0, 0.0, 0.0, 1.0, 0.0]
+
+
+def calibration(side: str) -> CameraCalibration:
+    return CameraCalibration.from_fields(W, H, 'plumb_bob', DISTORTION[side], K,
+                                         ROTATION[side].ravel().tolist(), projection(side))
+
+
+def camera_info(side: str, frame_id: str, sec: int) -> CameraInfo:
+    msg = CameraInfo(width=W, height=H, distortion_model='plumb_bob')
+    msg.d = DISTORTION[side]
+    msg.k = K
+    msg.r = ROTATION[side].ravel().tolist()
+    msg.p = projection(side)
+    msg.header.frame_id = frame_id
+    msg.header.stamp.sec = sec
+    return msg
+
+
+@functools.cache
+def plane_texture() -> np.ndarray:
+    return texture(H + 2 * MARGIN, W + 2 * MARGIN + 32, seed=5, finest_sigma=1.5)
+
+
+def rectified_truth(side: str) -> np.ndarray:
+    """The exact rectified view (float32): left(u, v) = T(u, v), right(u, v) = T(u + d, v)."""
+    u, v = np.meshgrid(np.arange(W, dtype=np.float32), np.arange(H, dtype=np.float32))
+    shift = DISPARITY if side == 'right' else 0.0
+    return cv2.remap(plane_texture(), u + np.float32(shift + MARGIN), v + np.float32(MARGIN),
+                     cv2.INTER_LANCZOS4)
+
+
+@functools.cache
+def raw_view(side: str, colour: bool = False) -> np.ndarray:
+    """The raw (distorted, unrectified) image: each raw pixel shows the plane point that its
+    rectified position (cv2.undistortPoints with the camera's K, D, R, P) sees."""
+    x, y = np.meshgrid(np.arange(W, dtype=np.float64), np.arange(H, dtype=np.float64))
+    points = np.stack([x.ravel(), y.ravel()], axis=-1)[:, None, :]
+    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 100, 1e-12)
+    rect = cv2.undistortPoints(points, np.reshape(K, (3, 3)), np.array(DISTORTION[side]),
+                               R=ROTATION[side], P=np.reshape(projection(side), (3, 4))[:, :3],
+                               criteria=criteria)[:, 0]
+    shift = DISPARITY if side == 'right' else 0.0
+    map_x = (rect[:, 0].reshape(H, W) + shift + MARGIN).astype(np.float32)
+    map_y = (rect[:, 1].reshape(H, W) + MARGIN).astype(np.float32)
+    gray = np.clip(np.rint(cv2.remap(plane_texture(), map_x, map_y, cv2.INTER_LANCZOS4)), 0,
+                   255).astype(np.uint8)
+    if not colour:
+        return gray
+    return np.dstack([gray, 255 - gray, np.full_like(gray, COLOUR_RED)])  # bgr8
+
+
+def raw_pair_msgs(tag: str, sec: int, colour: bool = False) -> list:
+    """left image_raw, right image_raw, left camera_info, right camera_info of one stamp; the
+    left messages are in frame ``tag``, the right ones in ``tag/right``."""
+    encoding = 'bgr8' if colour else 'mono8'
+    msgs = [numpy_to_image(raw_view(side, colour), encoding) for side in ('left', 'right')]
+    for msg, frame in zip(msgs, (tag, f'{tag}/right')):
+        msg.header.frame_id = frame
+        msg.header.stamp.sec = sec
+    return msgs + [camera_info('left', tag, sec), camera_info('right', f'{tag}/right', sec)]
+
+
+def tagged(tag: str):
+    return lambda msgs: next((m for m in msgs if m.header.frame_id == tag), None)
+
+
+def ask_all(pubs: list, msgs_of, collectors: dict, tag: str, tries: int = 4) -> dict | None:
+    """Publish the messages of ``msgs_of(sec)`` (best effort: again, at most ``tries`` times)
+    until every collector holds a message of frame ``tag``; those messages, by name."""
+    for _ in range(tries):
+        for pub, msg in zip(pubs, msgs_of(Clock.next())):
+            pub.publish(msg)
+        got = {name: c.wait_for(tagged(tag), timeout=10.0) for name, c in collectors.items()}
+        if all(m is not None for m in got.values()):
+            return got
+    return None
+
+
+class Clock:
+    sec = 5000
+
+    @classmethod
+    def next(cls) -> int:
+        cls.sec += 1
+        return cls.sec
+
+
+def assert_plane_depth(depth: np.ndarray, min_share: float = 0.5) -> None:
+    """Most pixels have a depth, and all of those are the plane's within 1 %."""
+    finite = np.isfinite(depth)
+    assert finite.mean() > min_share, finite.mean()
+    relative = np.abs(depth[finite] - DEPTH) / DEPTH
+    assert relative.max() < 0.01, np.sort(relative)[-10:]
+
+
+def assert_cloud_of_the_plane(msg: PointCloud2, depth: np.ndarray) -> np.ndarray:
+    """An organised cloud of the depth image's shape whose points reproject through the left
+    rectified camera: z = depth, x = (u - cx) z / f, y = (v - cy) z / f. Returns the points."""
+    assert (msg.height, msg.width) == depth.shape and not msg.is_dense
+    points = cloud_to_array(msg).reshape(depth.shape)
+    finite = np.isfinite(depth)
+    assert np.array_equal(np.isfinite(points['z']), finite)
+    np.testing.assert_allclose(points['z'][finite], depth[finite], rtol=1e-6)
+    rows, cols = depth.shape
+    scale = W / cols  # 2 for a subsampled map: pixel (i, j) is input pixel (2i, 2j)
+    u, v = np.meshgrid(np.arange(cols) * scale, np.arange(rows) * scale)
+    z = points['z'][finite]
+    np.testing.assert_allclose(points['x'][finite], (u[finite] - CX) * z / F, atol=1e-5)
+    np.testing.assert_allclose(points['y'][finite], (v[finite] - CY) * z / F, atol=1e-5)
+    return points
+
+
+@pytest.fixture(scope='module')
+def ros():
+    harness = RosHarness('rectify_test_harness')
+    yield harness
+    harness.close()
+
+
+class Camera:
+    """A rectify_node in /rt/SIDE with the test's publishers and image_rect collector."""
+
+    def __init__(self, ros: RosHarness, side: str):
+        self.side, self.ns = side, f'/rt/{side}'
+        self.proc = NodeProcess('cl_vision_nodes.ros.rectify_node', ['-r', f'__ns:={self.ns}'])
+        self.image_pub = ros.publisher(Image, f'{self.ns}/image_raw')
+        self.info_pub = ros.publisher(CameraInfo, f'{self.ns}/camera_info')
+        self.rect = ros.collect(Image, f'{self.ns}/image_rect')
+        assert ros.wait_until(lambda: self.image_pub.get_subscription_count() > 0
+                              and self.info_pub.get_subscription_count() > 0), self.proc.output()
+
+    def ask(self, tag: str, image: np.ndarray, encoding: str, info: CameraInfo | None = None,
+            tries: int = 4) -> Image | None:
+        for _ in range(tries):
+            sec = Clock.next()
+            if info is not None:
+                info.header.stamp.sec = sec
+                self.info_pub.publish(info)
+            msg = numpy_to_image(image, encoding)
+            msg.header.frame_id, msg.header.stamp.sec = tag, sec
+            self.image_pub.publish(msg)
+            got = self.rect.wait_for(tagged(tag), timeout=5.0)
+            if got is not None:
+                return got
+        return None
+
+    def warns(self, warning: str, tag: str, image: np.ndarray, encoding: str,
+              info: CameraInfo | None = None) -> bool:
+        """Send the image until the node logs ``warning`` (bad-input warnings are throttled:
+        a previous test's may hold it back for a few seconds)."""
+        for _ in range(15):
+            if info is not None:
+                self.info_pub.publish(info)
+            msg = numpy_to_image(image, encoding)
+            msg.header.frame_id = tag
+            self.image_pub.publish(msg)
+            if self.proc.wait_for_output(warning, timeout=1.0):
+                return True
+        return False
+
+
+@pytest.fixture(scope='module')
+def cameras(ros):
+    pair = {side: Camera(ros, side) for side in ('left', 'right')}
+    yield pair
+    for camera in pair.values():
+        assert camera.proc.stop() == 0, camera.proc.output()
+        assert 'Traceback' not in camera.proc.output()
+
+
+def library_rectification(runtime: ClRuntime, image: np.ndarray, encoding: str, side: str,
+                          interpolation: str = 'linear') -> np.ndarray:
+    rectifier = Rectifier(runtime)
+    rectifier.set_calibration(calibration(side))
+    return raw_to_array(rectifier.rectify(array_to_raw(image, encoding), interpolation))
+
+
+def test_images_before_the_first_camera_info_are_skipped_with_a_warning(ros, cameras):
+    left = cameras['left']
+    warning = 'no camera_info yet on /rt/left/camera_info'
+    assert left.warns(warning, 'no-info', raw_view('left'), 'mono8'), left.proc.output()
+    assert tagged('no-info')(left.rect.messages) is None and left.proc.alive()
+
+
+@pytest.mark.parametrize('encoding', ['mono8', 'bgr8'])
+def test_image_rect_is_the_librarys_rectification_in_the_raw_encoding(ros, cameras, runtime,
+                                                                      encoding):
+    left = cameras['left']
+    image = raw_view('left', colour=encoding == 'bgr8')
+    got = left.ask(f'rect-{encoding}', image, encoding, camera_info('left', 'info', 0))
+    assert got is not None, left.proc.output()
+    assert (got.encoding, got.width, got.height) == (encoding, W, H)
+    rectified = image_to_numpy(got)
+    np.testing.assert_array_equal(rectified,
+                                  library_rectification(runtime, image, encoding, 'left'))
+    gray = rectified if encoding == 'mono8' else rectified[..., 0]  # blue = the texture
+    inside = np.zeros((H, W), bool)
+    inside[4:-4, 4:-4] = True
+    error = np.abs(gray.astype(np.float32) - rectified_truth('left'))[inside]
+    assert error.mean() < 1.5, error.mean()  # the raw view's own resampling, rounded twice
+
+
+def test_interpolation_is_set_live_and_checked(ros, cameras, runtime):
+    left = cameras['left']
+    bad = ros.set_parameters('/rt/left/rectify_node', {'interpolation': 'lanczos'})
+    assert not bad[0].successful and 'not one of nearest, linear, cubic' in bad[0].reason
+    results = ros.set_parameters('/rt/left/rectify_node', {'interpolation': 'nearest'})
+    assert all(r.successful for r in results), results
+    try:
+        got = left.ask('nearest', raw_view('left'), 'mono8', camera_info('left', 'info', 0))
+    finally:
+        ros.set_parameters('/rt/left/rectify_node', {'interpolation': 'linear'})
+    assert got is not None, left.proc.output()
+    np.testing.assert_array_equal(image_to_numpy(got), library_rectification(
+        runtime, raw_view('left'), 'mono8', 'left', 'nearest'))
+
+
+def test_an_image_of_another_size_than_its_calibration_is_skipped(ros, cameras):
+    left = cameras['left']
+    info = camera_info('left', 'info', 0)
+    small = np.ascontiguousarray(raw_view('left')[:, :W - 8])
+    warning = f'image is {W - 8}x{H} but the calibration'
+    assert left.warns(warning, 'wrong-size', small, 'mono8', info), left.proc.output()
+    assert tagged('wrong-size')(left.rect.messages) is None
+    assert left.ask('right-size-again', raw_view('left'), 'mono8', info) is not None
+
+
+def test_raw_pair_to_depth_and_points_through_rectify_nodes(ros, cameras):
+    """stereo.launch.xml's default: rectify_node per camera, disparity_node on image_rect."""
+    proc = NodeProcess('cl_vision_nodes.ros.disparity_node',
+                       ['-r', '__ns:=/rt', '-p', 'disp_max:=32'])
+    try:
+        pubs = [ros.publisher(Image, '/rt/left/image_raw'),
+                ros.publisher(Image, '/rt/right/image_raw'),
+                ros.publisher(CameraInfo, '/rt/left/camera_info'),
+                ros.publisher(CameraInfo, '/rt/right/camera_info')]
+        outputs = {'left_rect': cameras['left'].rect,
+                   'disparity': ros.collect(DisparityImage, '/rt/disparity'),
+                   'depth': ros.collect(Image, '/rt/depth'),
+                   'points': ros.collect(PointCloud2, '/rt/points')}
+        got = ask_all(pubs, lambda sec: raw_pair_msgs('raw-pair', sec), outputs, 'raw-pair',
+                      tries=8)
+        assert got is not None, proc.output()
+        stamp = got['disparity'].header.stamp
+        for name in ('depth', 'points'):
+            assert got[name].header.stamp == stamp and got[name].header.frame_id == 'raw-pair'
+        assert cameras['right'].rect.wait_for(tagged('raw-pair/right')) is not None
+        disparity = image_to_numpy(got['disparity'].image)
+        valid = disparity >= got['disparity'].min_disparity
+        assert valid.mean() > 0.5
+        np.testing.assert_allclose(disparity[valid], DISPARITY)
+        depth = image_to_numpy(got['depth'])
+        assert got['depth'].encoding == '32FC1' and depth.shape == (H, W)
+        assert np.array_equal(np.isfinite(depth), valid)
+        assert_plane_depth(depth)
+        assert_cloud_of_the_plane(got['points'], depth)
+    finally:
+        assert proc.stop() == 0, proc.output()
