@@ -64,7 +64,7 @@ def test_bad_input_one_line_exit_2(folder, args, words):
 FX, CX, CY, BASELINE = 100.0, 63.5, 47.5, 0.25
 
 
-def write_calibration(path, p, width=128, height=96):
+def write_calibration(path, p, width=128, height=96, d=(0, 0, 0, 0, 0)):
     """A calibration YAML in camera_calibration_parsers' layout."""
     import yaml
 
@@ -73,7 +73,7 @@ def write_calibration(path, p, width=128, height=96):
     path.write_text(yaml.safe_dump({
         'image_width': width, 'image_height': height, 'camera_name': path.stem,
         'camera_matrix': matrix(3, 3, [FX, 0, CX, 0, FX, CY, 0, 0, 1]),
-        'distortion_model': 'plumb_bob', 'distortion_coefficients': matrix(1, 5, [0] * 5),
+        'distortion_model': 'plumb_bob', 'distortion_coefficients': matrix(1, 5, d),
         'rectification_matrix': matrix(3, 3, np.eye(3).ravel()),
         'projection_matrix': matrix(3, 4, p)}, sort_keys=False))
     return str(path)
@@ -169,7 +169,8 @@ def test_subsampled_depth_is_half_size(calibrated):
 
 
 @pytest.mark.parametrize('args, words', [
-    (['--depth', 'd.npy'], '--depth and --points need the calibration of the pair'),
+    (['--depth', 'd.npy'], '--depth, --points and --rectify need the calibration of the pair'),
+    (['--out', 'd.npy', '--rectify'], '--rectify need the calibration of the pair'),
     (['--camera-info', 'left.yaml', 'right.yaml', '--depth', 'd.tif'],
      'd.tif: expected a .npy, .pfm, .png file'),
     (['--camera-info', 'left.yaml', 'right.yaml', '--points', 'p.pcd'],
@@ -193,6 +194,39 @@ def test_calibration_bad_input_one_line_exit_2(calibrated, args, words):
             for a in args]
     assert_one_line_error(cl_vision('disparity', str(folder / 'left.png'),
                                     str(folder / 'right.png'), *args), words)
+
+
+def test_rectify_equals_rectifying_each_image_first(calibrated):
+    """--rectify on a raw pair gives what `cl-vision rectify` of each image, then the
+    disparity of the rectified pair gives: the same calibration side, interpolation and
+    geometry."""
+    folder = calibrated[0]
+    distortion = (-0.12, 0.03, 0.001, -0.002, 0.0)
+    left = write_calibration(folder / 'raw_left.yaml', [FX, 0, CX, 0, 0, FX, CY, 0, 0, 0, 1, 0],
+                             d=distortion)
+    right = write_calibration(folder / 'raw_right.yaml',
+                              [FX, 0, CX, -FX * BASELINE, 0, FX, CY, 0, 0, 0, 1, 0],
+                              d=distortion)
+    for side, calibration in (('left', left), ('right', right)):
+        result = cl_vision('rectify', str(folder / f'{side}.png'), '--camera-info', calibration,
+                           '--out', str(folder / f'rect_{side}.png'))
+        assert result.returncode == 0, result.stderr
+    common = ('--camera-info', left, right, '--param', 'disp_max=32')
+    one_step = cl_vision('disparity', str(folder / 'left.png'), str(folder / 'right.png'),
+                         '--rectify', '--out', str(folder / 'one_step.npy'),
+                         '--depth', str(folder / 'one_step_depth.npy'), *common)
+    two_steps = cl_vision('disparity', str(folder / 'rect_left.png'),
+                          str(folder / 'rect_right.png'), '--out', str(folder / 'two.npy'),
+                          '--depth', str(folder / 'two_depth.npy'), *common)
+    assert one_step.returncode == 0 and two_steps.returncode == 0, \
+        one_step.stderr + two_steps.stderr
+    raw = cl_vision('disparity', str(folder / 'left.png'), str(folder / 'right.png'),
+                    '--out', str(folder / 'raw.npy'), *common)
+    assert raw.returncode == 0, raw.stderr
+    np.testing.assert_array_equal(np.load(folder / 'one_step.npy'), np.load(folder / 'two.npy'))
+    np.testing.assert_array_equal(np.load(folder / 'one_step_depth.npy'),
+                                  np.load(folder / 'two_depth.npy'))
+    assert not np.array_equal(np.load(folder / 'one_step.npy'), np.load(folder / 'raw.npy'))
 
 
 @pytest.mark.parametrize('binary', [True, False])

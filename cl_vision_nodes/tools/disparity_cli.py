@@ -1,5 +1,6 @@
-"""`cl-vision disparity LEFT RIGHT`: ELAS disparity of a rectified stereo pair of image files,
-and with the pair's calibration its depth image and point cloud (computed on the device)."""
+"""`cl-vision disparity LEFT RIGHT`: ELAS disparity of a stereo pair of image files (rectified,
+or raw with ``--rectify``), and with the pair's calibration its depth image and point cloud (all
+computed on the device)."""
 from __future__ import annotations
 
 import argparse
@@ -16,7 +17,8 @@ from cl_vision_nodes.tools.cli_common import (add_algorithm_options, algorithm_p
 if TYPE_CHECKING:
     import numpy as np
 
-    from cl_vision_nodes.stereo.geometry import StereoGeometry
+    from cl_vision_nodes.camera.calibration import CameraCalibration
+    from cl_vision_nodes.camera.rectify import Rectifier
     from cl_vision_nodes.stereo.point_cloud import PointCloud
 
 DISPARITY_SUFFIXES = ('.pfm', '.png', '.npy')
@@ -33,22 +35,31 @@ def _check_outputs(args: argparse.Namespace) -> None:
             raise DataFormatError(f'{option} {path}: expected a {", ".join(suffixes)} file')
     if not (args.out or args.depth or args.points):
         raise DataFormatError('nothing to write: give --out, --depth and/or --points')
-    if (args.depth or args.points) and not args.camera_info:
-        raise DataFormatError('--depth and --points need the calibration of the pair: '
-                              '--camera-info LEFT.yaml RIGHT.yaml')
+    if (args.depth or args.points or args.rectify) and not args.camera_info:
+        raise DataFormatError('--depth, --points and --rectify need the calibration of the '
+                              'pair: --camera-info LEFT.yaml RIGHT.yaml')
 
 
-def _stereo_geometry(args: argparse.Namespace, width: int, height: int) -> StereoGeometry:
-    """The pair's geometry from its calibration YAMLs, which must be for images of this size."""
+def _calibrations(args: argparse.Namespace, width: int,
+                  height: int) -> tuple[CameraCalibration, CameraCalibration]:
+    """The pair's calibration YAMLs, which must be for images of this size."""
     from cl_vision_nodes.camera.calibration import read_calibration_yaml
-    from cl_vision_nodes.stereo.geometry import StereoGeometry
-    left, right = (read_calibration_yaml(path) for path in args.camera_info)
-    for path, calibration in zip(args.camera_info, (left, right)):
+    pair = tuple(read_calibration_yaml(path) for path in args.camera_info)
+    for path, calibration in zip(args.camera_info, pair):
         if (calibration.width, calibration.height) != (width, height):
             raise DataFormatError(f'{path} is a calibration of {calibration.width}x'
                                   f'{calibration.height} images but {args.left} is '
                                   f'{width}x{height}')
-    return StereoGeometry.from_projections(left.P, right.P)
+    return pair
+
+
+def _rectified(rectifier: Rectifier, calibration: CameraCalibration, image: np.ndarray,
+               interpolation: str) -> np.ndarray:
+    """``image`` (gray or BGR) rectified on the device with ``calibration``."""
+    from cl_vision_nodes.imaging.encodings import array_to_raw, raw_to_array
+    rectifier.set_calibration(calibration)
+    raw = array_to_raw(image, 'mono8' if image.ndim == 2 else 'bgr8')
+    return raw_to_array(rectifier.rectify(raw, interpolation))
 
 
 def _write_disparity(out: Path, disparity: np.ndarray) -> None:
@@ -123,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
     from cl_vision_nodes.elas.colormap import disparity_to_color
     from cl_vision_nodes.elas.matcher import ElasMatcher
     from cl_vision_nodes.imaging.encodings import array_to_raw
+    from cl_vision_nodes.camera.rectify import Rectifier
+    from cl_vision_nodes.stereo.geometry import StereoGeometry
     from cl_vision_nodes.stereo.point_cloud import CloudLayout
     from cl_vision_nodes.stereo.reproject import Reprojector
     _check_outputs(args)
@@ -131,10 +144,18 @@ def run(args: argparse.Namespace) -> int:
     if left.shape != right.shape:
         raise ImageFormatError(f'{args.left} is {left.shape[1]}x{left.shape[0]} but '
                                f'{args.right} is {right.shape[1]}x{right.shape[0]}')
-    geometry = _stereo_geometry(args, left.shape[1], left.shape[0]) if args.camera_info else None
+    calibrations = _calibrations(args, left.shape[1], left.shape[0]) if args.camera_info \
+        else None
+    geometry = StereoGeometry.from_projections(calibrations[0].P, calibrations[1].P) \
+        if calibrations else None
     runtime = runtime_for(values)
     matcher = ElasMatcher(runtime, values)
     reprojector = Reprojector(runtime) if geometry else None
+    rectifier = Rectifier(runtime) if args.rectify else None
+    interpolation = str(values['interpolation'])
+    if rectifier is not None:
+        left, right = (_rectified(rectifier, calibration, image, interpolation)
+                       for calibration, image in zip(calibrations, (left, right)))
     start = time.perf_counter()
     disparity = matcher.compute_gray(left, right)
     elapsed_ms = (time.perf_counter() - start) * 1e3
@@ -154,8 +175,12 @@ def run(args: argparse.Namespace) -> int:
             reports.append(_write_depth(args.depth, reprojector.depth(device_map, geometry)))
         if args.points:
             layout = CloudLayout(use_color=not args.no_point_color, avoid_padding=True)
-            color = None if args.no_point_color else array_to_raw(
-                read_image(args.left, gray=False), 'bgr8')
+            color = None
+            if not args.no_point_color:
+                bgr = read_image(args.left, gray=False)
+                if rectifier is not None:
+                    bgr = _rectified(rectifier, calibrations[0], bgr, interpolation)
+                color = array_to_raw(bgr, 'bgr8')
             cloud = reprojector.points(device_map, geometry, layout,
                                        dense=args.points.suffix == '.ply' or args.dense_points,
                                        color=color)
@@ -167,8 +192,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser('disparity', help='ELAS disparity of a rectified pair LEFT RIGHT '
-                                              '(and its depth and points with --camera-info)')
+    parser = sub.add_parser('disparity', help='ELAS disparity of a rectified pair LEFT RIGHT, or '
+                                              'a raw one with --rectify (and its depth and '
+                                              'points with --camera-info)')
     parser.add_argument('left')
     parser.add_argument('right')
     parser.add_argument('--preset', choices=sorted(PRESETS), default='robotics',
@@ -179,9 +205,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument('--color', type=output_file,
                         help='also write a colour picture of the disparity (PNG)')
     parser.add_argument('--camera-info', nargs=2, metavar=('LEFT.yaml', 'RIGHT.yaml'),
-                        help='calibration of the rectified pair (camera_calibration_parsers '
-                             'YAML, as camera drivers store it): its P matrices give depth and '
-                             'points')
+                        help='calibration of the pair (camera_calibration_parsers YAML, as '
+                             'camera drivers store it): its P matrices give depth and points')
+    parser.add_argument('--rectify', action='store_true',
+                        help='LEFT and RIGHT are raw: rectify them on the device with the '
+                             "calibration's K, D, R, P first (--param interpolation=...)")
     parser.add_argument('--depth', type=output_file,
                         help='depth of the left image: .npy or .pfm (float32 metres, NaN = '
                              'no depth, +inf = at infinity) or .png (16-bit millimetres, '
