@@ -9,7 +9,7 @@ import pytest
 
 from rosutil import REPO, NodeProcess
 
-NODES = ('convert_node', 'flow_node', 'surf_node', 'disparity_node')
+NODES = ('convert_node', 'flow_node', 'surf_node', 'disparity_node', 'rectify_node')
 
 
 @pytest.mark.parametrize('node', NODES)

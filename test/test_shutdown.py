@@ -32,7 +32,9 @@ PAIR = stereo_pair(48, 64, seed=5, max_disparity=8.0)
 
 
 def camera_info(right: bool) -> CameraInfo:
-    msg = CameraInfo(width=64, height=48)
+    msg = CameraInfo(width=64, height=48, distortion_model='plumb_bob', d=[0.0] * 5)
+    msg.k = [50.0, 0.0, 32.0, 0.0, 50.0, 24.0, 0.0, 0.0, 1.0]
+    msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
     msg.p = [50.0, 0.0, 32.0, -5.0 if right else 0.0, 0.0, 50.0, 24.0, 0.0, 0.0, 0.0, 1.0, 0.0]
     return msg
 
@@ -55,6 +57,8 @@ CASES = (
     Case('convert_node', (), (('image', MONO),), ('image_out', Image)),
     Case('flow_node', ('method:=lk', 'pyramid_levels:=2'), (('image', MONO),), ('flow', Image)),
     Case('surf_node', (), (('image', MONO),), ('keypoints', PointCloud2)),
+    Case('rectify_node', (), (('image_raw', MONO), ('camera_info', camera_info(False))),
+         ('image_rect', Image)),
     Case('disparity_node', ('disp_max:=16',),
          (('left/image_rect', MONO), ('right/image_rect', numpy_to_image(PAIR.right, 'mono8')),
           ('left/camera_info', camera_info(False)), ('right/camera_info', camera_info(True))),
