@@ -8,14 +8,15 @@ parameter can never be declared under one name and handled under another.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Union
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Collection, Iterable, Mapping, TypeVar, Union
 
 import yaml
 
 from cl_vision_nodes.errors import ParameterError
 
 Value = Union[bool, int, float, str]
+SettingsT = TypeVar('SettingsT')
 
 
 @dataclass(frozen=True)
@@ -164,3 +165,28 @@ def common_specs() -> list[ParamSpec]:
                   'Seconds between timing log lines and /diagnostics messages (0 disables)',
                   min=0.0, max=3600.0),
     ]
+
+
+COMMON_NAMES: frozenset[str] = frozenset(spec.name for spec in common_specs())
+"""The common parameters: read by the node (ros/node_base.py) and the CLI, never by algorithms."""
+
+
+def settings_from_values(settings_type: type[SettingsT], values: Mapping[str, Value],
+                         node_parameters: Collection[str]) -> SettingsT:
+    """The typed view ``settings_type`` (a dataclass) of a complete, validated parameter dict.
+
+    Every parameter must be a field of ``settings_type`` or one that the node reads itself
+    (``node_parameters``): one in neither would be declared, validated and documented but never
+    applied, so it is a TypeError (a bug, not bad input) when the algorithm is first built.
+    """
+    names = {field.name for field in fields(settings_type)}
+    unplaced = sorted(set(values) - names - set(node_parameters))
+    missing = sorted(names - set(values))
+    problems = []
+    if unplaced:
+        problems.append(f'parameters {unplaced} are neither its fields nor read by the node')
+    if missing:
+        problems.append(f'fields {missing} have no value')
+    if problems:
+        raise TypeError(f"{settings_type.__name__}: {'; '.join(problems)}")
+    return settings_type(**{name: values[name] for name in names})

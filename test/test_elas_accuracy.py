@@ -2,10 +2,8 @@
 
 Data: KITTI 2015 training 000001 (../shared/data/stereo/kitti2015_000001), Middlebury 2003 Cones
 at quarter size (middlebury_cones) and scikit-image's Middlebury 2014 Motorcycle (741x500).
-Per data set and method three numbers, all over the pixels with ground truth:
-- ``all``: error rate with invalid estimates counted as errors,
-- ``est``: error rate over the estimated (valid) pixels only,
-- ``density``: share of them with an estimate.
+Per data set and method three numbers over the pixels with ground truth (all, est, density:
+cl_vision_nodes.elas.metrics, whose validity rule every scorer shares).
 Errors: KITTI's D1 (|d - gt| > 3 px and > 5 % of gt) against disp_occ_0 (every pixel with
 ground truth) and disp_noc_0 (non-occluded); Cones: bad > 2 px on the non-occluded mask
 (ground truth scale 1); Motorcycle: bad > 2 px where the ground truth is finite.
@@ -23,6 +21,8 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass
+from functools import partial
+from typing import Callable
 
 import cv2
 import numpy as np
@@ -31,6 +31,7 @@ import pytest
 from cl_vision_nodes.dataio.formats import (read_image, read_kitti_disparity,
                                             read_scaled_disparity_png)
 from cl_vision_nodes.elas import PRESETS, ElasMatcher
+from cl_vision_nodes.elas.metrics import DisparityErrors, bad_pixel_errors, d1_errors
 
 TOLERANCE = 0.01  # one percentage point
 HAVE_PYELAS = importlib.util.find_spec('elas') is not None
@@ -46,25 +47,13 @@ class Scene:
     right: np.ndarray
     truth: np.ndarray  # float32 px, NaN where unknown or excluded
     disp_max: int
-    threshold: float  # bad pixel threshold, px
-    relative: float  # KITTI D1 also needs the error > relative * truth (0: off)
+    measure: Callable[[np.ndarray, np.ndarray], DisparityErrors]  # (estimate, truth)
+
+    def score(self, estimate: np.ndarray) -> DisparityErrors:
+        return self.measure(estimate, self.truth)
 
 
-@dataclass(frozen=True)
-class Scores:
-    all: float
-    est: float
-    density: float
-
-
-def score(estimate: np.ndarray, scene: Scene) -> Scores:
-    known = np.isfinite(scene.truth)
-    est, gt = estimate[known], scene.truth[known]
-    valid = est >= 0
-    err = np.abs(est - gt)
-    bad = (err > scene.threshold) & (err > scene.relative * gt)
-    return Scores(float((bad | ~valid).mean()), float((bad & valid).sum() / max(valid.sum(), 1)),
-                  float(valid.mean()))
+BAD_2 = partial(bad_pixel_errors, pixels=2.0)
 
 
 def load_scenes(shared_data) -> list[Scene]:
@@ -72,20 +61,20 @@ def load_scenes(shared_data) -> list[Scene]:
     left = read_image(kitti / 'image_2_000001_10.png')
     right = read_image(kitti / 'image_3_000001_10.png')
     scenes = [Scene(f'KITTI {gt}', left, right,
-                    read_kitti_disparity(kitti / f'{gt}_000001_10.png'), 96, 3.0, 0.05)
+                    read_kitti_disparity(kitti / f'{gt}_000001_10.png'), 96, d1_errors)
               for gt in ('disp_occ_0', 'disp_noc_0')]
     cones = shared_data('stereo', 'middlebury_cones')
     truth = read_scaled_disparity_png(cones / 'cones_gt.png', 1.0)
     mask = read_image(cones / 'cones_mask.png') > 127
     scenes.append(Scene('Cones noc', read_image(cones / 'cones_left.png'),
                         read_image(cones / 'cones_right.png'), np.where(mask, truth, np.nan),
-                        64, 2.0, 0.0))
+                        64, BAD_2))
     skdata = pytest.importorskip('skimage.data')
     moto_left, moto_right, moto_truth = skdata.stereo_motorcycle()
     scenes.append(Scene('Motorcycle', cv2.cvtColor(moto_left, cv2.COLOR_RGB2GRAY),
                         cv2.cvtColor(moto_right, cv2.COLOR_RGB2GRAY),
                         np.where(np.isfinite(moto_truth), moto_truth, np.nan).astype(np.float32),
-                        64, 2.0, 0.0))
+                        64, BAD_2))
     return scenes
 
 
@@ -109,10 +98,10 @@ def sgbm(scene: Scene) -> np.ndarray:
 
 
 @pytest.fixture(scope='module')
-def results(runtime, shared_data) -> dict[tuple[str, str], Scores]:
+def results(runtime, shared_data) -> dict[tuple[str, str], DisparityErrors]:
     """(scene, method) -> scores; methods 'ours <preset>', 'libelas <preset>', 'SGBM'."""
     scenes = load_scenes(shared_data)
-    table: dict[tuple[str, str], Scores] = {}
+    table: dict[tuple[str, str], DisparityErrors] = {}
     computed: dict[tuple[int, str, str], np.ndarray] = {}  # KITTI's two truths share a run
     for scene in scenes:
         key = id(scene.left)
@@ -124,10 +113,10 @@ def results(runtime, shared_data) -> dict[tuple[str, str], Scores]:
             for method, run in runs.items():
                 if (key, method, preset) not in computed:
                     computed[(key, method, preset)] = run()
-                table[(scene.name, method)] = score(computed[(key, method, preset)], scene)
+                table[(scene.name, method)] = scene.score(computed[(key, method, preset)])
         if (key, 'SGBM', '') not in computed:
             computed[(key, 'SGBM', '')] = sgbm(scene)
-        table[(scene.name, 'SGBM')] = score(computed[(key, 'SGBM', '')], scene)
+        table[(scene.name, 'SGBM')] = scene.score(computed[(key, 'SGBM', '')])
     return table
 
 
@@ -163,4 +152,3 @@ def test_kitti_against_anchor_figures(results, preset):
     ours = results[('KITTI disp_occ_0', f'ours {preset}')]
     for got, want in zip((ours.all, ours.est, ours.density), ANCHOR_KITTI[preset]):
         assert abs(got - want) <= TOLERANCE, f'{preset}: ours {ours}, libelas {ANCHOR_KITTI}'
-

@@ -296,14 +296,15 @@ def _stereo_motion(plane: tuple[float, float, float]) -> np.ndarray:
     return np.array([[1.0 - b, -c, -a], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
 
 
-def _translation(dx: float, dy: float) -> np.ndarray:
+def translation(dx: float, dy: float) -> np.ndarray:
+    """3x3 homography of a shift by (dx, dy) px (also the ground truth of make-bag's sequences)."""
     return np.array([[1.0, 0.0, dx], [0.0, 1.0, dy], [0.0, 0.0, 1.0]])
 
 
 def _background_motion(motion: Motion, height: int, width: int) -> np.ndarray:
     """3x3 frame-to-frame affine map of the background."""
     if motion.kind in ('translation', 'piecewise'):
-        return _translation(*motion.shift)
+        return translation(*motion.shift)
     centre = ((width - 1) / 2.0, (height - 1) / 2.0)
     if motion.kind == 'rotation':
         matrix = cv2.getRotationMatrix2D(centre, motion.angle_deg, 1.0)
@@ -368,7 +369,7 @@ def flow_sequence(
             box = _random_box(rng, height, width)
             dx, dy = rng.uniform(-motion.max_object_shift, motion.max_object_shift, 2)
             footprint = _random_footprint(rng, box)
-            layers.append(_Layer(_translation(dx, dy), (k + 1.0, 0.0, 0.0), footprint))
+            layers.append(_Layer(translation(dx, dy), (k + 1.0, 0.0, 0.0), footprint))
     scene = _make_scene(tuple(layers), height, width, n_frames, rng)
     correspondences = [_correspondence(scene, view) for view in range(n_frames - 1)]
     return FlowSequence(

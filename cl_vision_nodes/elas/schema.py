@@ -17,14 +17,15 @@ so a narrower range is refused instead of silently producing an empty map.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
 
 from cl_vision_nodes.camera.rectify import INTERPOLATIONS
 from cl_vision_nodes.errors import ParameterError
-from cl_vision_nodes.params import ParameterSchema, ParamSpec, Value, common_specs
+from cl_vision_nodes.params import (COMMON_NAMES, ParameterSchema, ParamSpec, Value,
+                                    common_specs, settings_from_values)
 
 MAX_DISPARITY = 511
 MIN_DISPARITY_RANGE = 10  # libelas: "assume that we can compute at least 10 disparities"
@@ -124,6 +125,12 @@ ELAS_SCHEMA = ParameterSchema('disparity_node', [
               'of the organised cloud of the disparity map\'s shape with NaN where no point'),
 ], checks=[_disparity_range, _finite])
 
+NODE_PARAMETERS: frozenset[str] = COMMON_NAMES | {
+    'approximate_sync', 'queue_size', 'approximate_sync_tolerance_seconds', 'rectify',
+    'interpolation', 'use_color', 'avoid_point_cloud_padding', 'dense_points'}
+"""Read by disparity_node (synchronisation, rectification, points) and ``cl-vision disparity``
+themselves, not by the matcher."""
+
 
 @dataclass(frozen=True)
 class ElasSettings:
@@ -155,8 +162,8 @@ class ElasSettings:
 
     @classmethod
     def from_values(cls, values: Mapping[str, Value]) -> ElasSettings:
-        """Typed view of a complete, validated parameter dict (extra keys are ignored)."""
-        return cls(**{f.name: values[f.name] for f in fields(cls)})
+        """Typed view of a complete, validated parameter dict (``settings_from_values``)."""
+        return settings_from_values(cls, values, NODE_PARAMETERS)
 
     @property
     def step(self) -> int:

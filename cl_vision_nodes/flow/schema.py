@@ -1,15 +1,17 @@
 """Parameters of flow_node (and ``cl-vision flow --param``), and their typed view.
 
-Every value is read per frame by ``FlowEstimator``, so any change applies to the next frame;
-only the common ``device``/``profile``/``output_queue_size`` need a restart. Defaults are the
+Every algorithm value (``FlowSettings``) is read per frame by ``FlowEstimator``, so any change
+applies to the next frame; the node reads the others (``NODE_PARAMETERS``) itself, and only the
+common ``device``/``profile``/``output_queue_size`` need a restart. Defaults are the
 values measured best on the Middlebury training pairs (test/test_flow_accuracy.py).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Mapping
 
-from cl_vision_nodes.params import ParameterSchema, ParamSpec, Value, common_specs
+from cl_vision_nodes.params import (COMMON_NAMES, ParameterSchema, ParamSpec, Value,
+                                    common_specs, settings_from_values)
 
 METHODS: tuple[str, ...] = ('lk', 'hs', 'bm')
 
@@ -61,6 +63,9 @@ FLOW_SCHEMA = ParameterSchema('flow_node', [
               min=0.0, max=1e4),
 ])
 
+NODE_PARAMETERS: frozenset[str] = COMMON_NAMES | {'max_flow'}
+"""Read by flow_node and ``cl-vision flow`` (max_flow: their colour picture), not the estimator."""
+
 
 @dataclass(frozen=True)
 class FlowSettings:
@@ -83,10 +88,8 @@ class FlowSettings:
     block_size: int
     search_radius: int
     subpixel: bool
-    max_flow: float
 
     @classmethod
     def from_values(cls, values: Mapping[str, Value]) -> FlowSettings:
-        """Typed view of a complete, validated parameter dict (extra keys are ignored)."""
-        chosen: dict[str, Any] = {f.name: values[f.name] for f in fields(cls)}
-        return cls(**chosen)
+        """Typed view of a complete, validated parameter dict (``settings_from_values``)."""
+        return settings_from_values(cls, values, NODE_PARAMETERS)

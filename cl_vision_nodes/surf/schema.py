@@ -15,10 +15,11 @@ defaults reproduce OpenCV there, while the per-frame cost and message size stay 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Mapping
 
-from cl_vision_nodes.params import ParameterSchema, ParamSpec, Value, common_specs
+from cl_vision_nodes.params import (COMMON_NAMES, ParameterSchema, ParamSpec, Value,
+                                    common_specs, settings_from_values)
 
 MAX_OCTAVES = 8
 MAX_OCTAVE_LAYERS = 8
@@ -46,6 +47,9 @@ SURF_SCHEMA = ParameterSchema('surf_node', [
               min=1, max=MAX_KEYPOINTS),
 ])
 
+NODE_PARAMETERS: frozenset[str] = COMMON_NAMES
+"""Read by surf_node and ``cl-vision surf`` themselves, not by the extractor."""
+
 
 @dataclass(frozen=True)
 class SurfSettings:
@@ -60,8 +64,8 @@ class SurfSettings:
 
     @classmethod
     def from_values(cls, values: Mapping[str, Value]) -> SurfSettings:
-        """Typed view of a complete, validated parameter dict (extra keys are ignored)."""
-        return cls(**{f.name: values[f.name] for f in fields(cls)})
+        """Typed view of a complete, validated parameter dict (``settings_from_values``)."""
+        return settings_from_values(cls, values, NODE_PARAMETERS)
 
     @property
     def descriptor_length(self) -> int:

@@ -45,6 +45,7 @@ import numpy as np
 
 import cl_vision_nodes
 from cl_vision_nodes.dataio.formats import write_png
+from cl_vision_nodes.elas.metrics import bad_pixel_errors, d1_errors
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.errors import CLVisionError, DataFormatError, ParameterError
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA
@@ -62,7 +63,7 @@ STOP_TIMEOUT_S = 15.0
 POLL_S = 0.02
 PROGRESS_PERIOD_S = 0.25
 STATUS_PERIOD_S = 1.0
-D1_PIXELS, D1_RELATIVE, BAD_PIXELS = 3.0, 0.05, 2.0
+BAD_PIXELS = 2.0  # the report's bad-N, beside KITTI's D1
 MAX_DOMAIN_ID = 232  # the largest ROS_DOMAIN_ID that DDS maps to valid UDP ports
 EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C; the partial report is still written
 CLOUD_TYPE = 'sensor_msgs/msg/PointCloud2'
@@ -436,16 +437,11 @@ class FlowScorer:
 
 def disparity_errors(estimate: np.ndarray, truth: np.ndarray,
                      min_disparity: float) -> dict[str, float]:
-    """KITTI D1, bad > 2 px and density over the pixels with ground truth; an invalid estimate
-    (below min_disparity, as DisparityImage marks it) is an error, so density cannot be traded
-    for accuracy."""
-    known = np.isfinite(truth)
-    est, gt = estimate[known].astype(np.float64), truth[known].astype(np.float64)
-    valid = np.isfinite(est) & (est >= min_disparity)
-    error = np.abs(np.where(valid, est, 0.0) - gt)
-    d1 = ~valid | ((error > D1_PIXELS) & (error > D1_RELATIVE * gt))
-    bad = ~valid | (error > BAD_PIXELS)
-    return {'d1': float(d1.mean()), 'bad2': float(bad.mean()), 'density': float(valid.mean())}
+    """The report's row: KITTI D1, bad > 2 px and density over the pixels with ground truth
+    (elas.metrics: an invalid estimate, below the message's min_disparity, is an error)."""
+    d1 = d1_errors(estimate, truth, min_disparity)
+    bad = bad_pixel_errors(estimate, truth, BAD_PIXELS, min_disparity)
+    return {'d1': d1.all, 'bad2': bad.all, 'density': d1.density}
 
 
 class DisparityScorer:

@@ -165,13 +165,9 @@ def flow_sequence_folder(root: Path) -> Dataset | None:
     return Dataset('flow sequence', StereoCamera(), frames())
 
 
-def _translation(dx: float, dy: float) -> np.ndarray:
-    return np.array([[1.0, 0.0, dx], [0.0, 1.0, dy], [0.0, 0.0, 1.0]])
-
-
 def synthetic_flow(n_frames: int, height: int, width: int, seed: int) -> Dataset:
     """flow_sequence under its default translation; the homography is that shift times k."""
-    from cl_vision_nodes.dataio.synthetic import Motion, flow_sequence
+    from cl_vision_nodes.dataio.synthetic import Motion, flow_sequence, translation
     motion = Motion('translation')
     sequence = flow_sequence(n_frames, height, width, motion=motion, seed=seed)
 
@@ -180,7 +176,7 @@ def synthetic_flow(n_frames: int, height: int, width: int, seed: int) -> Dataset
             flow = None
             if k:
                 flow = np.where(sequence.valid[k - 1][..., None], sequence.flows[k - 1], np.nan)
-            homography = _translation(k * motion.shift[0], k * motion.shift[1])
+            homography = translation(k * motion.shift[0], k * motion.shift[1])
             yield Frame(image, flow=flow.astype(np.float32) if flow is not None else None,
                         homography=homography)
     return Dataset('synthetic flow', StereoCamera(), frames())
@@ -192,7 +188,7 @@ def synthetic_stereo(n_frames: int, height: int, width: int, seed: int) -> Datas
     Both views are cut at the same columns, so x_R = x_L - d holds in every window; the scene
     moves by an integer step, so the images and the flow (-step, 0) are exact.
     """
-    from cl_vision_nodes.dataio.synthetic import stereo_pair
+    from cl_vision_nodes.dataio.synthetic import stereo_pair, translation
     step = SYNTHETIC_STEREO_PAN_PX
     pair = stereo_pair(height, width + step * (n_frames - 1), seed=seed,
                        max_disparity=SYNTHETIC_MAX_DISPARITY)
@@ -210,7 +206,7 @@ def synthetic_stereo(n_frames: int, height: int, width: int, seed: int) -> Datas
                 flow[:, :step] = np.nan  # these pixels of the previous frame left the view
             yield Frame(pair.left[:, window], pair.right[:, window],
                         np.where(seen, disparity, np.nan).astype(np.float32), flow,
-                        _translation(-k * step, 0.0))
+                        translation(-k * step, 0.0))
     return Dataset('synthetic stereo', StereoCamera(), frames())
 
 

@@ -1,0 +1,94 @@
+"""Every declared parameter is applied somewhere: a field of its algorithm's Settings, or read by
+a named node-level consumer. A parameter in neither would be declared, validated and documented
+but do nothing; a new one fails here until it is placed."""
+import ast
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+import cl_vision_nodes
+from cl_vision_nodes.elas import schema as elas
+from cl_vision_nodes.flow import schema as flow
+from cl_vision_nodes.params import COMMON_NAMES, settings_from_values
+from cl_vision_nodes.schemas import NODE_SCHEMAS
+from cl_vision_nodes.surf import schema as surf
+
+PACKAGE = Path(cl_vision_nodes.__file__).parent
+
+# node -> (its algorithm's Settings and the schema module's NODE_PARAMETERS, or None where the
+# node has no algorithm settings and reads every parameter itself)
+SETTINGS = {
+    'flow_node': (flow.FlowSettings, flow.NODE_PARAMETERS),
+    'surf_node': (surf.SurfSettings, surf.NODE_PARAMETERS),
+    'disparity_node': (elas.ElasSettings, elas.NODE_PARAMETERS),
+    'convert_node': None,
+    'rectify_node': None,
+}
+
+COMMON = {name: ('ros/node_base.py',) for name in COMMON_NAMES}
+# node -> parameter -> the modules (under cl_vision_nodes/) that read it by name
+NODE_LEVEL = {
+    'flow_node': {**COMMON, 'max_flow': ('ros/flow_node.py', 'tools/flow_cli.py')},
+    'surf_node': COMMON,
+    'disparity_node': {**COMMON, **{name: ('ros/disparity_node.py',) for name in (
+        'approximate_sync', 'queue_size', 'approximate_sync_tolerance_seconds', 'rectify',
+        'use_color', 'avoid_point_cloud_padding', 'dense_points')},
+        'interpolation': ('ros/disparity_node.py', 'tools/disparity_cli.py')},
+    'convert_node': {**COMMON, 'output_encoding': ('ros/convert_node.py',),
+                     'gain': ('ros/convert_node.py',)},
+    'rectify_node': {**COMMON, 'interpolation': ('ros/rectify_node.py', 'tools/rectify_cli.py')},
+}
+
+
+def test_every_node_is_listed():
+    assert set(SETTINGS) == set(NODE_SCHEMAS) == set(NODE_LEVEL)
+
+
+@pytest.mark.parametrize('node', sorted(NODE_SCHEMAS))
+def test_every_parameter_is_a_settings_field_or_read_by_the_node(node):
+    names, node_level = set(NODE_SCHEMAS[node].specs), set(NODE_LEVEL[node])
+    settings_fields: set[str] = set()
+    if SETTINGS[node] is not None:
+        settings_type, node_parameters = SETTINGS[node]
+        settings_fields = {f.name for f in fields(settings_type)}
+        assert set(node_parameters) == node_level, 'NODE_PARAMETERS differ from NODE_LEVEL'
+    assert not settings_fields & node_level, 'placed twice'
+    unplaced, stale = (names - settings_fields - node_level,
+                       (settings_fields | node_level) - names)
+    assert not unplaced, f'{sorted(unplaced)}: neither a Settings field nor in NODE_LEVEL'
+    assert not stale, f'{sorted(stale)}: not parameters of {node}'
+
+
+@pytest.mark.parametrize('node', sorted(NODE_SCHEMAS))
+def test_node_level_parameters_are_read_by_their_consumers(node):
+    """Each named consumer uses the parameter's name as a string (params['name'])."""
+    for name, modules in NODE_LEVEL[node].items():
+        for module in modules:
+            source = (PACKAGE / module).read_text()
+            assert f"'{name}'" in source or f'"{name}"' in source, f'{module} never reads {name}'
+
+
+@pytest.mark.parametrize('node', [n for n, s in SETTINGS.items() if s is not None])
+def test_every_settings_field_is_read_by_its_algorithm(node):
+    """A static guard: some module of the algorithm's package (its NumPy reference aside) reads
+    an attribute of the field's name, as the stages read ``settings.window_size``."""
+    settings_type, _ = SETTINGS[node]
+    folder = settings_type.__module__.split('.')[-2]  # cl_vision_nodes.<folder>.schema
+    read = {n.attr for path in (PACKAGE / folder).glob('*.py') if path.name != 'reference.py'
+            for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Attribute)}
+    unread = {f.name for f in fields(settings_type)} - read
+    assert not unread, f'{sorted(unread)} never read in cl_vision_nodes/{folder}/'
+
+
+@pytest.mark.parametrize('node', [n for n, s in SETTINGS.items() if s is not None])
+def test_from_values_refuses_a_parameter_placed_nowhere(node):
+    settings_type, node_parameters = SETTINGS[node]
+    defaults = NODE_SCHEMAS[node].defaults()
+    assert isinstance(settings_type.from_values(defaults), settings_type)
+    with pytest.raises(TypeError, match=r"\['forgotten'\] are neither its fields"):
+        settings_type.from_values({**defaults, 'forgotten': 1})
+    missing = next(f.name for f in fields(settings_type))
+    with pytest.raises(TypeError, match=rf"fields \['{missing}'\] have no value"):
+        settings_from_values(settings_type, {k: v for k, v in defaults.items() if k != missing},
+                             node_parameters)
