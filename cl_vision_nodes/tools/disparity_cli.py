@@ -26,8 +26,8 @@ DEPTH_SUFFIXES = ('.npy', '.pfm', '.png')
 POINTS_SUFFIXES = ('.ply', '.npy')
 
 
-def _check_outputs(args: argparse.Namespace) -> None:
-    """Suffixes and the calibration the outputs need, before any work."""
+def _check_outputs(args: argparse.Namespace, rectify: bool) -> None:
+    """Suffixes and the calibration the outputs (and ``rectify``) need, before any work."""
     for option, path, suffixes in (('--out', args.out, DISPARITY_SUFFIXES),
                                    ('--depth', args.depth, DEPTH_SUFFIXES),
                                    ('--points', args.points, POINTS_SUFFIXES)):
@@ -35,7 +35,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
             raise DataFormatError(f'{option} {path}: expected a {", ".join(suffixes)} file')
     if not (args.out or args.depth or args.points):
         raise DataFormatError('nothing to write: give --out, --depth and/or --points')
-    if (args.depth or args.points or args.rectify) and not args.camera_info:
+    if (args.depth or args.points or rectify) and not args.camera_info:
         raise DataFormatError('--depth, --points and --rectify need the calibration of the '
                               'pair: --camera-info LEFT.yaml RIGHT.yaml')
 
@@ -138,8 +138,9 @@ def run(args: argparse.Namespace) -> int:
     from cl_vision_nodes.stereo.geometry import StereoGeometry
     from cl_vision_nodes.stereo.point_cloud import CloudLayout
     from cl_vision_nodes.stereo.reproject import Reprojector
-    _check_outputs(args)
     values = algorithm_params(ELAS_SCHEMA, args, PRESETS[args.preset])
+    rectify = args.rectify or bool(values['rectify'])
+    _check_outputs(args, rectify)
     left, right = read_image(args.left), read_image(args.right)
     if left.shape != right.shape:
         raise ImageFormatError(f'{args.left} is {left.shape[1]}x{left.shape[0]} but '
@@ -151,7 +152,10 @@ def run(args: argparse.Namespace) -> int:
     runtime = runtime_for(values)
     matcher = ElasMatcher(runtime, values)
     reprojector = Reprojector(runtime) if geometry else None
-    rectifier = Rectifier(runtime) if args.rectify else None
+    # the node's parameters of the same names apply too (--param rectify=true, use_color, ...)
+    rectifier = Rectifier(runtime) if rectify else None
+    use_color = bool(values['use_color']) and not args.no_point_color
+    dense = bool(values['dense_points']) or args.dense_points
     interpolation = str(values['interpolation'])
     if rectifier is not None:
         left, right = (_rectified(rectifier, calibration, image, interpolation)
@@ -174,15 +178,15 @@ def run(args: argparse.Namespace) -> int:
         if args.depth:
             reports.append(_write_depth(args.depth, reprojector.depth(device_map, geometry)))
         if args.points:
-            layout = CloudLayout(use_color=not args.no_point_color, avoid_padding=True)
+            layout = CloudLayout(use_color=use_color, avoid_padding=True)
             color = None
-            if not args.no_point_color:
+            if use_color:
                 bgr = read_image(args.left, gray=False)
                 if rectifier is not None:
                     bgr = _rectified(rectifier, calibrations[0], bgr, interpolation)
                 color = array_to_raw(bgr, 'bgr8')
             cloud = reprojector.points(device_map, geometry, layout,
-                                       dense=args.points.suffix == '.ply' or args.dense_points,
+                                       dense=args.points.suffix == '.ply' or dense,
                                        color=color)
             reports.append(_write_points(args.points, cloud, args.ply_ascii))
     print(f'{args.preset}: {left.shape[1]}x{left.shape[0]} on {runtime.entry.name}, '
