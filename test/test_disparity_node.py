@@ -17,6 +17,7 @@ from cl_vision_nodes.dataio.synthetic import stereo_pair
 from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
+from cl_vision_nodes.ros.disparity_node import valid_window
 from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
 from cl_vision_nodes.stereo.point_cloud import unpack_rgb
@@ -113,10 +114,9 @@ def test_disparity_image_fields_and_values(ros, node):
     assert valid.mean() > 0.5 and (disparity[~valid] < got.min_disparity).all()
     good = valid & PAIR.valid
     assert np.mean(np.abs(disparity[good] - PAIR.disparity[good]) > 2) < 0.1
-    window = got.valid_window
-    rows, cols = np.flatnonzero(valid.any(1)), np.flatnonzero(valid.any(0))
-    assert (window.x_offset, window.y_offset) == (cols[0], rows[0])
-    assert (window.width, window.height) == (cols[-1] - cols[0] + 1, rows[-1] - rows[0] + 1)
+    window = got.valid_window  # valid_window of the map it sends (test_valid_window.py)
+    assert (window.x_offset, window.y_offset, window.width, window.height) == \
+        valid_window(disparity, got.min_disparity)
 
 
 def test_size_mismatch_is_logged_not_published(ros, node):
