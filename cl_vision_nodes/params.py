@@ -21,13 +21,12 @@ parameter can never be declared under one name and handled under another.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
+import math
 from typing import Any, Callable, Collection, Iterable, Mapping, TypeVar, Union
 
-import yaml
-
 from cl_vision_nodes.errors import ParameterError
+import yaml
 
 Value = Union[bool, int, float, str]
 SettingsT = TypeVar('SettingsT')

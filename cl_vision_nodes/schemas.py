@@ -17,8 +17,8 @@ from cl_vision_nodes.camera.schema import RECTIFY_SCHEMA
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.imaging.schema import CONVERT_SCHEMA
-from cl_vision_nodes.surf.schema import SURF_SCHEMA
 from cl_vision_nodes.params import ParameterSchema
+from cl_vision_nodes.surf.schema import SURF_SCHEMA
 
 NODE_SCHEMAS: dict[str, ParameterSchema] = {
     schema.node_name: schema

@@ -18,9 +18,9 @@ The environment is fixed here, before any test imports rclpy, so every node star
 (in this process or as a subprocess) joins the same private DDS domain on localhost only.
 """
 import os
+from pathlib import Path
 import random
 import sys
-from pathlib import Path
 
 import pytest
 

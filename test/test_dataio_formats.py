@@ -16,12 +16,11 @@
 
 from pathlib import Path
 
+from cl_vision_nodes.dataio import formats
+from cl_vision_nodes.errors import DataFormatError, ImageFormatError
 import cv2
 import numpy as np
 import pytest
-
-from cl_vision_nodes.dataio import formats
-from cl_vision_nodes.errors import DataFormatError, ImageFormatError
 
 DATA = Path(__file__).resolve().parents[1].parent / 'shared' / 'data'
 

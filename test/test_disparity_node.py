@@ -20,12 +20,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-import pytest
-from diagnostic_msgs.msg import DiagnosticArray
-from sensor_msgs.msg import CameraInfo, Image, PointCloud2
-from stereo_msgs.msg import DisparityImage
-
 from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.dataio.synthetic import stereo_pair
 from cl_vision_nodes.elas.matcher import ElasMatcher
@@ -35,10 +29,17 @@ from cl_vision_nodes.ros.disparity_node import valid_window
 from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
 from cl_vision_nodes.stereo.point_cloud import unpack_rgb
+from diagnostic_msgs.msg import DiagnosticArray
+import numpy as np
+import pytest
 from rosutil import NodeProcess, RosHarness
-from test_rectify_node import COLOUR_RED, H as PLANE_H, W as PLANE_W
-from test_rectify_node import (ask_all, assert_cloud_of_the_plane, assert_plane_depth,
-                               calibration, raw_pair_msgs, raw_view, rectified_truth)
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from stereo_msgs.msg import DisparityImage
+from test_rectify_node import (ask_all, assert_cloud_of_the_plane, assert_plane_depth, calibration,
+                               COLOUR_RED)
+from test_rectify_node import H as PLANE_H
+from test_rectify_node import raw_pair_msgs, raw_view, rectified_truth
+from test_rectify_node import W as PLANE_W
 
 NODE = 'disparity_node'
 H, W = 96, 128

@@ -33,19 +33,18 @@ KITTI is checked against libelas' figures measured for ANCHORS.md instead.
 """
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from functools import partial
+import importlib.util
 from typing import Callable
-
-import cv2
-import numpy as np
-import pytest
 
 from cl_vision_nodes.dataio.formats import (read_image, read_kitti_disparity,
                                             read_scaled_disparity_png)
-from cl_vision_nodes.elas import PRESETS, ElasMatcher
-from cl_vision_nodes.elas.metrics import DisparityErrors, bad_pixel_errors, d1_errors
+from cl_vision_nodes.elas import ElasMatcher, PRESETS
+from cl_vision_nodes.elas.metrics import bad_pixel_errors, d1_errors, DisparityErrors
+import cv2
+import numpy as np
+import pytest
 
 TOLERANCE = 0.01  # one percentage point
 HAVE_PYELAS = importlib.util.find_spec('elas') is not None

@@ -13,11 +13,10 @@
 # limitations under the License.
 
 """elas.metrics: D1 and bad-N outliers at their boundaries, and the one validity rule."""
+from cl_vision_nodes.elas.metrics import (bad_pixel_errors, d1_errors, DisparityErrors,
+                                          valid_disparity)
 import numpy as np
 import pytest
-
-from cl_vision_nodes.elas.metrics import (DisparityErrors, bad_pixel_errors, d1_errors,
-                                          valid_disparity)
 
 NAN, INF = np.nan, np.inf
 

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import array
 
+from cl_vision_nodes.errors import ImageFormatError
+from cl_vision_nodes.imaging.encodings import (ALIASES, array_to_raw, encoding_info, EncodingInfo,
+                                               ENCODINGS, gray_to_mono8_reference, opencl_defines,
+                                               raw_to_array, RawImage, to_gray_reference, validate)
 import cv2
 import numpy as np
 import pytest
-
-from cl_vision_nodes.errors import ImageFormatError
-from cl_vision_nodes.imaging.encodings import (
-    ALIASES, ENCODINGS, EncodingInfo, RawImage, array_to_raw, encoding_info, gray_to_mono8_reference,
-    opencl_defines, raw_to_array, to_gray_reference, validate)
 
 RNG = np.random.default_rng(7)
 

@@ -29,17 +29,16 @@ better of the two is at or below DIS MEDIUM's (the issue measured DIS 0.397, Far
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
+import time
 
+from cl_vision_nodes.dataio.formats import read_flo, read_image
+from cl_vision_nodes.dataio.synthetic import flow_pair, Motion
+from cl_vision_nodes.flow import flow_errors, FlowErrors, FlowEstimator
 import cv2
 import numpy as np
 import pytest
-
-from cl_vision_nodes.dataio.formats import read_flo, read_image
-from cl_vision_nodes.dataio.synthetic import Motion, flow_pair
-from cl_vision_nodes.flow import FlowErrors, FlowEstimator, flow_errors
 
 OURS = ('lk', 'hs', 'bm')
 OPENCV = ('DIS MEDIUM', 'Farneback')

@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """Frame statistics behind the nodes' timing log line and /diagnostics."""
-from cl_vision_nodes.ros.frame_stats import LATENCY_SAMPLES, FrameStats
+from cl_vision_nodes.ros.frame_stats import FrameStats, LATENCY_SAMPLES
 
 
 def test_report_summarises_a_window_and_starts_the_next():

@@ -26,17 +26,16 @@ import sys
 import types
 from typing import Any, Iterator
 
-import numpy as np
-import pytest
-from sensor_msgs.msg import Image
-from std_msgs.msg import Header
-
 from cl_vision_nodes.errors import ImageFormatError
-from cl_vision_nodes.imaging.encodings import ALIASES, ENCODINGS, RawImage, encoding_info
+from cl_vision_nodes.imaging.encodings import ALIASES, encoding_info, ENCODINGS, RawImage
 from cl_vision_nodes.ros import image_conversion
 from cl_vision_nodes.ros.image_conversion import (image_msg_to_raw, image_to_numpy, numpy_to_image,
                                                   raw_to_msg)
+import numpy as np
+import pytest
 from rosutil import NodeProcess
+from sensor_msgs.msg import Image
+from std_msgs.msg import Header
 
 RNG = np.random.default_rng(11)
 BUILTIN = image_conversion.Converter(reason='chosen by the test')

@@ -21,11 +21,10 @@ import re
 import subprocess
 import sys
 
-import numpy as np
-import pytest
-
 from cl_vision_nodes.dataio.formats import write_png
 from cl_vision_nodes.opencl.devices import select_device
+import numpy as np
+import pytest
 from rosutil import REPO
 
 BROKEN = {**os.environ, 'POCL_EXTRA_BUILD_FLAGS': '-Dbarrier=no_barrier_on_this_device'}

@@ -16,17 +16,16 @@
 parameters of the right type, take every node's parameter file from an argument (so a user's
 file can replace it), and every shipped file applies to its node in any namespace (ros2 launch
 itself is not on PyPI; this reads the XML and starts the nodes as launch would)."""
-import re
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pytest
-import yaml
+import re
+import xml.etree.ElementTree as ET
 
 from cl_vision_nodes.schemas import NODE_SCHEMAS
 from cl_vision_nodes.tools.gen_config import config_files
+import pytest
 from test_packaging import setup_executables
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 LAUNCH_FILES = sorted((REPO / 'launch').glob('*.launch.xml'))

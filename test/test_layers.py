@@ -27,10 +27,10 @@ from __future__ import annotations
 import ast
 import json
 import os
+from pathlib import Path
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 

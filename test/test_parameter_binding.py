@@ -14,14 +14,13 @@
 
 """A change the algorithm cannot take is refused with its reason, not accepted and then failed:
 the binding applies a change in the set-parameters callback (what `ros2 param set` waits for)."""
+from cl_vision_nodes.errors import KernelBuildError
+from cl_vision_nodes.flow.schema import FLOW_SCHEMA
+from cl_vision_nodes.ros.parameters import ParameterBinding
 import rclpy
 from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-
-from cl_vision_nodes.errors import KernelBuildError
-from cl_vision_nodes.flow.schema import FLOW_SCHEMA
-from cl_vision_nodes.ros.parameters import ParameterBinding
 
 
 def test_a_change_the_algorithm_refuses_is_not_accepted():

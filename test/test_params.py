@@ -15,11 +15,10 @@
 """ParameterSchema: validation reasons, CLI parsing like `ros2 param set`, YAML and docs."""
 import math
 
-import pytest
-
 from cl_vision_nodes.errors import ParameterError
 from cl_vision_nodes.params import ParameterSchema, ParamSpec
 from cl_vision_nodes.schemas import NODE_SCHEMAS
+import pytest
 
 
 def check_order(values):

@@ -24,12 +24,6 @@ from __future__ import annotations
 
 import functools
 
-import cv2
-import numpy as np
-import pytest
-from sensor_msgs.msg import CameraInfo, Image, PointCloud2
-from stereo_msgs.msg import DisparityImage
-
 from cl_vision_nodes.camera.calibration import CameraCalibration
 from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.dataio.synthetic import texture
@@ -37,7 +31,12 @@ from cl_vision_nodes.imaging.encodings import array_to_raw, raw_to_array
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
+import cv2
+import numpy as np
+import pytest
 from rosutil import NodeProcess, RosHarness
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from stereo_msgs.msg import DisparityImage
 
 W, H = 160, 120
 F, CX, CY = 165.0, 80.0, 60.0  # the rectified cameras (both P)

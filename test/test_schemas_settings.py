@@ -19,14 +19,13 @@ import ast
 from dataclasses import fields
 from pathlib import Path
 
-import pytest
-
 import cl_vision_nodes
 from cl_vision_nodes.elas import schema as elas
 from cl_vision_nodes.flow import schema as flow
 from cl_vision_nodes.params import COMMON_NAMES, settings_from_values
 from cl_vision_nodes.schemas import NODE_SCHEMAS
 from cl_vision_nodes.surf import schema as surf
+import pytest
 
 PACKAGE = Path(cl_vision_nodes.__file__).parent
 

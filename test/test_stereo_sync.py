@@ -23,14 +23,13 @@ end) * 1.1 >= (pivot - candidate start), an empty queue counting as a message at
 stamp. Ties: the first stream is passed first, the last one is the pivot. With a tolerance,
 heads spreading wider than it lose their earliest message before a candidate is formed.
 """
+from itertools import product
 import random
 import re
-from itertools import product
-
-import pytest
 
 from cl_vision_nodes.ros import stereo_sync
 from cl_vision_nodes.ros.stereo_sync import StereoSynchronizer
+import pytest
 
 MS = 1_000_000
 STEREO = ('L', 'R')

@@ -20,18 +20,13 @@ were: on the graf PNGs that conversion differs from ``cvtColor(BGR2GRAY)`` (what
 ``read_image`` does) by up to 43 grey levels, and OpenCV's keypoints of the cvtColor image are
 another set (82 % overlap with the reference on img1).
 """
+from cl_vision_nodes.dataio.formats import read_homography
+from cl_vision_nodes.surf import Keypoints, SurfExtractor
+from cl_vision_nodes.surf.evaluation import (fidelity, mutual_nearest_rate, pair_scores,
+                                             read_opencv_keypoints)
 import cv2
 import numpy as np
 import pytest
-
-from cl_vision_nodes.dataio.formats import read_homography
-from cl_vision_nodes.surf import Keypoints, SurfExtractor
-from cl_vision_nodes.surf.evaluation import (
-    fidelity,
-    mutual_nearest_rate,
-    pair_scores,
-    read_opencv_keypoints,
-)
 
 OPENCV_SETTINGS = {'hessian_threshold': 100.0, 'n_octaves': 4, 'n_octave_layers': 3,
                    'extended': False, 'upright': False}

@@ -16,12 +16,11 @@
 (not the host reference decoder, which exists to check the device one)."""
 from __future__ import annotations
 
-import numpy as np
-import pytest
-
 from cl_vision_nodes.imaging.encodings import array_to_raw, to_gray_reference
 from cl_vision_nodes.surf.draw import draw_keypoints
 from cl_vision_nodes.surf.extractor import SurfExtractor
+import numpy as np
+import pytest
 
 RNG = np.random.default_rng(5)
 

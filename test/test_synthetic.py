@@ -14,19 +14,11 @@
 
 """Synthetic scenes: determinism, any size, textured everywhere, ground truth exact by warping."""
 
+from cl_vision_nodes.dataio.synthetic import (flow_pair, flow_sequence, FlowSample, Motion,
+                                              stereo_pair, StereoSample, texture)
 import cv2
 import numpy as np
 import pytest
-
-from cl_vision_nodes.dataio.synthetic import (
-    FlowSample,
-    Motion,
-    StereoSample,
-    flow_pair,
-    flow_sequence,
-    stereo_pair,
-    texture,
-)
 
 MOTIONS = ['translation', 'rotation', 'zoom', 'piecewise']
 

@@ -16,10 +16,9 @@
 each map's box of valid pixels is written down beside it, not computed."""
 from __future__ import annotations
 
+from cl_vision_nodes.ros.disparity_node import valid_window
 import numpy as np
 import pytest
-
-from cl_vision_nodes.ros.disparity_node import valid_window
 
 
 def drawn(rows: str, invalid: float = -1.0) -> np.ndarray:

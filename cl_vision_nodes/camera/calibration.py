@@ -28,15 +28,14 @@ D. Calibrations compare by value: a node rebuilds its maps only when the numbers
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
+import os
 from pathlib import Path
 from typing import Any, Sequence
 
+from cl_vision_nodes.errors import DataFormatError
 import numpy as np
 import yaml
-
-from cl_vision_nodes.errors import DataFormatError
 
 PLUMB_BOB = 'plumb_bob'
 RATIONAL_POLYNOMIAL = 'rational_polynomial'

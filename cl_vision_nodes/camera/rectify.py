@@ -27,16 +27,15 @@ e.g. the matcher's own input buffer, so a raw pair goes to disparity with one up
 """
 from __future__ import annotations
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.camera.calibration import CalibrationError, CameraCalibration
 from cl_vision_nodes.camera.rectify_maps import rectify_maps
 from cl_vision_nodes.errors import ImageFormatError, ParameterError
 from cl_vision_nodes.imaging.device_image import DeviceImages
-from cl_vision_nodes.imaging.encodings import (ENCODINGS, HOST_IS_BIG_ENDIAN, RawImage,
-                                               opencl_defines, validate_intensity)
+from cl_vision_nodes.imaging.encodings import (ENCODINGS, HOST_IS_BIG_ENDIAN, opencl_defines,
+                                               RawImage, validate_intensity)
 from cl_vision_nodes.opencl.runtime import ClRuntime
+import numpy as np
+import pyopencl as cl
 
 KERNELS = ('imaging/device_image.cl', 'camera/rectify.cl')
 INTERPOLATIONS: dict[str, int] = {'nearest': 0, 'linear': 1, 'cubic': 2}

@@ -25,9 +25,8 @@ camera, normalised (x/w, y/w), distorted by the model and projected with K's fx,
 """
 from __future__ import annotations
 
+from cl_vision_nodes.camera.calibration import CameraCalibration, EQUIDISTANT
 import numpy as np
-
-from cl_vision_nodes.camera.calibration import EQUIDISTANT, CameraCalibration
 
 
 def _rays(cal: CameraCalibration) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

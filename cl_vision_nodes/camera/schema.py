@@ -14,7 +14,7 @@
 
 """Parameters of rectify_node (and ``cl-vision rectify --param``)."""
 from cl_vision_nodes.camera.rectify import INTERPOLATIONS
-from cl_vision_nodes.params import ParameterSchema, ParamSpec, common_specs
+from cl_vision_nodes.params import common_specs, ParameterSchema, ParamSpec
 
 RECTIFY_SCHEMA = ParameterSchema('rectify_node', [
     *common_specs(),

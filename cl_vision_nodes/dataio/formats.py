@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import io
 import os
-import re
 from pathlib import Path
-
-import cv2
-import numpy as np
+import re
 
 from cl_vision_nodes.errors import DataFormatError, ImageFormatError
+import cv2
+import numpy as np
 
 PathLike = str | os.PathLike[str]
 

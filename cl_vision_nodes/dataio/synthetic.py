@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import get_args, Literal
 
 import cv2
 import numpy as np

@@ -20,11 +20,10 @@ mono8 input) and saturated first.
 """
 from __future__ import annotations
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.elas.device import Geometry, StageDevice, Step
 from cl_vision_nodes.elas.schema import ElasSettings
+import numpy as np
+import pyopencl as cl
 
 MODULE = 'descriptor'
 STAGE = 'descriptor'

@@ -21,19 +21,18 @@ host constants below as its only ``-D`` defines.
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
+import functools
 from typing import Any, Callable, Mapping, Sequence
-
-import numpy as np
-import pyopencl as cl
 
 from cl_vision_nodes.elas.schema import ElasSettings
 from cl_vision_nodes.opencl.buffers import Buffers
 from cl_vision_nodes.opencl.kernel import Kernel
-from cl_vision_nodes.opencl.limits import MIN_GROUP, DeviceLimits
-from cl_vision_nodes.opencl.programs import NO_DEFINES, Defines, Program
+from cl_vision_nodes.opencl.limits import DeviceLimits, MIN_GROUP
+from cl_vision_nodes.opencl.programs import Defines, NO_DEFINES, Program
 from cl_vision_nodes.opencl.runtime import ClRuntime
+import numpy as np
+import pyopencl as cl
 
 MAX_OWNED = 6
 """Triangles stored per point: each triangle by the vertex opposite its longest edge, whose

@@ -20,11 +20,10 @@ nothing for the first and last grid rows) and writes libelas' list [count, d_1 <
 """
 from __future__ import annotations
 
-import numpy as np
-
 from cl_vision_nodes.elas.device import Geometry, StageDevice
 from cl_vision_nodes.elas.schema import ElasSettings
 from cl_vision_nodes.elas.support import SupportStage
+import numpy as np
 
 MODULE = 'grid'
 STAGE = 'grid'

@@ -45,12 +45,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.elas.descriptor import DescriptorStage
-from cl_vision_nodes.elas.device import (Geometry, LocalSizes, StageDevice, Step,
-                                         build_programs)
+from cl_vision_nodes.elas.device import build_programs, Geometry, LocalSizes, StageDevice, Step
 from cl_vision_nodes.elas.grid import GridStage
 from cl_vision_nodes.elas.matching import MatchingStage
 from cl_vision_nodes.elas.planes import PlaneStage
@@ -60,9 +56,11 @@ from cl_vision_nodes.elas.support import SupportStage
 from cl_vision_nodes.elas.triangulation import TriangulationStage
 from cl_vision_nodes.errors import ImageFormatError
 from cl_vision_nodes.imaging.device_image import DeviceImages
-from cl_vision_nodes.imaging.encodings import RawImage, array_to_raw, validate
+from cl_vision_nodes.imaging.encodings import array_to_raw, RawImage, validate
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
+import numpy as np
+import pyopencl as cl
 
 INVALID_DISPARITY = -1.0
 MIN_SIZE = 16  # libelas' borders (5 px for support points, descriptor rows 2..H-3) need room

@@ -22,15 +22,14 @@ per configuration) plus the grid cell's candidates, one 16-byte descriptor SAD e
 """
 from __future__ import annotations
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.elas.device import Geometry, StageDevice
 from cl_vision_nodes.elas.grid import GridStage
 from cl_vision_nodes.elas.planes import PlaneStage
 from cl_vision_nodes.elas.schema import ElasSettings
 from cl_vision_nodes.elas.support import SupportStage
 from cl_vision_nodes.elas.triangulation import TriangulationStage
+import numpy as np
+import pyopencl as cl
 
 MODULE = 'matching'
 STAGE = 'matching'

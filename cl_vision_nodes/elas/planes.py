@@ -22,11 +22,10 @@ float without double precision on the device.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from cl_vision_nodes.elas.device import MAX_OWNED, Geometry, StageDevice
+from cl_vision_nodes.elas.device import Geometry, MAX_OWNED, StageDevice
 from cl_vision_nodes.elas.support import SupportStage
 from cl_vision_nodes.elas.triangulation import TriangulationStage
+import numpy as np
 
 MODULE = 'planes'
 STAGE = 'disparity planes'

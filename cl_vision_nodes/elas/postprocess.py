@@ -21,11 +21,10 @@ through two maps per view and one shared temporary.
 """
 from __future__ import annotations
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.elas.device import GAP_GROUP, Geometry, StageDevice, Step
 from cl_vision_nodes.elas.schema import ElasSettings
+import numpy as np
+import pyopencl as cl
 
 MODULE = 'postprocess'
 

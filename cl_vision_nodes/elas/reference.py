@@ -27,9 +27,8 @@ from __future__ import annotations
 
 from collections import deque
 
-import numpy as np
-
 from cl_vision_nodes.elas.schema import ElasSettings
+import numpy as np
 
 INVALID_MATCH = np.float32(-1.0)
 INVALID_FILL = np.float32(-10.0)

@@ -30,16 +30,15 @@ so a narrower range is refused instead of silently producing an empty map.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+import math
 from typing import Mapping
-
-import numpy as np
 
 from cl_vision_nodes.camera.rectify import INTERPOLATIONS
 from cl_vision_nodes.errors import ParameterError
-from cl_vision_nodes.params import (COMMON_NAMES, ParameterSchema, ParamSpec, Value,
-                                    common_specs, settings_from_values)
+from cl_vision_nodes.params import (COMMON_NAMES, common_specs, ParameterSchema, ParamSpec,
+                                    settings_from_values, Value)
+import numpy as np
 
 MAX_DISPARITY = 511
 MIN_DISPARITY_RANGE = 10  # libelas: "assume that we can compute at least 10 disparities"

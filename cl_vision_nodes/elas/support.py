@@ -25,11 +25,10 @@ work-item redoes the step sequentially. On KITTI 000001, Cones, Motorcycle and l
 """
 from __future__ import annotations
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.elas.device import Geometry, StageDevice, Step
 from cl_vision_nodes.elas.schema import ElasSettings
+import numpy as np
+import pyopencl as cl
 
 MODULE = 'support'
 STAGE = 'support matches'

@@ -44,10 +44,9 @@ around the image corners make it about 1.6-1.8 ms on the H100.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from cl_vision_nodes.elas.device import MAX_OWNED, Geometry, StageDevice
+from cl_vision_nodes.elas.device import Geometry, MAX_OWNED, StageDevice
 from cl_vision_nodes.elas.support import INT4, SupportStage
+import numpy as np
 
 MODULE = 'triangulation'
 STAGE = 'delaunay'

@@ -16,8 +16,8 @@
 matching; plus the evaluation metrics and the Middlebury colour wheel."""
 from cl_vision_nodes.flow.colorwheel import flow_to_color
 from cl_vision_nodes.flow.estimator import FlowEstimator
-from cl_vision_nodes.flow.metrics import FlowErrors, flow_errors
-from cl_vision_nodes.flow.schema import FLOW_SCHEMA, METHODS, FlowSettings
+from cl_vision_nodes.flow.metrics import flow_errors, FlowErrors
+from cl_vision_nodes.flow.schema import FLOW_SCHEMA, FlowSettings, METHODS
 
 __all__ = ['FLOW_SCHEMA', 'METHODS', 'FlowErrors', 'FlowEstimator', 'FlowSettings',
            'flow_errors', 'flow_to_color']

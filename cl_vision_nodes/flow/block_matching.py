@@ -23,9 +23,6 @@ runtime keeps it by value, so switching back costs nothing.
 """
 from __future__ import annotations
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.flow.coarse_to_fine import flow_buffers
 from cl_vision_nodes.flow.pyramid import DevicePyramid
 from cl_vision_nodes.flow.schema import FlowSettings
@@ -33,6 +30,8 @@ from cl_vision_nodes.opencl.buffers import Buffers
 from cl_vision_nodes.opencl.limits import DeviceLimits
 from cl_vision_nodes.opencl.programs import Program
 from cl_vision_nodes.opencl.runtime import ClRuntime
+import numpy as np
+import pyopencl as cl
 
 KERNELS = ('flow/common.cl', 'flow/block_matching.cl')
 WORK_GROUP = 64

@@ -15,14 +15,13 @@
 """What pyramidal lk and hs share: how many levels to use and the flow buffers between levels."""
 from __future__ import annotations
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.flow.pyramid import DevicePyramid, Shape
 from cl_vision_nodes.opencl.buffers import Buffers
 from cl_vision_nodes.opencl.kernel import Kernel
 from cl_vision_nodes.opencl.programs import Program
 from cl_vision_nodes.opencl.runtime import ClRuntime
+import numpy as np
+import pyopencl as cl
 
 KERNELS = ('flow/common.cl', 'flow/coarse_to_fine.cl')
 

@@ -26,9 +26,6 @@ from __future__ import annotations
 
 from typing import Mapping, Protocol
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.errors import ImageFormatError
 from cl_vision_nodes.flow.block_matching import BlockMatcher
 from cl_vision_nodes.flow.horn_schunck import HornSchunck
@@ -36,9 +33,11 @@ from cl_vision_nodes.flow.lucas_kanade import LucasKanade
 from cl_vision_nodes.flow.pyramid import DevicePyramid
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA, FlowSettings
 from cl_vision_nodes.imaging.device_image import DeviceImages
-from cl_vision_nodes.imaging.encodings import RawImage, gray_to_raw
+from cl_vision_nodes.imaging.encodings import gray_to_raw, RawImage
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
+import numpy as np
+import pyopencl as cl
 
 
 class FlowMethod(Protocol):

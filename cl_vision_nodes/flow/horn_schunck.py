@@ -26,17 +26,16 @@ without waiting and never reads anything back.
 """
 from __future__ import annotations
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.flow import coarse_to_fine
-from cl_vision_nodes.flow.coarse_to_fine import FlowField, flow_buffers, used_levels
+from cl_vision_nodes.flow.coarse_to_fine import flow_buffers, FlowField, used_levels
 from cl_vision_nodes.flow.pyramid import DevicePyramid, Shape
 from cl_vision_nodes.flow.schema import FlowSettings
 from cl_vision_nodes.opencl.buffers import Buffers
 from cl_vision_nodes.opencl.limits import DeviceLimits
 from cl_vision_nodes.opencl.programs import Program
 from cl_vision_nodes.opencl.runtime import ClRuntime
+import numpy as np
+import pyopencl as cl
 
 KERNELS = ('flow/common.cl', 'flow/horn_schunck.cl')
 FLAG_SLOTS = 3

@@ -39,9 +39,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.errors import ParameterError
 from cl_vision_nodes.flow.coarse_to_fine import flow_buffers, used_levels
 from cl_vision_nodes.flow.pyramid import DevicePyramid, Shape
@@ -51,6 +48,8 @@ from cl_vision_nodes.opencl.kernel import BoundLaunch
 from cl_vision_nodes.opencl.limits import DeviceLimits
 from cl_vision_nodes.opencl.programs import Program
 from cl_vision_nodes.opencl.runtime import ClRuntime
+import numpy as np
+import pyopencl as cl
 
 KERNELS = ('flow/common.cl', 'flow/lucas_kanade.cl')
 TILE_W = 32

@@ -21,14 +21,13 @@ a size, reused afterwards.
 """
 from __future__ import annotations
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.imaging.device_image import DeviceImages
 from cl_vision_nodes.imaging.encodings import RawImage
 from cl_vision_nodes.opencl.buffers import Buffers
 from cl_vision_nodes.opencl.programs import Program
 from cl_vision_nodes.opencl.runtime import ClRuntime
+import numpy as np
+import pyopencl as cl
 
 KERNELS = ('flow/common.cl', 'flow/pyramid.cl')
 MIN_LEVEL_SIDE = 8

@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from cl_vision_nodes.params import (COMMON_NAMES, ParameterSchema, ParamSpec, Value,
-                                    common_specs, settings_from_values)
+from cl_vision_nodes.params import (COMMON_NAMES, common_specs, ParameterSchema, ParamSpec,
+                                    settings_from_values, Value)
 
 METHODS: tuple[str, ...] = ('lk', 'hs', 'bm')
 

@@ -23,13 +23,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-import numpy as np
-import pyopencl as cl
-
-from cl_vision_nodes.imaging.encodings import (HOST_IS_BIG_ENDIAN, RawImage, array_to_raw,
-                                               as_bytes, opencl_defines, validate,
+from cl_vision_nodes.imaging.encodings import (array_to_raw, as_bytes, HOST_IS_BIG_ENDIAN,
+                                               opencl_defines, RawImage, validate,
                                                validate_intensity)
 from cl_vision_nodes.opencl.runtime import ClRuntime
+import numpy as np
+import pyopencl as cl
 
 OutputEncoding = Literal['mono8', '32FC1', 'passthrough']
 OUTPUT_ENCODINGS: tuple[str, ...] = ('mono8', '32FC1', 'passthrough')

@@ -46,13 +46,12 @@ build defines (``opencl_defines()``) and an encoding argument. Never renumber; a
 from __future__ import annotations
 
 import array
-import sys
 from dataclasses import dataclass
+import sys
 from typing import Literal, Union
 
-import numpy as np
-
 from cl_vision_nodes.errors import ImageFormatError
+import numpy as np
 
 Kind = Literal['gray', 'color', 'bayer', 'yuv', 'float', 'field']
 Buffer = Union[bytes, bytearray, memoryview, array.array, np.ndarray]

@@ -14,7 +14,7 @@
 
 """Parameters of convert_node (declared by the node, documented in README and config/)."""
 from cl_vision_nodes.imaging.device_image import OUTPUT_ENCODINGS
-from cl_vision_nodes.params import ParameterSchema, ParamSpec, common_specs
+from cl_vision_nodes.params import common_specs, ParameterSchema, ParamSpec
 
 CONVERT_SCHEMA = ParameterSchema('convert_node', [
     *common_specs(),

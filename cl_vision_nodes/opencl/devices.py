@@ -22,16 +22,15 @@ choice (``P:D`` or a name) that fails is an error.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 import functools
 import logging
 import os
-from dataclasses import dataclass
 from typing import Callable
 
+from cl_vision_nodes.errors import DeviceError
 import numpy as np
 import pyopencl as cl
-
-from cl_vision_nodes.errors import DeviceError
 
 DEVICE_ENV = 'CL_VISION_DEVICE'
 LOG = logging.getLogger('cl_vision_nodes.opencl')

@@ -26,12 +26,11 @@ from __future__ import annotations
 import functools
 from typing import Any, Sequence
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.errors import DeviceError
 from cl_vision_nodes.opencl.devices import DeviceEntry
 from cl_vision_nodes.opencl.profiling import StageProfiler
+import numpy as np
+import pyopencl as cl
 
 
 def whole_groups(items: Sequence[int], local: Sequence[int] | None) -> tuple[int, ...]:

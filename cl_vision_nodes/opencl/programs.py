@@ -29,12 +29,11 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
-import pyopencl as cl
-
 from cl_vision_nodes.errors import KernelBuildError
 from cl_vision_nodes.opencl.devices import DeviceEntry, first_line
 from cl_vision_nodes.opencl.kernel import Kernel
 from cl_vision_nodes.opencl.profiling import StageProfiler
+import pyopencl as cl
 
 Defines = Mapping[str, 'int | float | str']
 NO_DEFINES: Defines = MappingProxyType({})

@@ -23,14 +23,13 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Callable, Sequence
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.opencl.buffers import Buffers
 from cl_vision_nodes.opencl.devices import LOG, select_device
 from cl_vision_nodes.opencl.limits import DeviceLimits
 from cl_vision_nodes.opencl.profiling import StageProfiler
-from cl_vision_nodes.opencl.programs import NO_DEFINES, Defines, Program, build, build_options
+from cl_vision_nodes.opencl.programs import build, build_options, Defines, NO_DEFINES, Program
+import numpy as np
+import pyopencl as cl
 
 MAX_PROGRAMS = 64
 """Built programs kept per runtime (least recently used dropped): parameter sweeps of compile-time

@@ -20,9 +20,8 @@ ignored them would rectify with the wrong maps).
 """
 from __future__ import annotations
 
-from sensor_msgs.msg import CameraInfo
-
 from cl_vision_nodes.camera.calibration import CalibrationError, CameraCalibration
+from sensor_msgs.msg import CameraInfo
 
 
 def _full_frame(info: CameraInfo) -> bool:

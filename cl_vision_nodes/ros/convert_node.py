@@ -21,12 +21,11 @@ the vision nodes on its own: useful to feed mono8 to consumers of a Bayer or YUV
 """
 from __future__ import annotations
 
-from sensor_msgs.msg import Image
-
 from cl_vision_nodes.imaging.device_image import DeviceImages
 from cl_vision_nodes.imaging.schema import CONVERT_SCHEMA
 from cl_vision_nodes.ros.image_conversion import image_msg_to_raw, raw_to_msg
-from cl_vision_nodes.ros.node_base import VisionNode, main_for
+from cl_vision_nodes.ros.node_base import main_for, VisionNode
+from sensor_msgs.msg import Image
 
 
 class ConvertNode(VisionNode):

@@ -22,8 +22,8 @@ FASTRTPS_DEFAULT_PROFILES_FILE) is left alone, and other RMWs are not touched.
 """
 from __future__ import annotations
 
-import os
 from importlib import resources
+import os
 
 PROFILE_VARIABLES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE')
 

@@ -43,12 +43,6 @@ throttled warning.
 """
 from __future__ import annotations
 
-import numpy as np
-from rclpy.time import Time
-from sensor_msgs.msg import CameraInfo, Image, PointCloud2, PointField
-from std_msgs.msg import Header
-from stereo_msgs.msg import DisparityImage
-
 from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.elas.colormap import disparity_to_color
 from cl_vision_nodes.elas.matcher import ElasMatcher
@@ -58,11 +52,16 @@ from cl_vision_nodes.imaging.encodings import RawImage, validate
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.camera_info import calibration_from_msg
 from cl_vision_nodes.ros.image_conversion import image_msg_to_raw, numpy_to_image
-from cl_vision_nodes.ros.node_base import VisionNode, main_for
+from cl_vision_nodes.ros.node_base import main_for, VisionNode
 from cl_vision_nodes.ros.stereo_sync import StereoSynchronizer
 from cl_vision_nodes.stereo.geometry import StereoGeometry
 from cl_vision_nodes.stereo.point_cloud import CloudLayout, PointCloud
 from cl_vision_nodes.stereo.reproject import COLOR_KINDS, DisparityMap, Reprojector
+import numpy as np
+from rclpy.time import Time
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2, PointField
+from std_msgs.msg import Header
+from stereo_msgs.msg import DisparityImage
 
 # ELAS disparities are continuous after its adaptive-mean / interpolation steps; 1/16 px is
 # the step stereo_image_proc reports for SGBM, which consumers already handle.

@@ -21,16 +21,15 @@ change of size or encoding, or a timestamp going backwards (a bag loop), restart
 """
 from __future__ import annotations
 
-from rclpy.time import Time
-from sensor_msgs.msg import Image
-
 from cl_vision_nodes.flow.colorwheel import flow_to_color
 from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.imaging.encodings import validate_intensity
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.image_conversion import image_msg_to_raw, numpy_to_image
-from cl_vision_nodes.ros.node_base import VisionNode, main_for
+from cl_vision_nodes.ros.node_base import main_for, VisionNode
+from rclpy.time import Time
+from sensor_msgs.msg import Image
 
 
 class FlowNode(VisionNode):

@@ -19,9 +19,9 @@ A window holds sums and a bounded sample of recent latencies, never one entry pe
 """
 from __future__ import annotations
 
-import time
 from collections import deque
 from dataclasses import dataclass, field
+import time
 
 import numpy as np
 

@@ -30,18 +30,17 @@ malformed-image check, goes through the built-in converter, which is the tested 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 import functools
 import importlib.util
-from dataclasses import dataclass
 from typing import Any, Optional
 
+from cl_vision_nodes.imaging.encodings import (array_to_raw, check_array, EncodingInfo, ENCODINGS,
+                                               HOST_IS_BIG_ENDIAN, raw_to_array, RawImage,
+                                               validate)
 import numpy as np
 from sensor_msgs.msg import Image
 from std_msgs.msg import Header
-
-from cl_vision_nodes.imaging.encodings import (
-    ENCODINGS, HOST_IS_BIG_ENDIAN, EncodingInfo, RawImage, array_to_raw, check_array,
-    raw_to_array, validate)
 
 
 def image_msg_to_raw(msg: Image) -> RawImage:

@@ -21,12 +21,11 @@ a NumPy structured array without copying the data.
 """
 from __future__ import annotations
 
+from cl_vision_nodes.errors import ImageFormatError
+from cl_vision_nodes.surf.keypoints import Keypoints, point_dtype
 import numpy as np
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
-
-from cl_vision_nodes.errors import ImageFormatError
-from cl_vision_nodes.surf.keypoints import Keypoints, point_dtype
 
 POINT_FIELD_TYPES = {PointField.INT8: 'i1', PointField.UINT8: 'u1', PointField.INT16: 'i2',
                      PointField.UINT16: 'u2', PointField.INT32: 'i4', PointField.UINT32: 'u4',

@@ -29,17 +29,6 @@ import sys
 import time
 from typing import Any, Callable, ClassVar, Iterator
 
-import rclpy
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rclpy._rclpy_pybind11 import RCLError
-from rclpy.executors import ExternalShutdownException
-from rclpy.node import Node
-from rclpy.publisher import Publisher
-from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy)
-from rclpy.qos_overriding_options import QoSOverridingOptions
-from rclpy.subscription import Subscription
-from rclpy.timer import Timer
-
 from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, Value
@@ -47,6 +36,16 @@ from cl_vision_nodes.ros.dds_profile import use_large_image_profile
 from cl_vision_nodes.ros.frame_stats import FrameStats
 from cl_vision_nodes.ros.image_conversion import converter_backend
 from cl_vision_nodes.ros.parameters import ParameterBinding
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+import rclpy
+from rclpy._rclpy_pybind11 import RCLError
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.publisher import Publisher
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos_overriding_options import QoSOverridingOptions
+from rclpy.subscription import Subscription
+from rclpy.timer import Timer
 
 # Sensor-data semantics with depth 1: a slow device always gets the newest frame.
 IMAGE_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST,

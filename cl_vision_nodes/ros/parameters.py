@@ -17,14 +17,13 @@ from __future__ import annotations
 
 from typing import Callable
 
+from cl_vision_nodes.errors import CLVisionError, ParameterError
+from cl_vision_nodes.params import ParameterSchema, ParamSpec, Value
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType, SetParametersResult)
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-
-from cl_vision_nodes.errors import CLVisionError, ParameterError
-from cl_vision_nodes.params import ParameterSchema, ParamSpec, Value
 
 ROS_TYPES = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
              float: ParameterType.PARAMETER_DOUBLE, str: ParameterType.PARAMETER_STRING}

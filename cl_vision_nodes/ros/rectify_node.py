@@ -30,14 +30,13 @@ binning, ROI) are skipped with a throttled warning.
 """
 from __future__ import annotations
 
-from sensor_msgs.msg import CameraInfo, Image
-
 from cl_vision_nodes.camera.calibration import CalibrationError
 from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.camera.schema import RECTIFY_SCHEMA
 from cl_vision_nodes.ros.camera_info import calibration_from_msg
 from cl_vision_nodes.ros.image_conversion import image_msg_to_raw, raw_to_msg
-from cl_vision_nodes.ros.node_base import VisionNode, main_for
+from cl_vision_nodes.ros.node_base import main_for, VisionNode
+from sensor_msgs.msg import CameraInfo, Image
 
 
 class RectifyNode(VisionNode):

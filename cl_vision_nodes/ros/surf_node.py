@@ -20,15 +20,14 @@ the keypoints drawn; computed only when subscribed).
 """
 from __future__ import annotations
 
-from sensor_msgs.msg import Image, PointCloud2
-
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.image_conversion import image_msg_to_raw, numpy_to_image
 from cl_vision_nodes.ros.keypoint_cloud import keypoints_to_cloud
-from cl_vision_nodes.ros.node_base import VisionNode, main_for
+from cl_vision_nodes.ros.node_base import main_for, VisionNode
 from cl_vision_nodes.surf.draw import draw_keypoints
 from cl_vision_nodes.surf.extractor import SurfExtractor
 from cl_vision_nodes.surf.schema import SURF_SCHEMA
+from sensor_msgs.msg import Image, PointCloud2
 
 
 class SurfNode(VisionNode):

@@ -25,9 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from cl_vision_nodes.camera.calibration import CalibrationError
+import numpy as np
 
 
 def _projection(matrix: np.ndarray | list[float], side: str) -> np.ndarray:

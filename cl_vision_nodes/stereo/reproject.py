@@ -28,17 +28,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.errors import ImageFormatError
 from cl_vision_nodes.imaging.device_image import DeviceImages
-from cl_vision_nodes.imaging.encodings import (HOST_IS_BIG_ENDIAN, RawImage, opencl_defines,
+from cl_vision_nodes.imaging.encodings import (HOST_IS_BIG_ENDIAN, opencl_defines, RawImage,
                                                validate)
 from cl_vision_nodes.opencl.limits import MIN_GROUP
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.stereo.geometry import StereoGeometry
 from cl_vision_nodes.stereo.point_cloud import CloudLayout, PointCloud
+import numpy as np
+import pyopencl as cl
 
 KERNELS = ('imaging/device_image.cl', 'stereo/reproject.cl')
 SCAN_GROUP = MIN_GROUP

@@ -42,12 +42,11 @@ pixels.
 """
 from __future__ import annotations
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.errors import DeviceError
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.surf.keypoints import KP_FIELDS, record_defines
+import numpy as np
+import pyopencl as cl
 
 KERNELS = ('surf/common.cl', 'surf/describe.cl')
 ORI_WG = 128

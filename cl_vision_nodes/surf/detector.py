@@ -47,14 +47,13 @@ but drop arbitrary candidates rather than the weakest).
 """
 from __future__ import annotations
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.imaging.device_image import DeviceImages
 from cl_vision_nodes.opencl.buffers import Buffers
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.surf.keypoints import KP_FIELDS, record_defines
 from cl_vision_nodes.surf.schema import SurfSettings
+import numpy as np
+import pyopencl as cl
 
 KERNELS = ('surf/common.cl', 'surf/detector.cl')
 HAAR_SIZE0 = 9

@@ -15,10 +15,9 @@
 """Keypoints drawn on their frame: circles of the keypoint size with a radius at the angle."""
 from __future__ import annotations
 
+from cl_vision_nodes.surf.keypoints import Keypoints
 import cv2
 import numpy as np
-
-from cl_vision_nodes.surf.keypoints import Keypoints
 
 POSITIVE_LAPLACIAN, NEGATIVE_LAPLACIAN = (0, 255, 0), (0, 128, 255)  # BGR: bright / dark blobs
 

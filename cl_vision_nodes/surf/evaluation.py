@@ -40,14 +40,13 @@ squared L2 distance of such vectors is their Hamming distance.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
+import os
 from pathlib import Path
-
-import numpy as np
 
 from cl_vision_nodes.errors import DataFormatError
 from cl_vision_nodes.surf.keypoints import Keypoints
+import numpy as np
 
 POSITION_TOL = 1.5
 SCALE_TOL = 0.25

@@ -33,18 +33,17 @@ from __future__ import annotations
 
 from typing import Mapping
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.imaging.device_image import DeviceImages
-from cl_vision_nodes.imaging.encodings import RawImage, gray_to_raw
+from cl_vision_nodes.imaging.encodings import gray_to_raw, RawImage
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.surf.describe import Describer
 from cl_vision_nodes.surf.detector import HessianDetector
 from cl_vision_nodes.surf.integral import DeviceIntegral
-from cl_vision_nodes.surf.keypoints import KP_FIELDS, Keypoints
+from cl_vision_nodes.surf.keypoints import Keypoints, KP_FIELDS
 from cl_vision_nodes.surf.schema import SURF_SCHEMA, SurfSettings
+import numpy as np
+import pyopencl as cl
 
 
 class SurfExtractor:

@@ -34,12 +34,11 @@ SURF requires 8-bit input).
 """
 from __future__ import annotations
 
-import numpy as np
-import pyopencl as cl
-
 from cl_vision_nodes.errors import ImageFormatError
 from cl_vision_nodes.opencl.buffers import Buffers
 from cl_vision_nodes.opencl.runtime import ClRuntime
+import numpy as np
+import pyopencl as cl
 
 KERNELS = ('surf/integral.cl',)
 BLOCK_WG = 128

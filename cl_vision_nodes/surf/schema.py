@@ -32,8 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from cl_vision_nodes.params import (COMMON_NAMES, ParameterSchema, ParamSpec, Value,
-                                    common_specs, settings_from_values)
+from cl_vision_nodes.params import (COMMON_NAMES, common_specs, ParameterSchema, ParamSpec,
+                                    settings_from_values, Value)
 
 MAX_OCTAVES = 8
 MAX_OCTAVE_LAYERS = 8

@@ -24,15 +24,14 @@ Goal: under 1 ms at 1920x1080 both ways.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
+import os
 from typing import Sequence
-
-import numpy as np
-from sensor_msgs.msg import Image
 
 from cl_vision_nodes.ros.image_conversion import converter_backend, image_to_numpy, numpy_to_image
 from cl_vision_nodes.tools.bench_timing import time_ms
+import numpy as np
+from sensor_msgs.msg import Image
 
 # A baseline slower than this per call (e.g. per-byte field checks) stops early.
 _BASELINE_BUDGET_S = 3.0

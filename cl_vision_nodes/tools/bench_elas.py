@@ -30,9 +30,6 @@ from __future__ import annotations
 
 import argparse
 
-import cv2
-import numpy as np
-
 from cl_vision_nodes.camera.calibration import CameraCalibration
 from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.camera.rectify_maps import rectify_maps
@@ -46,6 +43,8 @@ from cl_vision_nodes.stereo.geometry import StereoGeometry
 from cl_vision_nodes.stereo.point_cloud import CloudLayout
 from cl_vision_nodes.stereo.reproject import DisparityMap, Reprojector
 from cl_vision_nodes.tools.bench_timing import BenchRow, device_stages, format_rows, time_ms
+import cv2
+import numpy as np
 
 SIZES = ((1242, 375), (640, 480), (1280, 720))
 PIPELINE_SIZES = ((1242, 375), (1280, 720))

@@ -27,14 +27,13 @@ import argparse
 import itertools
 from typing import Callable
 
-import cv2
-
 from cl_vision_nodes.dataio.synthetic import flow_pair
 from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.flow.schema import METHODS
 from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.tools.bench_timing import BenchRow, device_stages, format_rows, time_ms
+import cv2
 
 SIZES = ((640, 480), (1280, 720))
 DIS_PRESETS = {'DIS ULTRAFAST': cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST,

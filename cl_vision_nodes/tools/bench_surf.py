@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import argparse
 
-import cv2
-import numpy as np
-
 from cl_vision_nodes.dataio.formats import read_image
 from cl_vision_nodes.dataio.synthetic import texture
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.surf.extractor import SurfExtractor
 from cl_vision_nodes.tools.bench_timing import BenchRow, device_stages, format_rows, time_ms
+import cv2
+import numpy as np
 
 SIZES = ((640, 480), (800, 640))
 CAPS = (2000, 8000)

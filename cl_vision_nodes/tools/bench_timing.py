@@ -15,8 +15,8 @@
 """Timing helpers shared by the benchmarks: warm-up, repeats, mean and best in milliseconds."""
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
+import time
 from typing import Callable
 
 from cl_vision_nodes.opencl.runtime import ClRuntime

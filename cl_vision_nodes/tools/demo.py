@@ -23,8 +23,8 @@ and output bags, the report and the colour pictures.
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
+import time
 
 from cl_vision_nodes.tools.cli_common import integer_in, output_folder, positive_number
 

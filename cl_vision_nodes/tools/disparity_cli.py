@@ -18,22 +18,21 @@ computed on the device)."""
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
+import time
 from typing import TYPE_CHECKING
 
 from cl_vision_nodes.elas.presets import PRESETS
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.errors import DataFormatError, ImageFormatError
-from cl_vision_nodes.tools.cli_common import (add_algorithm_options, algorithm_params,
-                                              output_file, print_profile, runtime_for)
+from cl_vision_nodes.tools.cli_common import (add_algorithm_options, algorithm_params, output_file,
+                                              print_profile, runtime_for)
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from cl_vision_nodes.camera.calibration import CameraCalibration
     from cl_vision_nodes.camera.rectify import Rectifier
     from cl_vision_nodes.stereo.point_cloud import PointCloud
+    import numpy as np
 
 DISPARITY_SUFFIXES = ('.pfm', '.png', '.npy')
 DEPTH_SUFFIXES = ('.npy', '.pfm', '.png')
@@ -77,9 +76,8 @@ def _rectified(rectifier: Rectifier, calibration: CameraCalibration, image: np.n
 
 
 def _write_disparity(out: Path, disparity: np.ndarray) -> None:
-    import numpy as np
-
     from cl_vision_nodes.dataio.formats import write_kitti_disparity, write_pfm
+    import numpy as np
     valid = disparity >= 0
     if out.suffix == '.png':
         write_kitti_disparity(out, np.where(valid, disparity, np.nan))
@@ -90,9 +88,8 @@ def _write_disparity(out: Path, disparity: np.ndarray) -> None:
 
 def _write_depth(out: Path, depth: np.ndarray) -> str:
     """Write the depth image; a summary for the report line."""
-    import numpy as np
-
     from cl_vision_nodes.dataio.formats import write_depth_png, write_pfm
+    import numpy as np
     if out.suffix == '.png':
         write_depth_png(out, depth)
     else:
@@ -105,9 +102,8 @@ def _write_depth(out: Path, depth: np.ndarray) -> str:
 def _point_table(cloud: PointCloud) -> np.ndarray:
     """The cloud as a structured array (x, y, z float32 [, red, green, blue uint8]) of its
     shape (N for a dense cloud), the columns of the PLY and .npy outputs."""
-    import numpy as np
-
     from cl_vision_nodes.stereo.point_cloud import unpack_rgb
+    import numpy as np
     points = cloud.points()
     if cloud.is_dense:
         points = points.reshape(-1)
@@ -125,9 +121,8 @@ def _point_table(cloud: PointCloud) -> np.ndarray:
 
 def _write_points(out: Path, cloud: PointCloud, ascii_ply: bool) -> str:
     """Write the cloud (.ply: its points; .npy: the table, organised or dense as computed)."""
-    import numpy as np
-
     from cl_vision_nodes.dataio.formats import write_ply
+    import numpy as np
     table = _point_table(cloud)
     if out.suffix == '.ply':
         flat = table.reshape(-1)
@@ -142,16 +137,15 @@ def _write_points(out: Path, cloud: PointCloud, ascii_ply: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import numpy as np
-
+    from cl_vision_nodes.camera.rectify import Rectifier
     from cl_vision_nodes.dataio.formats import read_image, write_png
     from cl_vision_nodes.elas.colormap import disparity_to_color
     from cl_vision_nodes.elas.matcher import ElasMatcher
     from cl_vision_nodes.imaging.encodings import array_to_raw
-    from cl_vision_nodes.camera.rectify import Rectifier
     from cl_vision_nodes.stereo.geometry import StereoGeometry
     from cl_vision_nodes.stereo.point_cloud import CloudLayout
     from cl_vision_nodes.stereo.reproject import Reprojector
+    import numpy as np
     values = algorithm_params(ELAS_SCHEMA, args, PRESETS[args.preset])
     rectify = args.rectify or bool(values['rectify'])
     _check_outputs(args, rectify)

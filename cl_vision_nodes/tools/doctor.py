@@ -22,19 +22,18 @@ command for each kind of hardware.
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict, dataclass, field
 import json
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
 from typing import Callable
-
-import numpy as np
 
 from cl_vision_nodes.errors import CLVisionError
 from cl_vision_nodes.imaging.device_image import DeviceImages
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.devices import DeviceEntry, list_devices, probe, select_device
 from cl_vision_nodes.opencl.runtime import ClRuntime
+import numpy as np
 
 FRAME = (480, 640)
 TIMED_FRAMES = 10

@@ -39,23 +39,21 @@ homography. DIR/report.json holds the numbers, DIR/report.md the same as tables 
 from __future__ import annotations
 
 import argparse
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import partial
 import importlib.util
 import json
 import math
 import os
+from pathlib import Path
 import random
 import signal
 import struct
 import subprocess
 import sys
 import time
-from collections import Counter
-from dataclasses import dataclass, field
-from functools import partial
-from pathlib import Path
 from typing import Any, Iterator, Protocol
-
-import numpy as np
 
 import cl_vision_nodes
 from cl_vision_nodes.dataio.formats import write_png
@@ -69,6 +67,7 @@ from cl_vision_nodes.surf.schema import SURF_SCHEMA
 from cl_vision_nodes.tools import bag_layout as layout
 from cl_vision_nodes.tools.cli_common import integer_in, output_folder, positive_number
 from cl_vision_nodes.tools.replay import Bag, message_class, open_reader
+import numpy as np
 
 DEFAULT_TIMEOUT_S = 120.0
 LOOKAHEAD_FRAMES = 2
@@ -615,7 +614,7 @@ class Recorder:
     """The output rosbag2: one connection per topic, typestore message definitions included."""
 
     def __init__(self, writer: Any, types: dict[str, str]):
-        from rosbags.typesys import Stores, get_typestore
+        from rosbags.typesys import get_typestore, Stores
         typestore = get_typestore(Stores.ROS2_KILTED)
         self.writer = writer
         self.connections = {t: writer.add_connection(t, m, typestore=typestore)

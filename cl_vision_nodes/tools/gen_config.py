@@ -20,16 +20,15 @@ fails while a generated file is out of date.
 """
 from __future__ import annotations
 
+from pathlib import Path
 import re
 import sys
-from pathlib import Path
 from typing import Mapping
-
-import yaml
 
 from cl_vision_nodes.elas.presets import PRESETS
 from cl_vision_nodes.params import ParameterSchema, Value
 from cl_vision_nodes.schemas import NODE_SCHEMAS
+import yaml
 
 HEADER = ('# Parameters of {node}, generated from its schema by\n'
           '# `python -m cl_vision_nodes.tools.gen_config`: edit the schema, not this file.\n'

@@ -38,13 +38,11 @@ Both synthetic kinds are deterministic for a given ``--seed``.
 from __future__ import annotations
 
 import argparse
-import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
+import re
+import shutil
 from typing import Callable, Iterable, Iterator
-
-import numpy as np
 
 from cl_vision_nodes.dataio.formats import (read_flo, read_homography, read_image,
                                             read_kitti_disparity, read_kitti_flow,
@@ -54,6 +52,7 @@ from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.tools import bag_layout as layout
 from cl_vision_nodes.tools.bag_layout import KITTI_CAMERA, StereoCamera
 from cl_vision_nodes.tools.cli_common import output_folder, positive_number
+import numpy as np
 
 SYNTHETIC_PREFIX = 'synthetic:'
 SYNTHETIC_STEREO_PAN_PX = 2
@@ -181,7 +180,7 @@ def flow_sequence_folder(root: Path) -> Dataset | None:
 
 def synthetic_flow(n_frames: int, height: int, width: int, seed: int) -> Dataset:
     """flow_sequence under its default translation; the homography is that shift times k."""
-    from cl_vision_nodes.dataio.synthetic import Motion, flow_sequence, translation
+    from cl_vision_nodes.dataio.synthetic import flow_sequence, Motion, translation
     motion = Motion('translation')
     sequence = flow_sequence(n_frames, height, width, motion=motion, seed=seed)
 
@@ -263,7 +262,7 @@ def open_dataset(source: str, disparity_scale: float = 1.0, seed: int = 0) -> Da
 
 
 def _typestore():
-    from rosbags.typesys import Stores, get_typestore
+    from rosbags.typesys import get_typestore, Stores
     return get_typestore(Stores.ROS2_KILTED)
 
 

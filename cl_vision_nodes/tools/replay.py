@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+from dataclasses import dataclass
 import importlib
+from pathlib import Path
 import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterator
 
 from cl_vision_nodes.errors import DataFormatError
@@ -156,13 +156,12 @@ def spin_until_shutdown(executor: Any, stopped: threading.Event) -> None:
 def run(args: argparse.Namespace) -> int:
     bag = Bag(Path(args.bag), args.topics, args.start_offset)
     classes = {topic: message_class(msgtype) for topic, msgtype in bag.topics.items()}
+    from cl_vision_nodes.ros.node_base import shutdown_under_way
     import rclpy
     from rclpy.duration import Duration
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
-
-    from cl_vision_nodes.ros.node_base import shutdown_under_way
     use_large_image_profile()
     rclpy.init()
     node = rclpy.create_node('cl_vision_replay')
