@@ -2,6 +2,7 @@
 through an rclpy node spinning in a background thread (topics and parameter services)."""
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import rclpy
 from rclpy.context import Context
@@ -17,6 +18,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter, parameter_value_to_python
 from rclpy.parameter_client import AsyncParameterClient
 from rclpy.qos import QoSProfile, qos_profile_sensor_data
+from rclpy.subscription import Subscription
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,6 +69,7 @@ class Collector:
     """Messages received on one topic, with a wait that returns as soon as enough arrived."""
 
     def __init__(self) -> None:
+        self.subscription: Subscription | None = None
         self.messages: list[Any] = []
         self.arrival_times: list[float] = []
         self._cond = threading.Condition()
@@ -107,7 +110,7 @@ class RosHarness:
 
     def collect(self, msg_type: type, topic: str, qos: QoSProfile | int = 10) -> Collector:
         collector = Collector()
-        self.node.create_subscription(msg_type, topic, collector, qos)
+        collector.subscription = self.node.create_subscription(msg_type, topic, collector, qos)
         return collector
 
     def wait_until(self, predicate: Callable[[], bool], timeout: float = 30.0) -> bool:
@@ -131,6 +134,22 @@ class RosHarness:
         """Call ``<node>/set_parameters``, the service ``ros2 param set`` calls."""
         return list(self._call(node_name, lambda c: c.set_parameters(
             [Parameter(k, value=v) for k, v in values.items()])).results)
+
+    @contextlib.contextmanager
+    def changed_parameters(self, node_name: str, /, **values: Any) -> Iterator[list[Any]]:
+        """Set ``values`` for the ``with`` block (yielding the set results) and put back the
+        previous values of those the node accepted when it ends, also when the block fails, so
+        a module-scoped node leaves every test as it found it. Restored in reverse order,
+        undoing the change step by step (each parameter is checked on its own)."""
+        before = self.get_parameters(node_name, list(values))
+        results = self.set_parameters(node_name, values)
+        try:
+            yield results
+        finally:
+            taken = [name for name, result in zip(values, results) if result.successful]
+            restored = self.set_parameters(node_name, {n: before[n] for n in reversed(taken)})
+            refused = [r.reason for r in restored if not r.successful]
+            assert not refused, f'{node_name}: previous parameters refused: {refused}'
 
     def get_parameters(self, node_name: str, names: list[str]) -> dict[str, Any]:
         """Current values (``ros2 param get``), by name."""

@@ -1,25 +1,11 @@
 """`cl-vision` as users run it: output, and one line + exit code 2 on bad input."""
-import os
 import subprocess
 import sys
 
 import pytest
 
+from cliutil import assert_one_line_error, cl_vision
 from rosutil import REPO
-
-
-def cl_vision(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run ``cl-vision args`` from this checkout, with ``env`` added to the environment."""
-    return subprocess.run([sys.executable, '-m', 'cl_vision_nodes.tools.cli', *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})})
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess, words: str) -> None:
-    """The CLI contract for bad input: exit code 2 and one line on stderr that says why."""
-    assert result.returncode == 2, result.stdout + result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and words in lines[0], result.stderr
 
 
 def test_devices_lists_and_marks_the_chosen_device():

@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bagutil import write_truncated_bag
 from cl_vision_nodes.dataio.formats import write_png
-from test_cli import assert_one_line_error, cl_vision
-from test_replay import write_truncated_bag
+from cliutil import assert_one_line_error, cl_vision
 
 NAN_FLOW_PARAMS = ('alpha', 'sor_omega', 'smooth_epsilon', 'min_eigenvalue', 'window_sigma')
 

@@ -14,6 +14,8 @@ from cl_vision_nodes.imaging.encodings import (ENCODINGS, RawImage, encoding_inf
                                                to_gray_reference)
 from rosutil import NodeProcess, RosHarness
 
+pytestmark = pytest.mark.ros
+
 NODE = 'convert_node'
 HEIGHT, WIDTH, PAD = 9, 13, 7  # odd sizes, rows padded by 7 bytes of garbage
 MULTI_BYTE = ('mono16', '32FC1', '32FC2')
@@ -113,19 +115,21 @@ def test_gray_outputs_match_reference_and_gain_applies_next_frame(ros, node):
     rng = np.random.default_rng(2)
     intensity = [e for e, info in ENCODINGS.items() if info.kind != 'field']
     for output, gain in (('mono8', 1.0), ('32FC1', 1.0), ('mono8', 1.7)):
-        results = ros.set_parameters(NODE, {'output_encoding': output, 'gain': gain})
-        assert all(r.successful for r in results), results
-        for encoding in intensity:
-            msg = padded_msg(sample_array(encoding, rng), encoding, f'{output}-{gain}-{encoding}')
-            got = round_trip(ros, node, msg)
-            gray = to_gray_reference(as_raw(msg))
-            back = raw_to_array(as_raw(got))
-            if output == 'mono8':
-                assert got.encoding == 'mono8'
-                np.testing.assert_array_equal(back, gray_to_mono8_reference(gray, gain), encoding)
-            else:
-                assert got.encoding == '32FC1'
-                np.testing.assert_array_equal(back, gray * np.float32(gain), encoding)
+        with ros.changed_parameters(NODE, output_encoding=output, gain=gain) as results:
+            assert all(r.successful for r in results), results
+            for encoding in intensity:
+                msg = padded_msg(sample_array(encoding, rng), encoding,
+                                 f'{output}-{gain}-{encoding}')
+                got = round_trip(ros, node, msg)
+                gray = to_gray_reference(as_raw(msg))
+                back = raw_to_array(as_raw(got))
+                if output == 'mono8':
+                    assert got.encoding == 'mono8'
+                    np.testing.assert_array_equal(back, gray_to_mono8_reference(gray, gain),
+                                                  encoding)
+                else:
+                    assert got.encoding == '32FC1'
+                    np.testing.assert_array_equal(back, gray * np.float32(gain), encoding)
 
 
 @pytest.mark.parametrize('change, reason', [
@@ -137,12 +141,11 @@ def test_gray_outputs_match_reference_and_gain_applies_next_frame(ros, node):
     ({'output_queue_size': 3}, 'read-only'),
 ])
 def test_invalid_parameters_are_refused_with_a_reason(ros, node, change, reason):
-    results = ros.set_parameters(NODE, change)
-    assert len(results) == 1 and not results[0].successful
-    assert reason in results[0].reason, results[0].reason
+    with ros.changed_parameters(NODE, **change) as results:
+        assert len(results) == 1 and not results[0].successful
+        assert reason in results[0].reason, results[0].reason
     proc, _, _ = node
     assert proc.alive()
-    ros.set_parameters(NODE, {'output_encoding': 'passthrough', 'gain': 1.0})
     pixels = sample_array('mono8', np.random.default_rng(3))
     got = round_trip(ros, node, padded_msg(pixels, 'mono8', f'after-{reason}-{change}'))
     np.testing.assert_array_equal(raw_to_array(as_raw(got)), pixels)
@@ -150,11 +153,10 @@ def test_invalid_parameters_are_refused_with_a_reason(ros, node, change, reason)
 
 def test_an_int_for_a_float_parameter_is_taken_as_float(ros, node):
     """`ros2 param set /convert_node gain 2` sends an integer, as the CLI and YAML may."""
-    results = ros.set_parameters(NODE, {'gain': 2})
-    assert results[0].successful, results[0].reason
-    got = ros.get_parameters(NODE, ['gain'])['gain']
+    with ros.changed_parameters(NODE, gain=2) as results:
+        assert results[0].successful, results[0].reason
+        got = ros.get_parameters(NODE, ['gain'])['gain']
     assert got == 2.0 and type(got) is float
-    ros.set_parameters(NODE, {'gain': 1.0})
 
 
 def malformed_messages() -> dict[str, Image]:

@@ -3,7 +3,7 @@ import json
 
 from rosbags.rosbag2 import Reader
 
-from test_cli import cl_vision
+from cliutil import cl_vision
 
 
 def test_demo_runs_the_three_nodes_and_names_its_outputs(tmp_path):

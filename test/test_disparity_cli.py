@@ -4,7 +4,7 @@ import pytest
 
 from cl_vision_nodes.dataio.formats import read_kitti_disparity, read_pfm, write_png
 from cl_vision_nodes.dataio.synthetic import stereo_pair
-from test_cli import assert_one_line_error, cl_vision
+from cliutil import assert_one_line_error, cl_vision
 
 
 @pytest.fixture(scope='module')

@@ -3,7 +3,7 @@ import json
 
 from cl_vision_nodes.opencl.devices import list_devices
 from cl_vision_nodes.tools.doctor import INSTALL_ROUTES
-from test_cli import cl_vision
+from cliutil import cl_vision
 
 
 def test_doctor_reports_every_device_and_its_capabilities_as_json():

@@ -36,6 +36,8 @@ from cl_vision_nodes.errors import ImageFormatError, ParameterError
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.programs import NO_FP64_PRELUDE, build_options, kernel_source
 
+pytestmark = pytest.mark.kernels
+
 HEIGHT, WIDTH = 93, 157
 PARAMS = {
     'robotics': {**ROBOTICS, 'disp_max': 40},

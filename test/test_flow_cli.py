@@ -5,7 +5,7 @@ import pytest
 from cl_vision_nodes.dataio.formats import read_flo, write_png
 from cl_vision_nodes.dataio.synthetic import flow_pair
 from cl_vision_nodes.flow.metrics import flow_errors
-from test_cli import assert_one_line_error, cl_vision
+from cliutil import assert_one_line_error, cl_vision
 
 
 @pytest.fixture(scope='module')

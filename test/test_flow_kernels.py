@@ -27,6 +27,8 @@ from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl import runtime as runtime_module
 from cl_vision_nodes.opencl.limits import DeviceLimits
 
+pytestmark = pytest.mark.kernels
+
 i32, f32 = np.int32, np.float32
 
 SIZES = [(29, 37), (37, 29), (8, 13), (3, 2)]

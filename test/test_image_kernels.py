@@ -5,30 +5,14 @@ import pytest
 
 from cl_vision_nodes.errors import ImageFormatError
 from cl_vision_nodes.imaging.device_image import DeviceImages
-from cl_vision_nodes.imaging.encodings import (ENCODINGS, RawImage, array_to_raw, encoding_info,
+from cl_vision_nodes.imaging.encodings import (ENCODINGS, array_to_raw, encoding_info,
                                                gray_to_mono8_reference, raw_to_array,
                                                to_gray_reference)
+from imageutil import random_image
+
+pytestmark = pytest.mark.kernels
 
 SIZES = [(2, 2), (3, 5), (17, 31), (64, 33)]
-
-
-def padded(raw: RawImage, pad: int, rng: np.random.Generator) -> RawImage:
-    rows = np.frombuffer(raw.data, np.uint8).reshape(raw.height, raw.step)
-    out = rng.integers(0, 256, (raw.height, raw.step + pad), dtype=np.uint8)
-    out[:, :raw.step] = rows
-    return RawImage(raw.encoding, raw.height, raw.width, raw.step + pad, raw.is_bigendian,
-                    out.reshape(-1))
-
-
-def random_image(encoding: str, height: int, width: int, rng: np.random.Generator,
-                 big_endian: bool = False, pad: int = 0) -> RawImage:
-    info = encoding_info(encoding)
-    shape = (height, width) if info.channels == 1 else (height, width, info.channels)
-    if info.dtype == np.float32:
-        pixels = (rng.standard_normal(shape) * 80 + 100).astype(np.float32)
-    else:
-        pixels = rng.integers(0, np.iinfo(info.dtype).max + 1, shape, dtype=info.dtype)
-    return padded(array_to_raw(pixels, encoding, big_endian), pad, rng)
 
 
 @pytest.fixture(scope='module')

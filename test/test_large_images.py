@@ -1,11 +1,14 @@
 """Large best-effort images reach a node: the Fast DDS profile the package applies (a 1080p
 bgr8 frame is 6.2 MB; with Fast DDS' defaults nothing above about 0.5 MB arrives)."""
 import numpy as np
+import pytest
 
 from cl_vision_nodes.ros.dds_profile import PROFILE_VARIABLES, use_large_image_profile
 from cl_vision_nodes.ros.image_conversion import numpy_to_image, image_to_numpy
 from rosutil import NodeProcess, RosHarness
 from sensor_msgs.msg import Image
+
+pytestmark = pytest.mark.ros
 
 
 def test_profile_is_applied_only_when_none_is_configured(monkeypatch):

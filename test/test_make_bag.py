@@ -2,69 +2,21 @@
 become bags in the bag_layout topics, which read back with rosbags with exact ground truth."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import cv2
 import numpy as np
 import pytest
-import yaml
-from rosbags.rosbag2 import Reader
-from rosbags.typesys import Stores, get_typestore
 
+from bagutil import ReadBag, pixels, read_bag, stamp_ns
 from cl_vision_nodes.dataio.formats import (read_flo, read_homography, read_image,
                                             read_kitti_disparity, read_kitti_flow,
                                             read_scaled_disparity_png, write_kitti_disparity,
                                             write_kitti_flow)
 from cl_vision_nodes.dataio.synthetic import Motion, flow_sequence
 from cl_vision_nodes.tools import bag_layout as layout
-from test_cli import cl_vision
+from cliutil import cl_vision
 
-TS = get_typestore(Stores.ROS2_KILTED)
-DTYPES = {'mono8': (np.uint8, 1), '32FC1': (np.float32, 1), '32FC2': (np.float32, 2)}
 STEREO = {layout.LEFT_IMAGE, layout.RIGHT_IMAGE, layout.LEFT_INFO, layout.RIGHT_INFO}
 MONO = {layout.LEFT_IMAGE, layout.LEFT_INFO}
-
-
-@dataclass
-class ReadBag:
-    """A bag read back: per topic its type and (bag time, message) list, in time order."""
-
-    types: dict[str, str] = field(default_factory=dict)
-    messages: dict[str, list] = field(default_factory=dict)
-    storage: str = ''
-
-    def counts(self) -> dict[str, int]:
-        return {topic: len(msgs) for topic, msgs in self.messages.items()}
-
-    def stamps(self, topic: str) -> list[int]:
-        return [t for t, _ in self.messages[topic]]
-
-
-def read_bag(path) -> ReadBag:
-    info = yaml.safe_load((path / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
-    bag = ReadBag(storage=info['storage_identifier'])
-    with Reader(path) as reader:
-        for connection in reader.connections:
-            bag.types[connection.topic] = connection.msgtype
-            bag.messages[connection.topic] = []
-        for connection, timestamp, data in reader.messages():
-            msg = TS.deserialize_cdr(data, connection.msgtype)
-            bag.messages[connection.topic].append((timestamp, msg))
-    return bag
-
-
-def pixels(msg) -> np.ndarray:
-    """An Image's pixels, decoded here independently of the package's converter."""
-    dtype, channels = DTYPES[msg.encoding]
-    assert msg.is_bigendian == 0
-    rows = np.frombuffer(msg.data.tobytes(), np.uint8).reshape(msg.height, msg.step)
-    values = rows[:, :msg.width * channels * np.dtype(dtype).itemsize].copy().view(dtype)
-    return values.reshape(msg.height, msg.width, channels).squeeze(axis=2) \
-        if channels == 1 else values.reshape(msg.height, msg.width, channels)
-
-
-def stamp_ns(msg) -> int:
-    return msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
 
 
 def make_bag(tmp_path, source, *args):

@@ -9,6 +9,8 @@ import pytest
 
 from rosutil import REPO, NodeProcess
 
+pytestmark = pytest.mark.ros
+
 NODES = ('convert_node', 'flow_node', 'surf_node', 'disparity_node', 'rectify_node')
 
 

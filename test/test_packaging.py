@@ -1,5 +1,4 @@
 """The ament_python package builds with colcon and installs what `ros2 run` / launch need."""
-import ast
 import os
 import subprocess
 import sys
@@ -10,18 +9,11 @@ import yaml
 
 from cl_vision_nodes.schemas import NODE_SCHEMAS
 from cl_vision_nodes.tools.gen_config import config_files, expected_files
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def setup_executables() -> list[str]:
-    """Node executables named in setup.py's NODES dict, plus the cl-vision tool."""
-    tree = ast.parse((REPO / 'setup.py').read_text())
-    nodes = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
-                 and any(getattr(t, 'id', None) == 'NODES' for t in node.targets))
-    return [*ast.literal_eval(nodes), 'cl-vision']
+from packageutil import setup_executables
+from rosutil import REPO
 
 
+@pytest.mark.slow
 def test_colcon_build_installs_executables_share_and_index(tmp_path):
     colcon = Path(sys.executable).with_name('colcon')
     if not colcon.exists():

@@ -16,7 +16,9 @@ from cl_vision_nodes.dataio.formats import read_pfm, write_pfm, write_png
 from cl_vision_nodes.errors import DataFormatError, ImageFormatError, ParameterError
 from cl_vision_nodes.imaging.encodings import (RawImage, array_to_raw, raw_to_array,
                                                to_gray_reference)
-from test_cli import assert_one_line_error, cl_vision
+from cliutil import assert_one_line_error, cl_vision
+
+pytestmark = pytest.mark.kernels
 
 
 def rotation(axis: str, degrees: float) -> np.ndarray:

@@ -4,35 +4,21 @@ import signal
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 from rclpy.qos import qos_profile_sensor_data
-from rosbags.rosbag2 import StoragePlugin, Writer
-from rosbags.typesys import Stores, get_typestore
+from rosbags.rosbag2 import StoragePlugin
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image
 
+from bagutil import (IMAGE_BAG_FRAMES, IMAGE_BAG_SPACING_NS, IMAGE_BAG_START_NS,
+                     write_image_bag, write_truncated_bag)
+from cliutil import assert_one_line_error, cl_vision
 from rosutil import REPO, RosHarness
-from test_cli import assert_one_line_error, cl_vision
 
-TS = get_typestore(Stores.ROS2_KILTED)
-N, SPACING_NS = 10, 200_000_000
+pytestmark = pytest.mark.ros
 
-
-def write_image_bag(path, storage: StoragePlugin) -> None:
-    Header, Time = TS.types['std_msgs/msg/Header'], TS.types['builtin_interfaces/msg/Time']
-    RosImage = TS.types['sensor_msgs/msg/Image']
-    with Writer(path, version=9, storage_plugin=storage) as writer:
-        image = writer.add_connection('/cam/image', RosImage.__msgtype__, typestore=TS)
-        other = writer.add_connection('/cam/other', RosImage.__msgtype__, typestore=TS)
-        for i in range(N):
-            t = 1_000_000_000 + i * SPACING_NS
-            msg = RosImage(header=Header(stamp=Time(sec=t // 10**9, nanosec=t % 10**9),
-                                         frame_id=f'f{i}'),
-                           height=2, width=3, encoding='mono8', is_bigendian=0, step=3,
-                           data=np.full(6, i, np.uint8))
-            writer.write(image, t, TS.serialize_cdr(msg, RosImage.__msgtype__))
-            writer.write(other, t, TS.serialize_cdr(msg, RosImage.__msgtype__))
+N, SPACING_NS = IMAGE_BAG_FRAMES, IMAGE_BAG_SPACING_NS
+LAST_NS = IMAGE_BAG_START_NS + (N - 1) * SPACING_NS  # the bag time of the last frame
 
 
 @pytest.fixture(scope='module')
@@ -50,7 +36,13 @@ def replay(ros, bag, *args):
                              str(bag), '--wait-subscribers', '10', *args],
                             cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    ros.wait_until(lambda: False, timeout=0.5)
+    # Still in flight when the replay exits: the messages of a topic come in order, so the
+    # last frame's arrival (and its /clock's) means every earlier one is here or lost.
+    assert images.wait_for(lambda msgs: any(m.header.frame_id == f'f{N - 1}' for m in msgs)), \
+        result.stdout
+    if '--clock' in args:
+        assert clock.wait_for(lambda msgs: any(
+            c.clock.sec * 10**9 + c.clock.nanosec == LAST_NS for c in msgs)), result.stdout
     return images, clock, result
 
 
@@ -109,12 +101,6 @@ def test_replay_answers_parameter_queries_and_prints_progress_while_playing(ros,
     assert lines[0].startswith('replay: 1 messages, bag time 0.0 of 1.8 s'), out
     assert re.fullmatch(rf'replayed \d+ messages on 1 topics from {re.escape(str(bag))} '
                         r'\(interrupted\)', lines[-1]), out
-
-
-def write_truncated_bag(path) -> None:
-    write_image_bag(path, StoragePlugin.MCAP)
-    storage = next(path.glob('*.mcap'))
-    storage.write_bytes(storage.read_bytes()[:-100])
 
 
 @pytest.mark.parametrize('args, words', [

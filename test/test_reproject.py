@@ -13,7 +13,9 @@ from cl_vision_nodes.imaging.encodings import (_demosaic, array_to_raw, encoding
 from cl_vision_nodes.stereo.geometry import StereoGeometry
 from cl_vision_nodes.stereo.point_cloud import CloudLayout, unpack_rgb
 from cl_vision_nodes.stereo.reproject import Reprojector
-from test_image_kernels import random_image
+from imageutil import random_image
+
+pytestmark = pytest.mark.kernels
 
 # A KITTI-like rectified pair (KITTI 2015 ships no calibration with the data set here): the
 # raw-data focal length and principal point, the baseline of its gray cameras, and a right

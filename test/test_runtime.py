@@ -10,6 +10,8 @@ from cl_vision_nodes.opencl import runtime as runtime_module
 from cl_vision_nodes.opencl.limits import DeviceLimits
 from cl_vision_nodes.opencl.runtime import ClRuntime
 
+pytestmark = pytest.mark.kernels
+
 ENC = opencl_defines()
 IMAGE = 'imaging/device_image.cl'
 

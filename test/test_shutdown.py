@@ -21,10 +21,12 @@ from rosbags.rosbag2 import StoragePlugin
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from stereo_msgs.msg import DisparityImage
 
+from bagutil import write_image_bag
 from cl_vision_nodes.dataio.synthetic import stereo_pair
 from cl_vision_nodes.ros.image_conversion import numpy_to_image
 from rosutil import REPO, NodeProcess, RosHarness, command
-from test_replay import write_image_bag
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 RUNS = 10
 NS = '/shutdown_test'

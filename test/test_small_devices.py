@@ -1,6 +1,6 @@
 """Every capability on a device smaller than ours: 64 work-items per group (Mali, Raspberry Pi,
 many integrated GPUs). PoCL reports the limit it is given by POCL_MAX_WORK_GROUP_SIZE, so the
-kernel tests run again, unchanged, in a process that sees such a device."""
+kernel tests (marked ``kernels``) run again, unchanged, in a process that sees such a device."""
 import os
 import subprocess
 import sys
@@ -9,9 +9,9 @@ import pytest
 
 from rosutil import REPO
 
+pytestmark = pytest.mark.slow
+
 SMALL = {**os.environ, 'POCL_MAX_WORK_GROUP_SIZE': '64'}
-KERNEL_TESTS = ('test_image_kernels.py', 'test_flow_kernels.py', 'test_surf_kernels.py',
-                'test_elas_kernels.py', 'test_rectify.py', 'test_reproject.py')
 
 
 def limits_seen_by_a_child() -> str:
@@ -30,10 +30,9 @@ def small_device():
     assert seen.split()[-1] == '64', seen
 
 
-@pytest.mark.parametrize('tests', KERNEL_TESTS)
-def test_kernel_tests_pass_with_64_work_items_per_group(small_device, tests):
+def test_kernel_tests_pass_with_64_work_items_per_group(small_device):
     result = subprocess.run([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider',
-                             str(REPO / 'test' / tests)], cwd=REPO, env=SMALL,
+                             '-m', 'kernels', str(REPO / 'test')], cwd=REPO, env=SMALL,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert ' passed' in result.stdout.splitlines()[-1]

@@ -21,6 +21,8 @@ from cl_vision_nodes.dataio.synthetic import texture
 from cl_vision_nodes.ros.image_conversion import numpy_to_image
 from rosutil import NodeProcess, RosHarness
 
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
 FRAMES, WARMUP = 5000, 2000
 RSS_MARGIN_KB = 128
 NS = '/soak_test'

@@ -6,7 +6,7 @@ import pytest
 
 from cl_vision_nodes.dataio.formats import write_png
 from cl_vision_nodes.dataio.synthetic import texture
-from test_cli import assert_one_line_error, cl_vision
+from cliutil import assert_one_line_error, cl_vision
 
 
 @pytest.fixture(scope='module')

@@ -18,6 +18,8 @@ from cl_vision_nodes.surf.integral import DeviceIntegral, check_size
 from cl_vision_nodes.surf.keypoints import KP_FIELDS, RECORD_FIELDS
 from cl_vision_nodes.surf.reference import hessian_layer, integral
 
+pytestmark = pytest.mark.kernels
+
 ANGLE_ATOL = 1e-3
 """Degrees. The reference repeats the kernel's float32 operations (Haar responses, fastAtan2,
 window sums in sample order), so where division is correctly rounded (PoCL) the angles are

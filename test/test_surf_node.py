@@ -13,6 +13,8 @@ from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array, cloud_to_keypoint
 from cl_vision_nodes.surf.extractor import SurfExtractor
 from rosutil import NodeProcess, RosHarness
 
+pytestmark = pytest.mark.ros
+
 NODE = 'surf_node'
 IMAGE = texture(120, 160, seed=4).astype(np.uint8)
 
@@ -74,12 +76,11 @@ def test_cloud_layout_and_content_equal_the_library(ros, node):
 
 
 def test_parameters_apply_to_the_next_frame(ros, node):
-    results = ros.set_parameters(NODE, {'extended': True, 'hessian_threshold': 400.0})
-    assert all(r.successful for r in results), results
-    got = cloud_to_keypoints(ask(ros, node, tagged(IMAGE, 'k2')))
+    with ros.changed_parameters(NODE, extended=True, hessian_threshold=400.0) as results:
+        assert all(r.successful for r in results), results
+        got = cloud_to_keypoints(ask(ros, node, tagged(IMAGE, 'k2')))
     assert got.descriptor.shape[1] == 128
     assert len(got) == len(library_keypoints({'extended': True, 'hessian_threshold': 400.0}))
-    ros.set_parameters(NODE, {'extended': False, 'hessian_threshold': 100.0})
 
 
 @pytest.mark.parametrize('change, reason', [
@@ -87,8 +88,8 @@ def test_parameters_apply_to_the_next_frame(ros, node):
     ({'max_keypoints': 70000}, 'max_keypoints'),
     ({'upright': 'yes'}, "upright: expected bool, got str 'yes'")])
 def test_absurd_parameters_are_refused(ros, node, change, reason):
-    results = ros.set_parameters(NODE, change)
-    assert not results[0].successful and reason in results[0].reason, results[0].reason
+    with ros.changed_parameters(NODE, **change) as results:
+        assert not results[0].successful and reason in results[0].reason, results[0].reason
 
 
 @pytest.mark.parametrize('pixels', [np.full((120, 160), 77, np.uint8),
@@ -100,9 +101,15 @@ def test_textureless_and_tiny_frames_give_an_empty_cloud(ros, node, pixels):
 
 def test_overlay_when_subscribed(ros, node):
     overlay = ros.collect(Image, '/surf_test/keypoints/image')
-    _, pub, _ = node
-    ask(ros, node, tagged(np.repeat(IMAGE[:, :, None], 3, 2), 'k3', 'bgr8'))
-    got = overlay.wait_for(lambda msgs: next((m for m in msgs if m.header.frame_id == 'k3'), None))
+    assert ros.wait_until(lambda: overlay.subscription.get_publisher_count() > 0)
+    colour = np.repeat(IMAGE[:, :, None], 3, 2)
+    for attempt in range(3):  # the node may see the new subscriber a moment after we see it
+        tag = f'k3-{attempt}'
+        ask(ros, node, tagged(colour, tag, 'bgr8'))
+        got = overlay.wait_for(lambda msgs: next((m for m in msgs if m.header.frame_id == tag),
+                                                 None), timeout=5.0)
+        if got is not None:
+            break
     assert got is not None and got.encoding == 'bgr8'
     picture = image_to_numpy(got)
     assert picture.shape == (120, 160, 3) and (picture[..., 0] != picture[..., 1]).any()
