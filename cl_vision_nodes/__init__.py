@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""GPU-accelerated vision in OpenCL: dense optical flow, SURF features and ELAS stereo.
+"""
+GPU-accelerated vision in OpenCL: dense optical flow, SURF features and ELAS stereo.
 
 Layers (checked by test/test_layers.py): the algorithm layer (every package but ``ros`` and
 ``tools``) never imports ROS and needs numpy, pyopencl and PyYAML; OpenCV only in the modules that

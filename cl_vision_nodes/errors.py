@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Named errors of cl_vision_nodes.
+"""
+Named errors of cl_vision_nodes.
 
 Nodes catch ``CLVisionError`` subclasses per frame (log, keep serving); the CLI turns them into
 one line on stderr and exit code 2. Anything else is a bug and is allowed to surface.
@@ -40,8 +41,12 @@ class DeviceError(CLVisionError):
 
 
 class KernelBuildError(CLVisionError):
-    """An OpenCL program failed to compile: the message names the device, the .cl files, the
-    compiler's first error and the fix; ``log`` holds the compiler's whole output."""
+    """
+    An OpenCL program failed to compile.
+
+    The message names the device, the .cl files, the compiler's first error and the fix; ``log``
+    holds the compiler's whole output.
+    """
 
     def __init__(self, message: str, log: str = ''):
         super().__init__(message)

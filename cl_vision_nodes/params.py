@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Parameter schemas: the single source for ROS declaration, validation, YAML files, CLI and docs.
+"""
+Parameter schemas: the single source for ROS declaration, validation, YAML files, CLI and docs.
 
 Each node owns one ``ParameterSchema``. The ROS layer turns it into ``ParameterDescriptor``s and a
 set-parameters callback; the CLI parses ``--param name=value`` against the same schema; the YAML
@@ -39,8 +40,8 @@ class ParamSpec:
     name: str
     default: Value
     description: str
-    min: float | int | None = None
-    max: float | int | None = None
+    min: float | int | None = None  # noqa: A003 (the schemas' keyword, a field only)
+    max: float | int | None = None  # noqa: A003
     choices: tuple[str, ...] = ()
     read_only: bool = False
     step: int = 1  # int parameters: valid values are min + k * step (e.g. odd sizes: 3, 2)
@@ -50,7 +51,7 @@ class ParamSpec:
             raise ValueError(f'{self.name}: a step needs an int parameter with a minimum')
 
     @property
-    def type(self) -> type:
+    def type(self) -> type:  # noqa: A003
         return type(self.default)
 
     def validate(self, value: Any) -> Value:
@@ -60,7 +61,7 @@ class ParamSpec:
             value = float(value)  # CLI and YAML may write 2 for 2.0; ROS itself is stricter
         if type(value) is not expected:
             raise ParameterError(
-                f"{self.name}: expected {expected.__name__}, got {type(value).__name__} {value!r}")
+                f'{self.name}: expected {expected.__name__}, got {type(value).__name__} {value!r}')
         if expected is float and not math.isfinite(value):
             raise ParameterError(f'{self.name}: {value!r} is not a finite number')
         if self.min is not None and value < self.min:
@@ -107,7 +108,8 @@ class ParameterSchema:
 
     def validate(self, current: Mapping[str, Value], changes: Mapping[str, Any],
                  *, allow_read_only: bool = False) -> dict[str, Value]:
-        """Return ``current`` updated with ``changes``, or raise ParameterError naming the reason.
+        """
+        Return ``current`` updated with ``changes``, or raise ParameterError naming the reason.
 
         ``allow_read_only`` is for start-up (CLI, YAML overrides); a running node passes False.
         """
@@ -127,8 +129,11 @@ class ParameterSchema:
 
     def parse_assignments(self, assignments: Iterable[str],
                           base: Mapping[str, Value] | None = None) -> dict[str, Value]:
-        """Parse CLI ``name=value`` strings the way ``ros2 param set`` does (YAML scalars) and
-        return ``base`` (default: the defaults) with them applied."""
+        """
+        Parse CLI ``name=value`` strings the way ``ros2 param set`` does (YAML scalars).
+
+        Returns ``base`` (default: the defaults) with them applied.
+        """
         parsed: dict[str, Value] = {}
         for text in assignments:
             name, sep, raw = text.partition('=')
@@ -147,9 +152,12 @@ class ParameterSchema:
                              allow_read_only=True)
 
     def yaml_document(self, values: Mapping[str, Value] | None = None) -> dict[str, Any]:
-        """The ``config/<node>.yaml`` content: ``{'/**': {ros__parameters: {...}}}``. Keyed
-        ``/**`` so that it applies to the node it is loaded for in any namespace and under any
-        name (a key ``flow_node:`` matches only ``/flow_node``, not ``/camera/flow_node``)."""
+        """
+        Return the ``config/<node>.yaml`` content: ``{'/**': {ros__parameters: {...}}}``.
+
+        Keyed ``/**`` so that it applies to the node it is loaded for in any namespace and under
+        any name (a key ``flow_node:`` matches only ``/flow_node``, not ``/camera/flow_node``).
+        """
         params = dict(self.defaults() if values is None else values)
         return {'/**': {'ros__parameters': params}}
 
@@ -186,7 +194,8 @@ COMMON_NAMES: frozenset[str] = frozenset(spec.name for spec in common_specs())
 
 def settings_from_values(settings_type: type[SettingsT], values: Mapping[str, Value],
                          node_parameters: Collection[str]) -> SettingsT:
-    """The typed view ``settings_type`` (a dataclass) of a complete, validated parameter dict.
+    """
+    Return the typed view ``settings_type`` (a dataclass) of a complete, validated parameter dict.
 
     Every parameter must be a field of ``settings_type`` or one that the node reads itself
     (``node_parameters``): one in neither would be declared, validated and documented but never

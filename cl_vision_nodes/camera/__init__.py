@@ -12,8 +12,13 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Camera geometry without ROS: calibrations (CameraInfo fields or the calibration YAML of camera
-drivers), rectification maps as OpenCV computes them, and rectification on the OpenCL device."""
+"""
+Camera geometry without ROS: calibrations, rectification maps and device rectification.
+
+Calibrations come from CameraInfo fields or the calibration YAML of camera drivers; the
+rectification maps are computed as OpenCV computes them, and rectification runs on the OpenCL
+device.
+"""
 from cl_vision_nodes.camera.calibration import (CalibrationError, CameraCalibration,
                                                 read_calibration_yaml)
 from cl_vision_nodes.camera.rectify import INTERPOLATIONS, Rectifier

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""A camera's calibration (sensor_msgs/CameraInfo's K, D, R, P) without ROS, checked once.
+"""
+A camera's calibration (sensor_msgs/CameraInfo's K, D, R, P) without ROS, checked once.
 
 Two sources build it: the fields of a CameraInfo message (``CameraCalibration.from_fields``, what
 the ROS layer calls) and the calibration YAML that ROS camera drivers store
@@ -68,7 +69,7 @@ def _matrix(name: str, values: Any, shape: tuple[int, int]) -> np.ndarray:
 
 
 def _distortion(model: str, d: Sequence[float]) -> tuple[str, np.ndarray]:
-    """The canonical model name and D padded to the model's coefficient count."""
+    """Return the canonical model name and D padded to the model's coefficient count."""
     name = model.strip() or NO_DISTORTION
     if name not in COEFFICIENTS:
         raise CalibrationError(f'unsupported distortion model {model!r}; expected '
@@ -91,7 +92,8 @@ def _distortion(model: str, d: Sequence[float]) -> tuple[str, np.ndarray]:
 
 @dataclass(frozen=True, eq=False)
 class CameraCalibration:
-    """K (3x3), D (the model's coefficients), R (3x3) and P (3x4) of one camera and image size.
+    """
+    K (3x3), D (the model's coefficients), R (3x3) and P (3x4) of one camera and image size.
 
     Built only through ``from_fields`` (or ``read_calibration_yaml``), which validate: the arrays
     are float64, read-only and finite; fx, fy of K are positive; P[:, :3] @ R is invertible.
@@ -110,8 +112,11 @@ class CameraCalibration:
     def from_fields(cls, width: int, height: int, distortion_model: str, d: Sequence[float],
                     k: Sequence[float], r: Sequence[float], p: Sequence[float],
                     camera_name: str = '') -> CameraCalibration:
-        """From CameraInfo's fields (``d``, ``k``, ``r``, ``p`` as flat row-major sequences);
-        CalibrationError naming the problem."""
+        """
+        Build a calibration from CameraInfo's fields; CalibrationError names the problem.
+
+        ``d``, ``k``, ``r`` and ``p`` are flat row-major sequences.
+        """
         if isinstance(width, bool) or isinstance(height, bool) \
                 or not isinstance(width, (int, np.integer)) \
                 or not isinstance(height, (int, np.integer)) or width < 1 or height < 1:
@@ -131,8 +136,11 @@ class CameraCalibration:
         return cls(int(width), int(height), model, coeffs, K, R, P, str(camera_name))
 
     def key(self) -> tuple:
-        """The numbers of the calibration as a hashable value (what equality compares; the
-        camera name does not change a map)."""
+        """
+        Return the numbers of the calibration as a hashable value.
+
+        This is what equality compares; the camera name does not change a map.
+        """
         return (self.width, self.height, self.distortion_model, self.D.tobytes(),
                 self.K.tobytes(), self.R.tobytes(), self.P.tobytes())
 
@@ -157,7 +165,7 @@ YAML_MATRICES = {'camera_matrix': (3, 3), 'rectification_matrix': (3, 3),
 
 
 def _yaml_matrix(path: os.PathLike[str] | str, doc: dict, key: str) -> list[float]:
-    """The ``data`` of a ``{rows, cols, data}`` node, checked against its rows and cols."""
+    """Return the ``data`` of a ``{rows, cols, data}`` node, checked against its rows and cols."""
     node = doc.get(key)
     if not isinstance(node, dict) or not {'rows', 'cols', 'data'} <= node.keys():
         raise DataFormatError(f'{path}: {key} must be a mapping with rows, cols and data')
@@ -175,8 +183,10 @@ def _yaml_matrix(path: os.PathLike[str] | str, doc: dict, key: str) -> list[floa
 
 
 def read_calibration_yaml(path: os.PathLike[str] | str) -> CameraCalibration:
-    """Read a camera calibration YAML in camera_calibration_parsers' layout (what
-    ``camera_calibration`` writes and camera drivers load): image_width, image_height,
+    """
+    Read a camera calibration YAML in camera_calibration_parsers' layout.
+
+    That is what ``camera_calibration`` writes and camera drivers load: image_width, image_height,
     camera_name, camera_matrix, distortion_model (default plumb_bob, as the parser),
     distortion_coefficients, rectification_matrix, projection_matrix.
 

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Rectifier: image_proc's rectify on the OpenCL device (raw image + calibration -> image_rect).
+"""
+Rectifier: image_proc's rectify on the OpenCL device (raw image + calibration -> image_rect).
 
 The maps are computed on the host once per calibration (rectify_maps.py) and kept on the device;
 per frame the raw message bytes go up once, one kernel samples them at the maps (nearest, linear
@@ -47,7 +48,7 @@ GRAY = ENCODINGS['32FC1']  # a device float gray buffer is a packed 32FC1 image
 
 
 def interpolation_id(name: str) -> int:
-    """The kernel id of an interpolation name; ParameterError for an unknown one."""
+    """Return the kernel id of an interpolation name; ParameterError for an unknown one."""
     found = INTERPOLATIONS.get(name)
     if found is None:
         raise ParameterError(f'interpolation: {name!r} is not one of '
@@ -56,7 +57,8 @@ def interpolation_id(name: str) -> int:
 
 
 class Rectifier:
-    """Rectifies the images of one camera on a runtime; owns its maps and buffers.
+    """
+    Rectifies the images of one camera on a runtime; owns its maps and buffers.
 
     Its program is built by the constructor; ``set_calibration`` must come before the first
     image. Not thread-safe (one runtime and queue per thread).
@@ -75,8 +77,11 @@ class Rectifier:
         self._map_buffers: tuple[cl.Buffer, ...] = ()
 
     def set_calibration(self, calibration: CameraCalibration) -> bool:
-        """Use ``calibration`` from now on; its maps are computed and uploaded only when it
-        differs (by value) from the current one. Returns whether they were."""
+        """
+        Use ``calibration`` from now on; return whether its maps were computed and uploaded.
+
+        They are computed and uploaded only when it differs (by value) from the current one.
+        """
         if calibration == self.calibration:
             return False
         self.maps = rectify_maps(calibration)
@@ -95,8 +100,11 @@ class Rectifier:
         return cal.height, cal.width
 
     def rectify(self, raw: RawImage, interpolation: str = 'linear') -> RawImage:
-        """The rectified image in the encoding of ``raw`` (mono8 for Bayer and YUV), with packed
-        little-endian rows."""
+        """
+        Return the rectified image in the encoding of ``raw``, with packed little-endian rows.
+
+        Bayer and YUV images come out as mono8.
+        """
         out, encoding = self.rectify_device(raw, interpolation)
         height, width = self.shape
         row_bytes = width * ENCODINGS[encoding].bytes_per_pixel
@@ -105,9 +113,13 @@ class Rectifier:
 
     def rectify_device(self, raw: RawImage,
                        interpolation: str = 'linear') -> tuple[cl.Buffer, str]:
-        """``rectify`` without the download: the device buffer of the rectified image (packed
-        little-endian rows, owned by this rectifier, overwritten by the next call) and its
-        encoding, for later stages on the device (the colours of a point cloud)."""
+        """
+        Rectify as ``rectify`` does, without the download.
+
+        Returns the device buffer of the rectified image (packed little-endian rows, owned by this
+        rectifier, overwritten by the next call) and its encoding, for later stages on the device
+        (the colours of a point cloud).
+        """
         info = validate_intensity(raw)
         ident = interpolation_id(interpolation)
         height, width = self._check_size(raw.width, raw.height)
@@ -126,10 +138,13 @@ class Rectifier:
 
     def rectify_gray(self, source: RawImage | cl.Buffer, out: cl.Buffer | None = None,
                      interpolation: str = 'linear') -> cl.Buffer:
-        """Rectified float32 gray (0..255 scale, HxW, border 0) in ``out`` (default: a buffer of
-        this rectifier), from a raw image (decoded on the device as ``DeviceImages.upload_gray``
-        does) or from a device float gray buffer of the calibration's size. ``out`` must not be
-        ``source``. Returns ``out``; nothing is downloaded."""
+        """
+        Rectify into float32 gray (0..255 scale, HxW, border 0) in ``out``; nothing is downloaded.
+
+        ``out`` defaults to a buffer of this rectifier. The source is a raw image (decoded on the
+        device as ``DeviceImages.upload_gray`` does) or a device float gray buffer of the
+        calibration's size. ``out`` must not be ``source``. Returns ``out``.
+        """
         ident = interpolation_id(interpolation)
         if isinstance(source, RawImage):
             height, width = self._check_size(source.width, source.height)

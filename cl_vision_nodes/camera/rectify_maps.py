@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Rectification maps of a calibration: for each rectified pixel, where to sample the raw image.
+"""
+Rectification maps of a calibration: for each rectified pixel, where to sample the raw image.
 
 Computed once per calibration on the host, in float64 like OpenCV, and stored as float32: the
 same numbers as ``cv2.initUndistortRectifyMap(K, D, R, P, size, CV_32FC1)`` (plumb_bob,
@@ -40,7 +41,7 @@ def _rays(cal: CameraCalibration) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _pinhole(cal: CameraCalibration, x: np.ndarray, y: np.ndarray,
              w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """OpenCV's radial-tangential model: rational radial factor, then tangential terms."""
+    """Apply OpenCV's radial-tangential model: rational radial factor, then tangential terms."""
     k1, k2, p1, p2, k3, k4, k5, k6 = np.pad(cal.D, (0, 8 - cal.D.size))
     with np.errstate(divide='ignore', invalid='ignore'):
         inv_w = 1.0 / w
@@ -56,8 +57,11 @@ def _pinhole(cal: CameraCalibration, x: np.ndarray, y: np.ndarray,
 
 def _equidistant(cal: CameraCalibration, x: np.ndarray, y: np.ndarray,
                  w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Kannala-Brandt as cv::fisheye: theta_d = theta (1 + k1 theta^2 + ... + k4 theta^8); rays
-    behind the camera (w <= 0) map to infinity, away from the image."""
+    """
+    Apply Kannala-Brandt as cv::fisheye: theta_d = theta (1 + k1 theta^2 + ... + k4 theta^8).
+
+    Rays behind the camera (w <= 0) map to infinity, away from the image.
+    """
     k1, k2, k3, k4 = cal.D
     behind = w <= 0
     with np.errstate(divide='ignore', invalid='ignore'):

@@ -12,8 +12,10 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""NumPy reference of the remap kernel (kernels/camera/rectify.cl), operation for operation in
-float32, so the device result can be checked bit for bit.
+"""
+NumPy reference of the remap kernel (kernels/camera/rectify.cl).
+
+It works operation for operation in float32, so the device result can be checked bit for bit.
 
 It follows cv2.remap of OpenCV 5 with float maps and BORDER_CONSTANT: nearest at rint (half to
 even), linear as two lerps at the exact coordinate, cubic with Keys' a = -0.75 at the exact
@@ -38,8 +40,11 @@ def _cubic_weights(t: np.ndarray) -> list[np.ndarray]:
 
 def remap_reference(image: np.ndarray, map_x: np.ndarray, map_y: np.ndarray,
                     interpolation: str, border: float = 0.0) -> np.ndarray:
-    """``image`` (HxW or HxWxC; uint8, uint16 or float32) sampled at the float32 maps, in the
-    image's dtype."""
+    """
+    Sample ``image`` at the float32 maps, in the image's dtype.
+
+    ``image`` is HxW or HxWxC; uint8, uint16 or float32.
+    """
     pixels = image.astype(np.float32)
     if pixels.ndim == 2:
         pixels = pixels[:, :, None]

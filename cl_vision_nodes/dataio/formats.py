@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Readers and writers of the ground-truth and result formats the package exchanges.
+"""
+Readers and writers of the ground-truth and result formats the package exchanges.
 
 Every reader returns float32 arrays with a single "unknown" marker per format family, so the
 evaluation code never has to remember a file's private convention:
@@ -128,8 +129,11 @@ def read_flo(path: PathLike) -> np.ndarray:
 
 
 def write_flo(path: PathLike, flow: np.ndarray) -> None:
-    """Write HxWx2 flow as Middlebury ``.flo``; a pixel with a non-finite component (NaN) is
-    written as unknown (1e10 in both components)."""
+    """
+    Write HxWx2 flow as Middlebury ``.flo``.
+
+    A pixel with a non-finite component (NaN) is written as unknown (1e10 in both components).
+    """
     flow = np.asarray(flow)
     _require_shape(flow, 2, 'flow')
     height, width = flow.shape[:2]
@@ -148,7 +152,8 @@ def _decode_uint16(path: PathLike, channels: int | None) -> np.ndarray:
     found = None if image.ndim == 2 else image.shape[2]
     if image.dtype != np.uint16 or found != channels:
         expected = f'uint16 {channels or 1}-channel'
-        raise DataFormatError(f'{path}: expected a {expected} PNG, got {image.dtype} {image.shape}')
+        raise DataFormatError(
+            f'{path}: expected a {expected} PNG, got {image.dtype} {image.shape}')
     return image
 
 
@@ -161,7 +166,8 @@ def read_kitti_disparity(path: PathLike) -> np.ndarray:
 
 
 def write_kitti_disparity(path: PathLike, disparity: np.ndarray) -> None:
-    """Write HxW disparity as a KITTI PNG; NaN, inf and d <= 0 are written as 0 (invalid).
+    """
+    Write HxW disparity as a KITTI PNG; NaN, inf and d <= 0 are written as 0 (invalid).
 
     Valid values are clipped to 1..65535 so that a tiny positive disparity stays valid.
     """
@@ -183,7 +189,8 @@ def read_kitti_flow(path: PathLike) -> np.ndarray:
 
 
 def write_kitti_flow(path: PathLike, flow: np.ndarray) -> None:
-    """Write HxWx2 flow as a KITTI PNG; a pixel with a non-finite component is written invalid.
+    """
+    Write HxWx2 flow as a KITTI PNG; a pixel with a non-finite component is written invalid.
 
     Values are rounded to 1/64 px and clipped to the representable range of about +-512 px.
     """
@@ -199,7 +206,8 @@ def write_kitti_flow(path: PathLike, flow: np.ndarray) -> None:
 
 
 def write_depth_png(path: PathLike, depth: np.ndarray) -> None:
-    """Write HxW depth in metres as a 16-bit PNG of millimetres (ROS 16UC1 depth, REP 118).
+    """
+    Write HxW depth in metres as a 16-bit PNG of millimetres (ROS 16UC1 depth, REP 118).
 
     0 means no depth: NaN, infinities, depth <= 0 and depth beyond 65.535 m (which 16 bits
     cannot hold; saturating would write a wrong distance). A positive depth under 0.5 mm is 1.
@@ -223,7 +231,8 @@ def read_depth_png(path: PathLike) -> np.ndarray:
 
 
 def read_pfm(path: PathLike) -> np.ndarray:
-    """Read a PFM file as float32 HxW ('Pf') or HxWx3 ('PF'), rows top-to-bottom.
+    """
+    Read a PFM file as float32 HxW ('Pf') or HxWx3 ('PF'), rows top-to-bottom.
 
     A negative scale means little-endian data, a positive one big-endian (both occur in the
     wild); the magnitude of the scale carries no meaning for disparity files and is ignored.
@@ -268,7 +277,8 @@ def write_pfm(path: PathLike, image: np.ndarray) -> None:
 
 
 def read_scaled_disparity_png(path: PathLike, scale: float) -> np.ndarray:
-    """Read a Middlebury-style disparity PNG as float32 pixels (value / scale); 0 becomes NaN.
+    """
+    Read a Middlebury-style disparity PNG as float32 pixels (value / scale); 0 becomes NaN.
 
     The scale depends on the data set: the quarter-size Cones ground truth in ../shared/data
     (``cones_gt.png``) uses scale 1, while several Middlebury 2003 releases store 4 * d.
@@ -298,7 +308,8 @@ def read_homography(path: PathLike) -> np.ndarray:
 
 
 def read_image(path: PathLike, gray: bool = True) -> np.ndarray:
-    """Read an 8-bit image: HxW uint8 when ``gray``, else HxWx3 BGR uint8.
+    """
+    Read an 8-bit image: HxW uint8 when ``gray``, else HxWx3 BGR uint8.
 
     Colour files are decoded as BGR and converted with ``cv2.COLOR_BGR2GRAY`` so every caller gets
     the same grey levels whatever the file's own colour model.
@@ -322,8 +333,12 @@ def _ply_dtype(rgb: bool) -> np.dtype:
 
 def write_ply(path: PathLike, xyz: np.ndarray, rgb: np.ndarray | None = None,
               binary: bool = True) -> None:
-    """Write N points as a PLY vertex list: ``x y z`` float32 (N x 3) and, with ``rgb``
-    (N x 3 uint8), ``red green blue`` uchar; binary little-endian or ASCII."""
+    """
+    Write N points as a PLY vertex list, binary little-endian or ASCII.
+
+    The vertices hold ``x y z`` float32 (N x 3) and, with ``rgb`` (N x 3 uint8), ``red green blue``
+    uchar.
+    """
     xyz = np.asarray(xyz, np.float32)
     if xyz.ndim != 2 or xyz.shape[1] != 3:
         raise ImageFormatError(f'PLY points must be Nx3, got shape {xyz.shape}')
@@ -351,8 +366,11 @@ def write_ply(path: PathLike, xyz: np.ndarray, rgb: np.ndarray | None = None,
 
 
 def read_ply(path: PathLike) -> tuple[np.ndarray, np.ndarray | None]:
-    """Read a PLY vertex list as written by ``write_ply``: (N x 3 float32 xyz, N x 3 uint8
-    rgb or None), from binary little-endian or ASCII files."""
+    """
+    Read a PLY vertex list as written by ``write_ply``, from binary little-endian or ASCII files.
+
+    Returns (N x 3 float32 xyz, N x 3 uint8 rgb or None).
+    """
     data = _read_bytes(path)
     end = data.find(b'end_header\n')
     if not data.startswith(b'ply\n') or end < 0:

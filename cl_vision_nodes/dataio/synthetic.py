@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Synthetic stereo pairs and flow sequences with exact ground truth, deterministic from a seed.
+"""
+Synthetic stereo pairs and flow sequences with exact ground truth, deterministic from a seed.
 
 Used by tests, the demo and benchmarks where real data (../shared/data) is absent or where a
 known answer at any image size is needed.
@@ -66,7 +67,8 @@ _MAX_SLANT = 0.25  # |d(disparity)/dx| of slanted planes; keeps the right view w
 
 
 def texture(height: int, width: int, *, seed: int = 0, finest_sigma: float = 1.0) -> np.ndarray:
-    """Float32 texture in 0..255 with structure at every scale and location, for matching tests.
+    """
+    Float32 texture in 0..255 with structure at every scale and location, for matching tests.
 
     Sum of band-pass noise octaves (white noise smoothed at sigma = finest_sigma * 2**k, each of
     unit variance) plus random ellipses and rectangles for edges. Everything is smoothed at
@@ -142,7 +144,8 @@ class FlowSequence:
 
 @dataclass(frozen=True)
 class Motion:
-    """Frame-to-frame motion of a flow scene.
+    """
+    Frame-to-frame motion of a flow scene.
 
     ``translation``: the whole image moves by ``shift`` (dx, dy) px. ``rotation``: by
     ``angle_deg`` about the image centre, counter-clockwise as displayed (the sense of
@@ -240,7 +243,8 @@ def _frontmost(
 
 
 def _render(scene: _Scene, view: int) -> np.ndarray:
-    """Render ``view`` by backward mapping into the layers' textures.
+    """
+    Render ``view`` by backward mapping into the layers' textures.
 
     Lanczos-4 rather than bicubic: it cuts the interpolation error of the ground truth, and it
     is exact at integer positions, so the reference view shows the texels themselves.
@@ -274,7 +278,7 @@ _Box = tuple[float, float, float, float]  # centre x, centre y, half width, half
 
 
 def _random_box(rng: np.random.Generator, height: int, width: int) -> _Box:
-    """An object's bounding box, mostly inside the image, 20..50 % of its size."""
+    """Draw an object's bounding box, mostly inside the image, 20..50 % of its size."""
     return (
         rng.uniform(0.15, 0.85) * (width - 1),
         rng.uniform(0.15, 0.85) * (height - 1),
@@ -284,7 +288,7 @@ def _random_box(rng: np.random.Generator, height: int, width: int) -> _Box:
 
 
 def _random_footprint(rng: np.random.Generator, box: _Box) -> Footprint:
-    """An ellipse inscribed in ``box`` or the box itself, at random."""
+    """Draw an ellipse inscribed in ``box`` or the box itself, at random."""
     cx, cy, rx, ry = box
     if rng.random() < 0.5:
         return lambda x, y: ((x - cx) / rx) ** 2 + ((y - cy) / ry) ** 2 <= 1.0
@@ -341,7 +345,8 @@ def stereo_pair(
     n_objects: int = 3,
     slanted: bool = True,
 ) -> StereoSample:
-    """A rectified pair: a background plane and ``n_objects`` planar objects in front of it.
+    """
+    Render a rectified pair: a background plane and ``n_objects`` planar objects in front of it.
 
     Background disparities lie in [0.1, 0.35] * max_disparity, objects in [0.4, 1] *
     max_disparity (over their bounding box), so d <= max_disparity for every left pixel. With
@@ -371,8 +376,11 @@ def flow_sequence(
     motion: Motion | MotionKind = 'translation',
     seed: int = 0,
 ) -> FlowSequence:
-    """``n_frames`` frames of a textured scene under ``motion`` (a kind or a ``Motion``), with the
-    exact flow between consecutive frames."""
+    """
+    Render ``n_frames`` frames of a textured scene under ``motion``, with the exact flow.
+
+    ``motion`` is a kind or a ``Motion``; the flow is the one between consecutive frames.
+    """
     if n_frames < 2:
         raise ValueError(f'a flow sequence needs at least 2 frames, got {n_frames}')
     motion = Motion(motion) if isinstance(motion, str) else motion

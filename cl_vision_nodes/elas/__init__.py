@@ -12,8 +12,12 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""ELAS dense stereo (Geiger, Roser, Urtasun, ACCV 2010) in OpenCL, without ROS: every stage of
-libelas on the device, its parameters (schema.py) and its two presets (presets.py)."""
+"""
+ELAS dense stereo (Geiger, Roser, Urtasun, ACCV 2010) in OpenCL, without ROS.
+
+Every stage of libelas runs on the device; its parameters are in schema.py and its two presets in
+presets.py.
+"""
 from cl_vision_nodes.elas.device import STAGES
 from cl_vision_nodes.elas.matcher import ElasMatcher, INVALID_DISPARITY
 from cl_vision_nodes.elas.presets import MIDDLEBURY, PRESETS, ROBOTICS

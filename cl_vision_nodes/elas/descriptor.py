@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Stage "descriptor": libelas' 3x3 Sobel and 16-byte descriptor per pixel, both views.
+"""
+Stage "descriptor": libelas' 3x3 Sobel and 16-byte descriptor per pixel, both views.
 
 The images arrive as float gray on the 0..255 scale (``DeviceImages.upload_gray`` decodes every
 sensor_msgs encoding); libelas works on 8 bits, so they are rounded (half to even, exact for
@@ -30,8 +31,11 @@ STAGE = 'descriptor'
 
 
 class DescriptorStage:
-    """Owns the 8-bit, Sobel and descriptor buffers of both views; reads the decoded gray
-    images (left, right)."""
+    """
+    Stage "descriptor": owns the 8-bit, Sobel and descriptor buffers of both views.
+
+    It reads the decoded gray images (left, right).
+    """
 
     def __init__(self, dev: StageDevice, geo: Geometry, s: ElasSettings,
                  gray: tuple[cl.Buffer, cl.Buffer]):

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Sizes, programs and work-group shapes shared by the ELAS device stages.
+"""
+Sizes, programs and work-group shapes shared by the ELAS device stages.
 
 Each stage binds its kernel arguments once per (image size, parameters) (``Kernel.bind``) and
 the per-frame path only enqueues: no allocation, no argument marshalling, no host round trip.
@@ -61,7 +62,7 @@ Step = Callable[[], cl.Event]
 
 
 def program_files(module: str) -> tuple[str, str]:
-    """The kernel files of a stage module's program."""
+    """Return the kernel files of a stage module's program."""
     return 'elas/common.cl', f'elas/{module}.cl'
 
 
@@ -121,10 +122,13 @@ class Geometry:
 
 @dataclass(frozen=True)
 class LocalSizes:
-    """Work-group shapes per kind of kernel, within the device's limits. PoCL runs a work-group
-    as loops on one core, so there pixel kernels get rows of 256, loop-heavy ones rows of 64 or
-    single items (measured fastest); GPUs get up to 256 work-items per group. No result depends
-    on these shapes."""
+    """
+    Work-group shapes per kind of kernel, within the device's limits.
+
+    PoCL runs a work-group as loops on one core, so there pixel kernels get rows of 256, loop-heavy
+    ones rows of 64 or single items (measured fastest); GPUs get up to 256 work-items per group. No
+    result depends on these shapes.
+    """
 
     pixels: tuple[int, int]
     heavy: tuple[int, int]
@@ -143,8 +147,11 @@ class LocalSizes:
 
 @dataclass(frozen=True)
 class StageDevice:
-    """What a stage sets itself up with: the runtime, the matcher's buffers, the built programs
-    and the work-group shapes."""
+    """
+    What a stage sets itself up with.
+
+    The runtime, the matcher's buffers, the built programs and the work-group shapes.
+    """
 
     runtime: ClRuntime
     buffers: Buffers
@@ -159,12 +166,15 @@ class StageDevice:
 
     def launch(self, module: str, name: str, items: Sequence[int],
                local: Sequence[int] | None, args: Sequence[Any], stage: str) -> Step:
-        """Kernel ``name`` of ``module`` bound to ``args``, its work-group shape ``local``
-        reduced to what this kernel allows."""
+        """
+        Bind kernel ``name`` of ``module`` to ``args``.
+
+        Its work-group shape ``local`` is reduced to what this kernel allows.
+        """
         kernel = self.kernel(module, name)
         shape = None if local is None else kernel.fit(local)
         return kernel.bind(items, args, stage, shape)
 
     def fill(self, buf: cl.Buffer, value: np.generic, stage: str) -> Step:
-        """Setting all of ``buf`` to ``value`` on the device (a per-frame reset)."""
+        """Set all of ``buf`` to ``value`` on the device (a per-frame reset)."""
         return functools.partial(self.runtime.fill, buf, value, stage)

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Stage "grid": candidate disparities per grid_size x grid_size cell (createGrid), per view.
+"""
+Stage "grid": candidate disparities per grid_size x grid_size cell (createGrid), per view.
 
 Support points mark d-1..d+1 in their cell (bit masks, atomic_or), then each cell ORs its 3x3
 neighbourhood the way libelas' flat pointer walk does (wrapping at the left and right edges,

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""ElasMatcher: libelas' whole pipeline on an OpenCL device, frame after frame.
+"""
+ElasMatcher: libelas' whole pipeline on an OpenCL device, frame after frame.
 
 Per frame the host uploads the two images, enqueues the pre-bound launches of every stage and
 downloads the left map (and the right one on request): nothing else crosses the bus, and no
@@ -70,7 +71,7 @@ GRAY_ROLES = ('gray_left', 'gray_right')  # the DeviceImages buffers the descrip
 
 
 def check_size(width: int, height: int) -> None:
-    """ImageFormatError for an image size ELAS cannot match."""
+    """Raise ImageFormatError for an image size ELAS cannot match."""
     if min(width, height) < MIN_SIZE:
         raise ImageFormatError(
             f'{width}x{height} is too small for ELAS (at least {MIN_SIZE}x{MIN_SIZE})')
@@ -126,7 +127,8 @@ class Plan:
 
 
 class ElasMatcher:
-    """Dense stereo with libelas' algorithm; parameters from ELAS_SCHEMA (defaults: ROBOTICS).
+    """
+    Dense stereo with libelas' algorithm; parameters from ELAS_SCHEMA (defaults: ROBOTICS).
 
     Its programs are built by the constructor (KernelBuildError there, never per frame); it
     owns its device buffers and keeps its bound kernels between frames. Not thread-safe:
@@ -161,8 +163,12 @@ class ElasMatcher:
         return self._download(plan.post.output[0], plan)
 
     def compute_both(self, left: RawImage, right: RawImage) -> tuple[np.ndarray, np.ndarray]:
-        """Left and right maps; the right one is post-processed only without
-        postprocess_only_left (libelas' D2, ``x_L = x_R + d``)."""
+        """
+        Compute the left and right maps.
+
+        The right one is post-processed only without postprocess_only_left (libelas' D2, ``x_L =
+        x_R + d``).
+        """
         plan = self._process(left, right)
         for launch in plan.post.right_output:
             launch()
@@ -170,23 +176,33 @@ class ElasMatcher:
                 self._download(plan.post.output[1], plan))
 
     def input_buffers(self, width: int, height: int) -> tuple[cl.Buffer, cl.Buffer]:
-        """The device buffers (float32, HxW, gray on the 0..255 scale) that ``compute_loaded``
-        reads as the left and right image of a width x height pair, e.g. the ``out`` of
-        ``Rectifier.rectify_gray``. They stay the same while the size does."""
+        """
+        Return the device buffers ``compute_loaded`` reads as the left and right image.
+
+        They are float32, HxW, gray on the 0..255 scale, for a width x height pair, e.g. the
+        ``out`` of ``Rectifier.rectify_gray``. They stay the same while the size does.
+        """
         check_size(width, height)
         return self.plan_for(width, height).inputs
 
     def compute_loaded(self, width: int, height: int) -> np.ndarray:
-        """compute() of the pair already written into ``input_buffers(width, height)``:
-        nothing is uploaded."""
+        """
+        Run compute() on the pair already written into ``input_buffers(width, height)``.
+
+        Nothing is uploaded.
+        """
         check_size(width, height)
         plan = self._run(self.plan_for(width, height))
         return self._download(plan.post.output[0], plan)
 
     @property
     def last_output(self) -> cl.Buffer:
-        """The device buffer of the left map of the last compute (float32, ``output_shape``,
-        invalid = INVALID_DISPARITY), overwritten by the next one."""
+        """
+        Return the device buffer of the left map of the last compute.
+
+        It is float32, ``output_shape``, invalid = INVALID_DISPARITY, and overwritten by the next
+        compute.
+        """
         if self._last is None:
             raise RuntimeError('no disparity map yet: call a compute method first')
         return self._last.post.output[0]
@@ -197,8 +213,11 @@ class ElasMatcher:
                             array_to_raw(np.ascontiguousarray(right), 'mono8'))
 
     def plan_for(self, width: int, height: int) -> Plan:
-        """The stages for this image size and the current parameters (built when they change);
-        the tests use it to reach every stage's buffers."""
+        """
+        Return the stages for this image size and the current parameters (built when they change).
+
+        The tests use it to reach every stage's buffers.
+        """
         plan = self._plan
         if plan is None or plan.settings != self.settings \
                 or (plan.geometry.width, plan.geometry.height) != (width, height):

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Stage "matching": dense matching with the generative prior (computeDisparity), per view.
+"""
+Stage "matching": dense matching with the generative prior (computeDisparity), per view.
 
 The triangles are scan-converted exactly as libelas does (float line equations, half-open
 ranges; pixels no triangle visits stay invalid) into an owner map; where triangles share pixels

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Disparity error measures: KITTI 2015's D1 and the Middlebury bad-N pixel rate.
+"""
+Disparity error measures: KITTI 2015's D1 and the Middlebury bad-N pixel rate.
 
 One validity rule for every caller (``cl-vision eval``, the accuracy tests, benchmarks):
 
@@ -40,7 +41,7 @@ KITTI_D1_RELATIVE = 0.05
 
 @dataclass(frozen=True)
 class DisparityErrors:
-    all: float
+    all: float  # noqa: A003 (KITTI's D1-all, a field only)
     """Share of known pixels whose estimate is an outlier or invalid."""
     est: float
     """Share of the valid estimates that are outliers (NaN without any valid estimate)."""

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Stage "disparity planes": d = a u + b v + c per triangle (computeDisparityPlanes).
+"""
+Stage "disparity planes": d = a u + b v + c per triangle (computeDisparityPlanes).
 
 Each view uses its own plane; the prior of a triangle is applied only if the plane and its
 projection into the other view slant less than 0.7 (libelas' ``valid``), so both planes of

@@ -12,8 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Stages after matching: "L/R check", "remove small segments", "gap interpolation",
-"adaptive mean", "median" (libelas' order and conditions), and "output" (invalid -> -1).
+"""
+Stages after matching, in libelas' order and under its conditions.
+
+"L/R check", "remove small segments", "gap interpolation", "adaptive mean", "median", and "output"
+(invalid -> -1).
 
 The left map is always post-processed, the right one only without postprocess_only_left.
 Every stage reads one buffer and writes another (never in place across work-items), cycling
@@ -52,12 +55,16 @@ class PostProcessStage:
         self.right_output = [self._finalize(final_right, self.output[1])]
 
     def _launch(self, name: str, stage: str, args: tuple) -> Step:
-        """A per-pixel kernel over the output map."""
+        """Launch a per-pixel kernel over the output map."""
         return self.dev.launch(MODULE, name, (self.geo.out_width, self.geo.out_height),
                                self.dev.local.pixels, args, stage)
 
     def _gap(self, src: cl.Buffer, dst: cl.Buffer, horizontal: bool) -> Step:
-        """gapInterpolation along rows or columns: one work-group of GAP_GROUP per line."""
+        """
+        Run libelas' gapInterpolation along rows or columns.
+
+        One work-group of GAP_GROUP per line.
+        """
         s, lines = self.s, self.geo.out_height if horizontal else self.geo.out_width
         return self.dev.kernel(MODULE, 'elas_gap').bind(
             (GAP_GROUP * lines,),

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""libelas' two parameter settings (``Elas::parameters(setting)`` in elas.h) as parameter values.
+"""
+libelas' two parameter settings (``Elas::parameters(setting)`` in elas.h) as parameter values.
 
 ROBOTICS (the schema defaults) leaves half-occluded areas invalid and is a bit more robust to
 lighting; MIDDLEBURY interpolates every gap and adds corner support points, for a dense map.

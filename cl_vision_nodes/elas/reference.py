@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""NumPy references of the kernels in ``kernels/elas/*.cl``, one function per device stage.
+"""
+NumPy references of the kernels in ``kernels/elas/*.cl``, one function per device stage.
 
 They exist for the kernel tests (test/test_elas_kernels.py) and follow libelas (elas.cpp,
 descriptor.cpp, filter.cpp) statement by statement where the order matters: the support point
@@ -39,8 +40,11 @@ DESCRIPTOR_TAPS = (  # (image, dv, du) of the 16 descriptor bytes: 0 = du, 1 = d
 
 
 def sobel(img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """filter::sobel3x3: du = ([1 2 1]^T * [1 0 -1]) >> 2 + 128, dv = ([1 0 -1]^T * [1 2 1])
-    >> 2 + 128, saturated; the one-pixel border (never read) is 128."""
+    """
+    Compute filter::sobel3x3, saturated; the one-pixel border (never read) is 128.
+
+    du = ([1 2 1]^T * [1 0 -1]) >> 2 + 128, dv = ([1 0 -1]^T * [1 2 1]) >> 2 + 128.
+    """
     i = img.astype(np.int32)
     smooth = i[:-2] + 2 * i[1:-1] + i[2:]  # rows 1..H-2
     diff = i[:-2] - i[2:]
@@ -52,8 +56,11 @@ def sobel(img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def descriptor(img: np.ndarray, subsampling: bool = False) -> np.ndarray:
-    """Descriptor::createDescriptor; zero outside u in [3, W-4], v in [3, H-4] (subsampling:
-    even v >= 4 only)."""
+    """
+    Compute Descriptor::createDescriptor; zero outside u in [3, W-4], v in [3, H-4].
+
+    With subsampling, only even v >= 4.
+    """
     h, w = img.shape
     du, dv = sobel(img)
     out = np.zeros((h, w, 16), np.uint8)
@@ -98,7 +105,11 @@ def support_match(ref: np.ndarray, tgt: np.ndarray, u: int, v: int, right: bool,
 
 
 def support_candidates(desc_l: np.ndarray, desc_r: np.ndarray, s: ElasSettings) -> np.ndarray:
-    """The D_can lattice before the removals: row 0 and column 0 hold 0 (libelas' calloc)."""
+    """
+    Return the D_can lattice before the removals.
+
+    Row 0 and column 0 hold 0 (libelas' calloc).
+    """
     h, w = desc_l.shape[:2]
     step = s.step
     lat_h, lat_w = -(-h // step), -(-w // step)
@@ -163,7 +174,7 @@ def remove_redundant(dcan: np.ndarray, vertical: bool) -> np.ndarray:
 
 def support_points(dcan: np.ndarray, step: int, width: int, height: int,
                    add_corners: bool) -> np.ndarray:
-    """The support point vector (u-major lattice order), then addCornerSupportPoints."""
+    """Return the support point vector (u-major lattice order), then addCornerSupportPoints."""
     points = [(uc * step, vc * step, int(dcan[vc, uc]))
               for uc in range(1, dcan.shape[1]) for vc in range(1, dcan.shape[0])
               if dcan[vc, uc] >= 0]
@@ -188,7 +199,11 @@ def view_coordinates(points: np.ndarray, right_view: bool) -> np.ndarray:
 
 
 def planes(points: np.ndarray, triangles: np.ndarray, right_view: bool) -> np.ndarray:
-    """computeDisparityPlanes for one view: (a, b, c, prior valid) float32 per triangle."""
+    """
+    Compute libelas' computeDisparityPlanes for one view.
+
+    Returns (a, b, c, prior valid) float32 per triangle.
+    """
     out = np.zeros((len(triangles), 4), np.float32)
     for k, corners in enumerate(triangles):
         p = points[corners].astype(np.float64)
@@ -238,8 +253,12 @@ def _slope(tu: list, tv: list, i: int, j: int) -> np.float32:
 
 def raster(points: np.ndarray, triangles: np.ndarray, keys: np.ndarray, right_view: bool,
            width: int, height: int, subsampling: bool) -> np.ndarray:
-    """computeDisparity's scan conversion; per pixel the largest key of the triangles that
-    visit it (the device's order of "later triangle wins"), -1 where none does."""
+    """
+    Compute the scan conversion of libelas' computeDisparity.
+
+    Per pixel, the largest key of the triangles that visit it (the device's order of "later
+    triangle wins"), -1 where none does.
+    """
     f32 = np.float32
     out_w, out_h = (width // 2, height // 2) if subsampling else (width, height)
     owner = np.full((out_h, out_w), -1, np.int32)
@@ -275,7 +294,11 @@ def raster(points: np.ndarray, triangles: np.ndarray, keys: np.ndarray, right_vi
 def match(desc_ref: np.ndarray, desc_tgt: np.ndarray, owner: np.ndarray,
           planes_by_key: dict[int, np.ndarray], lists: np.ndarray, s: ElasSettings,
           right_view: bool) -> np.ndarray:
-    """findMatch for every pixel of the owner map (the triangle that visited it last)."""
+    """
+    Run libelas' findMatch for every pixel of the owner map.
+
+    The owner is the triangle that visited the pixel last.
+    """
     h, w = desc_ref.shape[:2]
     prior = s.prior()
     radius = s.plane_radius
@@ -371,8 +394,12 @@ def _interpolate_line(line: np.ndarray, gap: int, extrapolate: bool) -> None:
 
 
 def gap_interpolation(d: np.ndarray, gap: int, extrapolate: bool) -> np.ndarray:
-    """gapInterpolation: rows, then columns, each with extrapolation to the borders if
-    add_corners (the column one is libelas' 2014 addition, present in pyelas' copy)."""
+    """
+    Run libelas' gapInterpolation: rows, then columns.
+
+    Each extrapolates to the borders if add_corners (the column one is libelas' 2014 addition,
+    present in pyelas' copy).
+    """
     out = d.copy()
     for row in out:
         _interpolate_line(row, gap, extrapolate)
@@ -382,7 +409,7 @@ def gap_interpolation(d: np.ndarray, gap: int, extrapolate: bool) -> np.ndarray:
 
 
 def am_weight(taps: np.ndarray, centre: np.float32) -> np.ndarray:
-    """libelas' weight: its "abs" mask is the float 2^31 (0x4F000000), not 0x7FFFFFFF."""
+    """Compute libelas' weight: its "abs" mask is the float 2^31 (0x4F000000), not 0x7FFFFFFF."""
     diff = (taps - centre).astype(np.float32)
     masked = (diff.view(np.uint32) & np.uint32(0x4F000000)).view(np.float32)
     return np.maximum(np.float32(4) - masked, np.float32(0))
@@ -406,8 +433,12 @@ def _am_window(taps: np.ndarray, first: int, centre: np.float32) -> np.float32 |
 
 
 def adaptive_mean(d: np.ndarray, subsampling: bool) -> np.ndarray:
-    """adaptiveMean. Deviation: where libelas reads its uninitialised temporary buffer (the
-    unfiltered border rows and columns) the input value is used instead."""
+    """
+    adaptiveMean.
+
+    Deviation: where libelas reads its uninitialised temporary buffer (the unfiltered border rows
+    and columns) the input value is used instead.
+    """
     h, w = d.shape
     n, back = (4, 2) if subsampling else (8, 4)
     clean = np.where(d < 0, INVALID_FILL, d).astype(np.float32)
@@ -427,8 +458,12 @@ def adaptive_mean(d: np.ndarray, subsampling: bool) -> np.ndarray:
 
 
 def median(d: np.ndarray) -> np.ndarray:
-    """libelas' approximate median: 7 taps horizontally, then vertically on that result
-    (which is 0 outside the interior [3, W-4] x [3, H-4]), at valid pixels only."""
+    """
+    Compute libelas' approximate median, at valid pixels only.
+
+    7 taps horizontally, then vertically on that result (which is 0 outside the interior [3, W-4] x
+    [3, H-4]).
+    """
     h, w = d.shape
     tmp = np.zeros_like(d)
     out = d.copy()

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Parameters of disparity_node (and ``cl-vision disparity --param``), and their typed view.
+"""
+Parameters of disparity_node (and ``cl-vision disparity --param``), and their typed view.
 
 Every libelas parameter (``Elas::parameters`` in elas.h) is a parameter here under its libelas
 name, with libelas' meaning; the defaults are libelas' ROBOTICS setting (presets.py holds both
@@ -82,7 +83,7 @@ ELAS_SCHEMA = ParameterSchema('disparity_node', [
               'Min number of supporting neighbours (the point itself included)', min=0,
               max=65 * 65),
     ParamSpec('add_corners', False,
-              'Add support points at the image corners with the nearest point\'s disparity'),
+              "Add support points at the image corners with the nearest point's disparity"),
     ParamSpec('grid_size', 20,
               'Side of the cells of candidate disparities taken from nearby support points, px',
               min=1, max=1024),
@@ -119,7 +120,7 @@ ELAS_SCHEMA = ParameterSchema('disparity_node', [
               min=1, max=1000, read_only=True),
     ParamSpec('approximate_sync_tolerance_seconds', 0.0,
               'With approximate_sync: largest stamp difference within a set, s (0 = no bound, '
-              'stereo_image_proc\'s default)', min=0.0, max=3600.0, read_only=True),
+              "stereo_image_proc's default)", min=0.0, max=3600.0, read_only=True),
     ParamSpec('rectify', False,
               'Subscribe left/image_raw and right/image_raw instead of image_rect and rectify '
               'them on the device with their camera_infos (K, D, R, P), as image_proc would: '
@@ -128,14 +129,14 @@ ELAS_SCHEMA = ParameterSchema('disparity_node', [
               "With rectify: how a rectified pixel samples the raw image, as image_proc's "
               'interpolation', choices=tuple(INTERPOLATIONS)),
     ParamSpec('use_color', True,
-              'points: add the rgb field (float32 holding 0x00RRGGBB, stereo_image_proc\'s '
+              "points: add the rgb field (float32 holding 0x00RRGGBB, stereo_image_proc's "
               'packing) with the colours of the left image (its gray level if mono)'),
     ParamSpec('avoid_point_cloud_padding', False,
-              'points: x, y, z (and rgb) without the padding to 16 bytes of PCL\'s point '
+              "points: x, y, z (and rgb) without the padding to 16 bytes of PCL's point "
               'types: 12 (16) bytes a point instead of 16 (32), as stereo_image_proc'),
     ParamSpec('dense_points', False,
               'points: only the valid points, in image order, as one row (is_dense) instead '
-              'of the organised cloud of the disparity map\'s shape with NaN where no point'),
+              "of the organised cloud of the disparity map's shape with NaN where no point"),
 ], checks=[_disparity_range, _finite])
 
 NODE_PARAMETERS: frozenset[str] = COMMON_NAMES | {
@@ -190,7 +191,8 @@ class ElasSettings:
         return int(max(math.ceil(np.float32(self.sigma) * np.float32(self.sradius)), 2.0))
 
     def prior(self) -> np.ndarray:
-        """libelas' P[|d - d_plane|] (int32, energy bonus <= 0), computed in float as libelas.
+        """
+        Return libelas' P[|d - d_plane|] (int32, energy bonus <= 0), computed in float as libelas.
 
         P[k] = (int)((-log(gamma + exp(-k^2 / (2 sigma^2))) + log(gamma)) / beta); one entry per
         disparity and at least plane_radius + 1 of them.

@@ -12,9 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Stage "support matches": candidate lattice, removal of inconsistent and redundant support
-points, the support point list with optional image corners, and the per-row point tables the
-triangulation searches (libelas computeSupportMatches + addCornerSupportPoints).
+"""
+Stage "support matches" (libelas computeSupportMatches + addCornerSupportPoints).
+
+Candidate lattice, removal of inconsistent and redundant support points, the support point list
+with optional image corners, and the per-row point tables the triangulation searches.
 
 removeInconsistentSupportPoints is sequential in libelas (in place, u-major). The device
 reproduces it exactly as a monotone fixed point (kernels/elas/support.cl, elas_incon_*): round 0

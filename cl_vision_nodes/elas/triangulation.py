@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Stage "delaunay": Delaunay triangulation of the support points, both views, on the device.
+"""
+Stage "delaunay": Delaunay triangulation of the support points, both views, on the device.
 
 libelas triangulates with Shewchuk's Triangle (left view: (u, v); right view: (u - d, v)).
 

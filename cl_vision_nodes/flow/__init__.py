@@ -12,8 +12,12 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Dense optical flow in OpenCL (no ROS): pyramidal Lucas-Kanade, robust Horn-Schunck, block
-matching; plus the evaluation metrics and the Middlebury colour wheel."""
+"""
+Dense optical flow in OpenCL (no ROS).
+
+Pyramidal Lucas-Kanade, robust Horn-Schunck, block matching; plus the evaluation metrics and the
+Middlebury colour wheel.
+"""
 from cl_vision_nodes.flow.colorwheel import flow_to_color
 from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.flow.metrics import flow_errors, FlowErrors

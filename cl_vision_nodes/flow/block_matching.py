@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Full-search block matching (seed 001) with deterministic ties and optional sub-pixel fit.
+"""
+Full-search block matching (seed 001) with deterministic ties and optional sub-pixel fit.
 
 SAD on 8-bit quantised intensities over ``block_size`` blocks, every displacement within
 ``search_radius``; ties go to the smallest |d| (so textureless blocks report no motion), then
@@ -40,13 +41,16 @@ NVIDIA, 64 AMD, 8-16 CPU)."""
 
 
 def group_size(limits: DeviceLimits) -> int:
-    """Work-items per block on this device (BM_LOCAL): WORK_GROUP or the largest power of two
-    below it that the device allows; the result does not depend on it."""
+    """
+    Return the work-items per block on this device (BM_LOCAL); the result does not depend on it.
+
+    WORK_GROUP or the largest power of two below it that the device allows.
+    """
     return limits.group(WORK_GROUP)
 
 
 def program(runtime: ClRuntime, block: int, radius: int) -> Program:
-    """The bm program for one block size and search radius (sizes of its local tiles)."""
+    """Build the bm program for one block size and search radius (sizes of its local tiles)."""
     return runtime.program(KERNELS, {'BM_BLOCK': block, 'BM_RADIUS': radius,
                                      'BM_LOCAL': group_size(runtime.limits)})
 
@@ -61,8 +65,12 @@ class BlockMatcher:
         self.configure(settings)
 
     def configure(self, settings: FlowSettings) -> None:
-        """Build (or find among the runtime's programs) bm_search for the block size and search
-        radius of ``settings``: at start and on a parameter change, never per frame."""
+        """
+        Build (or find among the runtime's programs) bm_search for the settings' block and radius.
+
+        That is the block size and search radius of ``settings``: at start and on a parameter
+        change, never per frame.
+        """
         self._search = program(self.runtime, settings.block_size,
                                settings.search_radius).kernel('bm_search')
         self._block = settings.block_size

@@ -27,7 +27,7 @@ KERNELS = ('flow/common.cl', 'flow/coarse_to_fine.cl')
 
 
 def program(runtime: ClRuntime) -> Program:
-    """The prolongation program (flow_upsample): no build defines."""
+    """Build the prolongation kernel flow_upsample: no build defines."""
     return runtime.program(KERNELS)
 
 
@@ -36,8 +36,12 @@ def used_levels(prev: DevicePyramid, cur: DevicePyramid, requested: int) -> int:
 
 
 def flow_buffers(buffers: Buffers, finest: Shape) -> tuple[cl.Buffer, cl.Buffer]:
-    """The estimator's pair of float2 flow buffers sized for level 0: lk and hs ping-pong
-    between them level by level, bm writes the first; each method's result is one of them."""
+    """
+    Return the estimator's pair of float2 flow buffers sized for level 0.
+
+    lk and hs ping-pong between them level by level, bm writes the first; each method's result is
+    one of them.
+    """
     nbytes = finest[0] * finest[1] * 8
     return buffers.get('flow_a', nbytes), buffers.get('flow_b', nbytes)
 

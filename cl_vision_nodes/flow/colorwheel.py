@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Flow as a picture: the Middlebury colour wheel (Baker et al., ``flowToColor``/``computeColor``).
+"""
+Flow as a picture: the Middlebury colour wheel (Baker et al., ``flowToColor``/``computeColor``).
 
 Hue is the direction (right = red, then counter-clockwise as displayed through yellow, green,
 cyan, blue, magenta), saturation the magnitude relative to ``max_flow``; longer vectors are
@@ -27,7 +28,7 @@ _SEGMENTS = (15, 6, 4, 11, 13, 6)  # red-yellow, yellow-green, green-cyan, cyan-
 
 
 def _wheel() -> np.ndarray:
-    """The 55 RGB colours of the wheel, 0..255, with the reference code's integer ramps."""
+    """Return the 55 RGB colours of the wheel, 0..255, with the reference code's integer ramps."""
     ry, yg, gc, cb, bm, mr = _SEGMENTS
     rows: list[tuple[int, int, int]] = []
     rows += [(255, 255 * i // ry, 0) for i in range(ry)]
@@ -43,8 +44,11 @@ WHEEL = _wheel()
 
 
 def flow_to_color(flow: np.ndarray, max_flow: float = 0.0) -> np.ndarray:
-    """HxWx3 bgr8 picture of HxWx2 ``flow``; ``max_flow`` <= 0 scales by the largest finite
-    magnitude in the frame."""
+    """
+    Draw HxWx2 ``flow`` as an HxWx3 bgr8 picture.
+
+    ``max_flow`` <= 0 scales by the largest finite magnitude in the frame.
+    """
     flow = np.asarray(flow, np.float64)
     known = np.isfinite(flow).all(axis=2)
     u = np.where(known, flow[..., 0], 0.0)

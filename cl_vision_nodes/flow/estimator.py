@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""FlowEstimator: the public entry point of the optical-flow algorithm layer (no ROS).
+"""
+FlowEstimator: the public entry point of the optical-flow algorithm layer (no ROS).
 
 Streaming use (flow_node): ``push(raw)`` per frame returns the flow from the previous frame to
 this one (None for the first frame, or after a size change or ``reset()``). Each frame is
@@ -54,8 +55,12 @@ class FlowEstimator:
     """Dense optical flow between consecutive frames with the method of the current settings."""
 
     def __init__(self, runtime: ClRuntime, params: Mapping[str, Value] | None = None):
-        """Validate ``params`` (ParameterError) and build every flow program for them
-        (KernelBuildError), so a node compiles while it starts, not on its first frame."""
+        """
+        Validate ``params`` and build every flow program for them.
+
+        ParameterError for a bad value, KernelBuildError for a program that does not build: a node
+        compiles while it starts, not on its first frame.
+        """
         self.runtime = runtime
         self.values: dict[str, Value] = FLOW_SCHEMA.validate(FLOW_SCHEMA.defaults(),
                                                              params or {}, allow_read_only=True)
@@ -73,9 +78,12 @@ class FlowEstimator:
         self._staging: tuple[cl.Buffer, np.ndarray] | None = None
 
     def configure(self, params: Mapping[str, Value]) -> None:
-        """Apply changed parameters from the next frame on, building the programs a changed
-        build define needs now (a size seen before is found in the runtime's cache).
-        ParameterError leaves all unchanged."""
+        """
+        Apply changed parameters from the next frame on; ParameterError leaves all unchanged.
+
+        The programs a changed build define needs are built now (a size seen before is found in the
+        runtime's cache).
+        """
         values = FLOW_SCHEMA.validate(self.values, params, allow_read_only=True)
         settings = FlowSettings.from_values(values)
         for method in self._methods.values():  # lk first: it alone may reject a value
@@ -87,10 +95,13 @@ class FlowEstimator:
         self._has_previous = False
 
     def push(self, raw: RawImage, copy: bool = True) -> np.ndarray | None:
-        """Add a frame; HxWx2 float32 flow (u, v) from the previous frame, or None if there is
-        no previous frame of the same size. With ``copy=False`` the result is the pinned
-        staging array itself, valid until the next ``push`` (the node copies it into its
-        message at once, so a second 2.4 MB host copy per 640x480 frame is saved)."""
+        """
+        Add a frame; return the HxWx2 float32 flow (u, v) from the previous frame.
+
+        None if there is no previous frame of the same size. With ``copy=False`` the result is the
+        pinned staging array itself, valid until the next ``push`` (the node copies it into its
+        message at once, so a second 2.4 MB host copy per 640x480 frame is saved).
+        """
         previous = self._pyramids[self._current]
         current = self._pyramids[1 - self._current]
         current.build(raw)
@@ -102,7 +113,8 @@ class FlowEstimator:
         return self._download(flow, current.shapes[0], copy)
 
     def _download(self, flow: cl.Buffer, shape: tuple[int, int], copy: bool) -> np.ndarray:
-        """Copy the flow into a pinned (page-locked) staging array, then into a new array.
+        """
+        Copy the flow into a pinned (page-locked) staging array, then into a new array.
 
         Why: a GPU copies into pinned memory by DMA several times faster than into ordinary
         memory (2.4 MB at 640x480: about 0.9 ms to pageable memory on an H200); the extra host
@@ -121,7 +133,11 @@ class FlowEstimator:
         return host.copy() if copy else host
 
     def estimate(self, gray0: np.ndarray, gray1: np.ndarray) -> np.ndarray:
-        """Flow from ``gray0`` to ``gray1`` (HxW, uint8 or float on 0..255). Restarts the stream."""
+        """
+        Return the flow from ``gray0`` to ``gray1`` (HxW, uint8 or float on 0..255).
+
+        Restarts the stream.
+        """
         if gray0.shape != gray1.shape:
             raise ImageFormatError(f'frames differ in size: {gray0.shape} vs {gray1.shape}')
         self.reset()

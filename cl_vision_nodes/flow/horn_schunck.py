@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Coarse-to-fine robust Horn-Schunck with warping (seed 000 structure, Sun/Roth/Black details).
+"""
+Coarse-to-fine robust Horn-Schunck with warping (seed 000 structure, Sun/Roth/Black details).
 
 Per level, coarse to fine, ``warps`` times: warp frame 1 (bicubic) and its gradient by the
 current flow u and linearise (5-point gradients averaged over both frames, It = I1(x+u) - I0),
@@ -52,13 +53,16 @@ def sor_group(limits: DeviceLimits) -> tuple[int, int]:
 
 
 def program(runtime: ClRuntime, group: tuple[int, int]) -> Program:
-    """The hs program (hs_warp, hs_sor, hs_update) for hs_sor work-groups of ``group``."""
+    """Build the hs kernels (hs_warp, hs_sor, hs_update) for hs_sor work-groups of ``group``."""
     return runtime.program(KERNELS, {'HS_TILE': TILE, 'HS_GROUP_H': group[1]})
 
 
 def sor_items(shape: Shape, offset: int, group: tuple[int, int]) -> tuple[int, int]:
-    """Global size of hs_sor over a (height, width) level: one work-group per tile, tiles from
-    origin -offset."""
+    """
+    Global size of hs_sor over a (height, width) level.
+
+    One work-group per tile, tiles from origin -offset.
+    """
     h, w = shape
     return -(-(w + offset) // TILE) * group[0], -(-(h + offset) // TILE) * group[1]
 

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Dense pyramidal iterative Lucas-Kanade (Bouguet's scheme, evaluated at every pixel).
+"""
+Dense pyramidal iterative Lucas-Kanade (Bouguet's scheme, evaluated at every pixel).
 
 Per level, coarse to fine, one launch of ``lk_level``: prolong the coarser level's flow, form
 the windowed structure tensor of frame 0's 5-point gradient, then ``lk_iterations``
@@ -75,16 +76,23 @@ def local_budget(limits: DeviceLimits) -> int:
 
 
 def local_bytes(radius: int, height: int) -> int:
-    """Local memory of lk_level: span flow (float2), the terms (float2, rows padded to whole
-    float4s) and their row pass (float2)."""
+    """
+    Local memory of lk_level in bytes.
+
+    Span flow (float2), the terms (float2, rows padded to whole float4s) and their row pass
+    (float2).
+    """
     span_w, span_h = TILE_W + 2 * radius, height + 2 * radius
     return 8 * (span_w * span_h + -(-span_w // 4) * 4 * span_h + span_h * TILE_W)
 
 
 @dataclass(frozen=True)
 class LkTiling:
-    """Tiles and work-groups of lk_level for one window radius: its build defines, global sizes
-    and tile offsets."""
+    """
+    Tiles and work-groups of lk_level for one window radius.
+
+    Its build defines, global sizes and tile offsets.
+    """
 
     radius: int
     tile_h: int
@@ -92,8 +100,12 @@ class LkTiling:
 
     @classmethod
     def of(cls, limits: DeviceLimits, radius: int) -> LkTiling:
-        """The tallest tile whose local arrays fit the device (radius 7, the default: 32 rows,
-        45 KiB) and the tallest work-group the device allows. ParameterError if no tile fits."""
+        """
+        Pick the tallest tile and work-group the device allows; ParameterError if no tile fits.
+
+        The tile is the tallest whose local arrays fit the device (radius 7, the default: 32 rows,
+        45 KiB).
+        """
         budget = local_budget(limits)
         fitting = [h for h in TILE_HEIGHTS if local_bytes(radius, h) <= budget]
         if not fitting:
@@ -115,26 +127,35 @@ class LkTiling:
                 'LK_GROUP_H': self.group_h}
 
     def offset(self, level: int) -> int:
-        """Tile origin shift of a level (origins at k * tile - offset on both axes): 0 and half
-        a tile height alternate, so tile edges move between levels (lk_level needs offset < the
-        tile height: every tile holds image pixels)."""
+        """
+        Tile origin shift of a level (origins at k * tile - offset on both axes).
+
+        0 and half a tile height alternate, so tile edges move between levels (lk_level needs
+        offset < the tile height: every tile holds image pixels).
+        """
         return (level % 2) * (self.tile_h // 2)
 
     def items(self, shape: Shape, offset: int) -> tuple[int, int]:
-        """Global size of lk_level over a (height, width) level: whole work-groups covering the
-        tiles from origin -offset."""
+        """
+        Global size of lk_level over a (height, width) level.
+
+        Whole work-groups covering the tiles from origin -offset.
+        """
         h, w = shape
         return -(-(w + offset) // TILE_W) * TILE_W, -(-(h + offset) // self.tile_h) * self.group_h
 
 
 def program(runtime: ClRuntime, tiling: LkTiling) -> Program:
-    """The lk program (lk_level) for one tiling."""
+    """Build the lk kernel lk_level for one tiling."""
     return runtime.program(KERNELS, tiling.defines)
 
 
 def window_taps(size: int, sigma: float) -> np.ndarray:
-    """1-D Gaussian taps of an odd ``size``, normalised to sum 1 (so the 2-D window sums to 1
-    and ``min_eigenvalue`` does not depend on the window size)."""
+    """
+    1-D Gaussian taps of an odd ``size``, normalised to sum 1.
+
+    So the 2-D window sums to 1 and ``min_eigenvalue`` does not depend on the window size.
+    """
     offsets = np.arange(size, dtype=np.float64) - size // 2
     taps = np.exp(-0.5 * (offsets / sigma) ** 2)
     return (taps / taps.sum()).astype(np.float32)
@@ -142,8 +163,12 @@ def window_taps(size: int, sigma: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Plan:
-    """The launches of one frame: valid while ``key`` and every buffer in ``buffers`` are the
-    same (``is``) as the estimator's buffers and pyramids hand out."""
+    """
+    The launches of one frame.
+
+    Valid while ``key`` and every buffer in ``buffers`` are the same (``is``) as the estimator's
+    buffers and pyramids hand out.
+    """
 
     key: tuple[object, ...]
     buffers: tuple[cl.Buffer, ...]
@@ -163,15 +188,18 @@ class LucasKanade:
         self.configure(settings)
 
     def configure(self, settings: FlowSettings) -> None:
-        """Build (or find among the runtime's programs) lk_level for the window size of
-        ``settings``: at start and on a parameter change, never per frame. ParameterError
-        (nothing changed) if the window does not fit the device's local memory."""
+        """
+        Build (or find among the runtime's programs) lk_level for the window size of ``settings``.
+
+        At start and on a parameter change, never per frame. ParameterError (nothing changed) if
+        the window does not fit the device's local memory.
+        """
         tiling = LkTiling.of(self.runtime.limits, settings.window_size // 2)
         self._level = program(self.runtime, tiling).kernel('lk_level')
         self.tiling = tiling
 
     def _window(self, settings: FlowSettings) -> cl.Buffer:
-        """The taps buffer, uploaded again only when window_size or window_sigma change."""
+        """Return the taps buffer, uploaded again only when window_size or window_sigma change."""
         key = (settings.window_size, settings.window_sigma)
         if key != self._taps_key or self._taps is None:
             taps = window_taps(*key)

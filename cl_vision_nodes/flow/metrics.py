@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Optical-flow error measures of the Middlebury benchmark (Baker et al. 2011).
+"""
+Optical-flow error measures of the Middlebury benchmark (Baker et al. 2011).
 
 NaN policy: a pixel is scored when the ground truth is known (finite, and inside the optional
 mask) AND the estimate is finite. EPE and AAE are means over scored pixels; ``density`` (scored

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""One frame's Gaussian pyramid and gradients, resident on the device.
+"""
+One frame's Gaussian pyramid and gradients, resident on the device.
 
 The streaming estimator keeps two of these (previous and current frame) and swaps them, so a
 frame is uploaded, decoded and pyramided exactly once and the previous one never leaves the
@@ -37,7 +38,7 @@ Shape = tuple[int, int]
 
 
 def program(runtime: ClRuntime) -> Program:
-    """The pyramid program (pyr_down, gradient): no build defines."""
+    """Build the pyramid kernels pyr_down and gradient: no build defines."""
     return runtime.program(KERNELS)
 
 

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""NumPy references of the kernels in ``kernels/flow/*.cl``, one function per kernel.
+"""
+NumPy references of the kernels in ``kernels/flow/*.cl``, one function per kernel.
 
 They exist for the kernel tests (test/test_flow_kernels.py): written for clarity, vectorised
 only as far as keeps them short, float64 unless the kernel's integer arithmetic must be
@@ -98,8 +99,11 @@ def lk_tensor(grad: np.ndarray, taps: np.ndarray) -> np.ndarray:
 
 def lk_step(i0: np.ndarray, g0: np.ndarray, i1: np.ndarray, flow: np.ndarray,
             tensor: np.ndarray, taps: np.ndarray, min_eig: float, final: bool) -> np.ndarray:
-    """One Gauss-Newton step over the whole image (a step of kernel lk_level):
-    flow' = (S + d I)^-1 (window sum of q + d flow)."""
+    """
+    One Gauss-Newton step over the whole image (a step of kernel lk_level).
+
+    flow' = (S + d I)^-1 (window sum of q + d flow).
+    """
     h, w = i0.shape
     y, x = np.mgrid[:h, :w].astype(np.float64)
     px, py = x + flow[..., 0], y + flow[..., 1]
@@ -120,10 +124,14 @@ def lk_step(i0: np.ndarray, g0: np.ndarray, i1: np.ndarray, flow: np.ndarray,
 def lk_level(i0: np.ndarray, i1: np.ndarray, coarse: np.ndarray | None, taps: np.ndarray,
              iterations: int, min_eig: float, final: bool, tile: tuple[int, int],
              offset: int) -> np.ndarray:
-    """Kernel lk_level: start flow (``coarse`` prolonged, or 0), the tensor of frame 0's
-    5-point gradient, then per (width, height) ``tile`` (origins k * tile - offset)
-    ``iterations`` steps that update the tile's pixels and see every other pixel at the start
-    flow; with ``final``, NaN where the smaller eigenvalue is below ``min_eig``."""
+    """
+    Kernel lk_level: start flow, frame 0's gradient tensor, then per tile ``iterations`` steps.
+
+    The start flow is ``coarse`` prolonged, or 0; the tensor is that of frame 0's 5-point gradient.
+    Per (width, height) ``tile`` (origins k * tile - offset) the steps update the tile's pixels and
+    see every other pixel at the start flow; with ``final``, NaN where the smaller eigenvalue is
+    below ``min_eig``.
+    """
     h, w = i0.shape
     start = np.zeros((h, w, 2)) if coarse is None else flow_upsample(coarse, (h, w))
     g0 = gradient(i0)
@@ -184,8 +192,11 @@ def _charbonnier_weight(d: np.ndarray, inv_eps2: float) -> np.ndarray:
 def _sor_solution(terms: np.ndarray, flow: np.ndarray, dflow: np.ndarray, total: np.ndarray,
                   alpha2: float, omega: float, inv_eps_d2: float,
                   inv_eps_s2: float) -> tuple[np.ndarray, np.ndarray]:
-    """Every pixel's over-relaxed point update given its neighbours' u + du in ``total``, and
-    whether it is defined (det > 0)."""
+    """
+    Every pixel's over-relaxed point update, and whether it is defined (det > 0).
+
+    The update is given its neighbours' u + du in ``total``.
+    """
     h, w = flow.shape[:2]
     own = flow + dflow
     weight_sum = np.zeros((h, w, 2))
@@ -218,8 +229,11 @@ def _sor_solution(terms: np.ndarray, flow: np.ndarray, dflow: np.ndarray, total:
 def hs_sor(terms: np.ndarray, flow: np.ndarray, dflow: np.ndarray, offset: int, sweeps: int,
            alpha2: float, omega: float, inv_eps_d2: float, inv_eps_s2: float,
            tile: int) -> np.ndarray:
-    """One hs_sor launch: per tile (origin k * tile - offset), ``sweeps`` red-black sweeps
-    that see the other tiles' u + du as they were at the launch start."""
+    """
+    One hs_sor launch: per tile (origin k * tile - offset), ``sweeps`` red-black sweeps.
+
+    They see the other tiles' u + du as they were at the launch start.
+    """
     h, w = flow.shape[:2]
     start = flow + dflow
     out = dflow.copy()
@@ -240,7 +254,7 @@ def hs_sor(terms: np.ndarray, flow: np.ndarray, dflow: np.ndarray, offset: int, 
 
 
 def hs_update(flow: np.ndarray, dflow: np.ndarray, median: bool) -> np.ndarray:
-    """u + du, then optionally the 5x5 median per component with replicated borders."""
+    """Add du to u, then optionally take the 5x5 median per component with replicated borders."""
     total = flow.astype(np.float64) + dflow
     if not median:
         return total

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Parameters of flow_node (and ``cl-vision flow --param``), and their typed view.
+"""
+Parameters of flow_node (and ``cl-vision flow --param``), and their typed view.
 
 Every algorithm value (``FlowSettings``) is read per frame by ``FlowEstimator``, so any change
 applies to the next frame; the node reads the others (``NODE_PARAMETERS``) itself, and only the

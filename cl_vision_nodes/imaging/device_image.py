@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Raw image bytes onto the device and back: the first and last stage of every algorithm.
+"""
+Raw image bytes onto the device and back: the first and last stage of every algorithm.
 
 ``DeviceImages.upload_gray`` sends a message's bytes as they are (padded rows, either byte order,
 Bayer, YUV) and decodes them to float gray on the device, so the host never converts pixels.
@@ -75,8 +76,12 @@ class DeviceImages:
         return out
 
     def convert(self, raw: RawImage, output: OutputEncoding, gain: float = 1.0) -> RawImage:
-        """Round trip through the device: gray (mono8 / 32FC1, times ``gain``) or the input
-        encoding with packed little-endian rows (``passthrough``)."""
+        """
+        Round trip through the device.
+
+        The result is gray (mono8 / 32FC1, times ``gain``) or the input encoding with packed
+        little-endian rows (``passthrough``).
+        """
         if output == 'passthrough':
             return self._repack(raw)
         gray = self.upload_gray(raw)

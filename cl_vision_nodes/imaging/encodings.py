@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Host-side image codec: sensor_msgs/Image encodings as NumPy arrays, without ROS.
+"""
+Host-side image codec: sensor_msgs/Image encodings as NumPy arrays, without ROS.
 
 Why it exists: PyPI has no ROS 2 cv_bridge, and the algorithm layer must run without rclpy, so
 the package carries its own converter with cv_bridge's encodings and array shapes. A received
@@ -59,7 +60,8 @@ Buffer = Union[bytes, bytearray, memoryview, array.array, np.ndarray]
 
 @dataclass(frozen=True)
 class EncodingInfo:
-    """One supported encoding.
+    """
+    One supported encoding.
 
     ``channels`` is the size of the array's last axis (1 = no channel axis): for yuv it counts
     the 2 raw bytes of a pixel, not colour channels. ``order`` is the channel order for colour,
@@ -67,7 +69,7 @@ class EncodingInfo:
     """
 
     name: str
-    id: int
+    id: int  # noqa: A003 (a field only; kernels know encodings by this id)
     kind: Kind
     channels: int
     dtype: np.dtype
@@ -79,7 +81,8 @@ HOST_IS_BIG_ENDIAN = sys.byteorder == 'big'
 """Byte order of this host, the order of arrays made here."""
 
 
-def _info(name: str, id_: int, kind: Kind, channels: int, dtype: str, order: str = '') -> EncodingInfo:
+def _info(name: str, id_: int, kind: Kind, channels: int, dtype: str,
+          order: str = '') -> EncodingInfo:
     dt = np.dtype(dtype)
     return EncodingInfo(name, id_, kind, channels, dt, channels * dt.itemsize, order)
 
@@ -132,7 +135,7 @@ class RawImage:
 
 
 def as_bytes(data: Buffer) -> np.ndarray:
-    """The buffer as a flat uint8 array, sharing memory (needs a C-contiguous buffer)."""
+    """Return the buffer as a flat uint8 array, sharing memory (needs a C-contiguous buffer)."""
     if isinstance(data, np.ndarray):
         if not data.flags.c_contiguous:
             raise ImageFormatError('image data array is not C-contiguous; expected a flat buffer')
@@ -156,11 +159,13 @@ def validate(raw: RawImage) -> EncodingInfo:
     row = raw.width * info.bytes_per_pixel
     if raw.step < row:
         raise ImageFormatError(
-            f'{info.name} image step is {raw.step} bytes; expected at least width*{info.bytes_per_pixel} = {row}')
+            f'{info.name} image step is {raw.step} bytes; '
+            f'expected at least width*{info.bytes_per_pixel} = {row}')
     size = as_bytes(raw.data).size
     if size < raw.step * raw.height:
         raise ImageFormatError(
-            f'{info.name} image data has {size} bytes; expected step*height = {raw.step * raw.height}')
+            f'{info.name} image data has {size} bytes; '
+            f'expected step*height = {raw.step * raw.height}')
     return info
 
 
@@ -174,11 +179,16 @@ def validate_intensity(raw: RawImage) -> EncodingInfo:
 
 
 def _wire_dtype(info: EncodingInfo, is_bigendian: bool) -> np.dtype:
-    return info.dtype.newbyteorder('>' if is_bigendian else '<') if info.dtype.itemsize > 1 else info.dtype
+    if info.dtype.itemsize == 1:
+        return info.dtype
+    return info.dtype.newbyteorder('>' if is_bigendian else '<')
 
 
 def raw_to_array(raw: RawImage) -> np.ndarray:
-    """The image as HxW (one channel, bayer mosaic) or HxWxC (colour, 32FC2, yuv bytes) array.
+    """
+    Return the image as an HxW or HxWxC array.
+
+    HxW for one channel and Bayer mosaics, HxWxC for colour, 32FC2 and YUV bytes.
 
     Zero copy: the result is a strided view of ``raw.data`` (padded rows skipped by the row
     stride), writable when the buffer is. The one copy is a multi-byte encoding whose byte order
@@ -196,7 +206,8 @@ def raw_to_array(raw: RawImage) -> np.ndarray:
 
 
 def check_array(array_: np.ndarray, encoding: str) -> tuple[EncodingInfo, np.ndarray]:
-    """Check an array against ``encoding``; return the encoding and the array as HxW / HxWxC.
+    """
+    Check an array against ``encoding``; return the encoding and the array as HxW / HxWxC.
 
     The dtype must be the encoding's (any byte order, no silent rescaling); a single-channel
     encoding also takes HxWx1, returned as HxW.
@@ -205,7 +216,8 @@ def check_array(array_: np.ndarray, encoding: str) -> tuple[EncodingInfo, np.nda
     a = np.asarray(array_)
     if info.channels == 1 and a.ndim == 3 and a.shape[2] == 1:
         a = a[:, :, 0]
-    if a.ndim != (2 if info.channels == 1 else 3) or (info.channels > 1 and a.shape[2] != info.channels):
+    if (a.ndim != (2 if info.channels == 1 else 3)
+            or (info.channels > 1 and a.shape[2] != info.channels)):
         expected = 'HxW' if info.channels == 1 else f'HxWx{info.channels}'
         raise ImageFormatError(f'{info.name} needs a {expected} array; got shape {a.shape}')
     if a.dtype.newbyteorder('=') != info.dtype:
@@ -216,7 +228,8 @@ def check_array(array_: np.ndarray, encoding: str) -> tuple[EncodingInfo, np.nda
 
 def array_to_raw(array_: np.ndarray, encoding: str, is_bigendian: bool = False,
                  out: array.array | None = None) -> RawImage:
-    """Pack an array (see ``check_array``) as ``encoding`` with unpadded rows.
+    """
+    Pack an array (see ``check_array``) as ``encoding`` with unpadded rows.
 
     ``data`` is an ``array.array('B')`` filled by ``frombytes`` of a uint8 view: one memcpy.
     ``out`` is an empty array.array('B') to fill instead of a new one; pass a message's own
@@ -233,7 +246,11 @@ def array_to_raw(array_: np.ndarray, encoding: str, is_bigendian: bool = False,
 
 
 def gray_to_raw(gray: np.ndarray) -> RawImage:
-    """A host gray image as a message: uint8 as mono8, anything else as 32FC1 (0..255 scale)."""
+    """
+    Wrap a host gray image as a message.
+
+    uint8 as mono8, anything else as 32FC1 (0..255 scale).
+    """
     if gray.ndim != 2:
         raise ImageFormatError(f'expected a HxW gray image, got shape {gray.shape}')
     if gray.dtype == np.uint8:
@@ -249,12 +266,14 @@ _B_WEIGHT, _G_WEIGHT, _R_WEIGHT, _GRAY_SHIFT = 3735, 19235, 9798, 15
 
 def _rgb_to_gray(r: np.ndarray, g: np.ndarray, b: np.ndarray) -> np.ndarray:
     r, g, b = (c.astype(np.int32) for c in (r, g, b))
-    gray = (b * _B_WEIGHT + g * _G_WEIGHT + r * _R_WEIGHT + (1 << (_GRAY_SHIFT - 1))) >> _GRAY_SHIFT
+    rounding = 1 << (_GRAY_SHIFT - 1)
+    gray = (b * _B_WEIGHT + g * _G_WEIGHT + r * _R_WEIGHT + rounding) >> _GRAY_SHIFT
     return gray.astype(np.float32)
 
 
 def _demosaic(mosaic: np.ndarray, pattern: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Bilinear demosaic in integer arithmetic, reflect-101 borders; returns int32 (R, G, B).
+    """
+    Bilinear demosaic in integer arithmetic, reflect-101 borders; returns int32 (R, G, B).
 
     Reflect-101 mirrors -1 -> 1 and W -> W-2, so a mirrored neighbour has the Bayer colour the
     real one would have had and the same rules apply at the border.
@@ -267,7 +286,8 @@ def _demosaic(mosaic: np.ndarray, pattern: str) -> tuple[np.ndarray, np.ndarray,
     horiz = (w + e + 1) >> 1
     vert = (n + s + 1) >> 1
     height, width = mosaic.shape
-    colour = np.array(list(pattern)).reshape(2, 2)[np.arange(height)[:, None] % 2, np.arange(width)[None, :] % 2]
+    colour = np.array(list(pattern)).reshape(2, 2)[np.arange(height)[:, None] % 2,
+                                                   np.arange(width)[None, :] % 2]
     row_has_r = np.array(['R' in pattern[:2], 'R' in pattern[2:]])[np.arange(height) % 2][:, None]
     is_r, is_b = colour == 'R', colour == 'B'
     is_g = ~(is_r | is_b)
@@ -278,7 +298,10 @@ def _demosaic(mosaic: np.ndarray, pattern: str) -> tuple[np.ndarray, np.ndarray,
 
 
 def to_gray_reference(raw: RawImage) -> np.ndarray:
-    """NumPy reference of the device gray decoder: float32 HxW intensity on the 0..255 scale.
+    """
+    Decode as the device gray decoder does: float32 HxW intensity on the 0..255 scale.
+
+    This is its NumPy reference.
 
     mono16 is scaled by float32(1/257) (a multiply, as the kernel does); colour and demosaiced
     Bayer use OpenCV's fixed-point weights; yuv takes the pixel's Y byte; 32FC1 passes through,
@@ -299,13 +322,16 @@ def to_gray_reference(raw: RawImage) -> np.ndarray:
     if info.kind == 'float':
         gray = a.astype(np.float32)
         return np.where(np.isfinite(gray), gray, np.float32(0))
-    raise ImageFormatError(f'{info.name} is a two-channel field, not an intensity image; expected an image encoding')
+    raise ImageFormatError(f'{info.name} is a two-channel field, not an intensity image; '
+                           'expected an image encoding')
 
 
 def gray_to_mono8_reference(gray: np.ndarray, gain: float) -> np.ndarray:
-    """What the device writes for mono8 output: saturate(rint(gray * gain)) in float32.
+    """
+    Return what the device writes for mono8 output: saturate(rint(gray * gain)) in float32.
 
     rint rounds half to even (OpenCL ``_rte``); NaN saturates to 0 as ``convert_uchar_sat_rte``.
     """
     scaled = np.rint(np.asarray(gray, dtype=np.float32) * np.float32(gain))
-    return np.clip(np.nan_to_num(scaled, nan=0.0, posinf=255.0, neginf=0.0), 0, 255).astype(np.uint8)
+    finite = np.nan_to_num(scaled, nan=0.0, posinf=255.0, neginf=0.0)
+    return np.clip(finite, 0, 255).astype(np.uint8)

@@ -12,5 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The one device layer: device choice and probing, limits, programs by value, owned buffers,
-one launch idiom (``Kernel``). Algorithm modules use OpenCL only through this package."""
+"""
+The one device layer: algorithm modules use OpenCL only through this package.
+
+Device choice and probing, limits, programs by value, owned buffers, one launch idiom (``Kernel``).
+"""

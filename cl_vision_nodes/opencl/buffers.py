@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Device buffers owned by one object, keyed by role and reused while the size stays the same.
+"""
+Device buffers owned by one object, keyed by role and reused while the size stays the same.
 
 Each estimator (and each image decoder) has its own ``Buffers``: two objects on one runtime
 never see each other's buffers, and the per-frame path allocates nothing.
@@ -30,7 +31,7 @@ class Buffers:
         self._buffers: dict[str, cl.Buffer] = {}
 
     def get(self, role: str, nbytes: int, flags: int = cl.mem_flags.READ_WRITE) -> cl.Buffer:
-        """The buffer of ``role``, reallocated only when its byte size (or flags) change."""
+        """Return the buffer of ``role``, reallocated only when its byte size (or flags) change."""
         nbytes = max(int(nbytes), 1)
         found = self._buffers.get(role)
         if found is None or found.size != nbytes or found.flags != flags:
@@ -39,7 +40,7 @@ class Buffers:
         return found
 
     def handles(self) -> dict[str, cl.Buffer]:
-        """The buffers by role now (a copy: tests compare it with a later one)."""
+        """Return the buffers by role now (a copy: tests compare it with a later one)."""
         return dict(self._buffers)
 
     def __len__(self) -> int:

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Which OpenCL devices exist, which of them can build our kernels, and which one to use.
+"""
+Which OpenCL devices exist, which of them can build our kernels, and which one to use.
 
 A device is usable only if it compiles and runs a tiny probe kernel: an installed driver whose
 compiler cannot target this CPU (PoCL 3.0 inside the pyopencl wheel on AMD family 26 says
@@ -101,8 +102,12 @@ def list_devices() -> list[DeviceEntry]:
 
 
 def first_line(text: str) -> str:
-    """The first line of a compiler or driver message that says what went wrong (pyopencl's
-    own header lines skipped; a heading such as "Error(s) while linking:" with its next line)."""
+    """
+    Return the first line of a compiler or driver message that says what went wrong.
+
+    pyopencl's own header lines are skipped; a heading such as "Error(s) while linking:" comes with
+    its next line.
+    """
     lines = [line.strip() for line in str(text).splitlines() if line.strip()
              and not line.startswith(('clBuildProgram failed', 'Build on <', '(options:'))]
     for line in lines:
@@ -134,13 +139,20 @@ def _probe(platform_index: int, device_index: int) -> str | None:
 
 
 def probe(entry: DeviceEntry) -> str | None:
-    """None if ``entry`` builds and runs a tiny kernel, else the reason it cannot (cached per
-    process: a node or test session probes each device once)."""
+    """
+    Return None if ``entry`` builds and runs a tiny kernel, else the reason it cannot.
+
+    Cached per process: a node or test session probes each device once.
+    """
     return _probe(entry.platform_index, entry.device_index)
 
 
 def resolve_spec(spec: str | None) -> str:
-    """The effective device request: an explicit one, else CL_VISION_DEVICE, else ``auto``."""
+    """
+    Return the effective device request.
+
+    An explicit one, else CL_VISION_DEVICE, else ``auto``.
+    """
     if spec and spec != 'auto':
         return spec
     return os.environ.get(DEVICE_ENV, '').strip() or 'auto'
@@ -159,7 +171,8 @@ def _matching(request: str, entries: list[DeviceEntry]) -> list[DeviceEntry]:
 
 def select_device(spec: str | None = None,
                   warn: Callable[[str], None] = LOG.warning) -> DeviceEntry:
-    """Pick a working device by ``auto``, ``gpu``, ``cpu``, ``P:D`` or a name part.
+    """
+    Pick a working device by ``auto``, ``gpu``, ``cpu``, ``P:D`` or a name part.
 
     ``auto``/``gpu``/``cpu`` take the first candidate that passes the probe and ``warn`` once
     about each one skipped; an explicit choice that fails the probe raises DeviceError.

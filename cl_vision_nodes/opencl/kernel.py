@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The one way kernels are launched: typed arguments, whole work-groups, profiled by stage.
+"""
+The one way kernels are launched: typed arguments, whole work-groups, profiled by stage.
 
 ``kernel(items, args, stage)`` enqueues now; ``kernel.bind(items, args, stage)`` returns a
 launch with its arguments set once, for stages that run the same launch every frame (ELAS).
@@ -79,9 +80,12 @@ class Kernel:
                                                     self._entry.device))
 
     def fit(self, preferred: Sequence[int]) -> tuple[int, ...]:
-        """``preferred`` with its last dimension (rows), then the earlier ones, halved until
-        this kernel may run it on its device (registers and local memory can allow fewer
-        work-items than the device's maximum)."""
+        """
+        Halve ``preferred`` until this kernel may run it on its device.
+
+        The last dimension (rows) is halved first, then the earlier ones: registers and local
+        memory can allow fewer work-items than the device's maximum.
+        """
         shape = [int(n) for n in preferred]
         per_dim = self._entry.device.max_work_item_sizes
         for dim in reversed(range(len(shape))):
@@ -116,8 +120,11 @@ class Kernel:
 
     def bind(self, items: Sequence[int], args: Sequence[Any], stage: str,
              local: Sequence[int] | None = None) -> BoundLaunch:
-        """A launch with ``args`` set once (its own kernel object, so the same kernel can be
-        bound to other buffers too)."""
+        """
+        Return a launch with ``args`` set once.
+
+        It has its own kernel object, so the same kernel can be bound to other buffers too.
+        """
         local = self._check(local)
         kernel = cl.Kernel(self._program, self.name)
         kernel.set_args(*args)

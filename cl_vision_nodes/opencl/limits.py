@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""What a device allows, read once: work-group size, local memory, fp64, image support.
+"""
+What a device allows, read once: work-group size, local memory, fp64, image support.
 
 Kernels with fixed local tiles take their sizes as build defines chosen here, so the same code
 runs on a GPU with 1024 work-items per group and on a small one (or PoCL with
@@ -60,15 +61,18 @@ class DeviceLimits:
         return total <= self.max_group
 
     def group(self, preferred: int) -> int:
-        """The largest power of two <= ``preferred`` that the device allows in one dimension."""
+        """Return the largest power of two <= ``preferred`` the device allows in one dimension."""
         size = preferred
         while size > 1 and not self.fits((size,)):
             size //= 2
         return size
 
     def group_2d(self, preferred: tuple[int, int], min_width: int = 1) -> tuple[int, int]:
-        """``preferred`` (x, y) halved, rows first and then columns down to ``min_width``,
-        until the device allows it."""
+        """
+        Halve ``preferred`` (x, y) until the device allows it.
+
+        Rows first, then columns down to ``min_width``.
+        """
         width, height = preferred
         while not self.fits((width, height)):
             if height > 1:

@@ -21,7 +21,8 @@ import pyopencl as cl
 
 
 class StageProfiler:
-    """Collects (stage, event) pairs of one frame; ``collect()`` returns device ms per stage.
+    """
+    Collects (stage, event) pairs of one frame; ``collect()`` returns device ms per stage.
 
     Disabled profilers ignore events, so algorithm code records unconditionally at no cost.
     """

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""OpenCL programs built from kernel files and ``-D`` defines, and the kernels in them.
+"""
+OpenCL programs built from kernel files and ``-D`` defines, and the kernels in them.
 
 A program is identified by its value: the kernel files it is made of and its defines. Host code
 passes its constants as defines (the single source of every size a kernel shares with the
@@ -44,14 +45,17 @@ BUILD_FIX = ('choose another device (`device` parameter, --device or CL_VISION_D
 
 
 def kernel_source(file: str) -> str:
-    """The text of ``cl_vision_nodes/kernels/<file>`` (package data), with a ``#line`` marker
-    so compiler messages name the file."""
+    """
+    Return the text of ``cl_vision_nodes/kernels/<file>`` (package data).
+
+    It starts with a ``#line`` marker so compiler messages name the file.
+    """
     text = resources.files('cl_vision_nodes').joinpath('kernels', file).read_text()
     return f'#line 1 "{file}"\n{text}\n'
 
 
 def build_options(defines: Defines) -> tuple[str, ...]:
-    """The compiler options of a program: OpenCL C 1.2, no fp64, the sorted defines."""
+    """Return the compiler options of a program: OpenCL C 1.2, no fp64, the sorted defines."""
     return ('-cl-std=CL1.2', '-cl-single-precision-constant',
             *(f'-D{key}={value}' for key, value in sorted(defines.items())))
 
@@ -81,7 +85,8 @@ class Program:
 
 def build(context: cl.Context, entry: DeviceEntry, files: Sequence[str],
           defines: Defines) -> cl.Program:
-    """Compile ``files`` (in order, one translation unit) with ``defines``.
+    """
+    Compile ``files`` (in order, one translation unit) with ``defines``.
 
     KernelBuildError: one line naming the device, the files, the compiler's first error and the
     fix; the whole compiler log is in its ``log`` attribute.

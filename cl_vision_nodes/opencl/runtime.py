@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""ClRuntime: one device, context and in-order queue, with the programs built on it.
+"""
+ClRuntime: one device, context and in-order queue, with the programs built on it.
 
 One ``ClRuntime`` per node (or CLI run); the algorithm objects on it each own their buffers
 (``Buffers``) and ask it for programs by value (kernel files + defines), building them when they
@@ -55,8 +56,12 @@ class ClRuntime:
         return self.entry.describe()
 
     def program(self, files: str | Sequence[str], defines: Defines = NO_DEFINES) -> Program:
-        """The program of kernel ``files`` (paths under kernels/, joined in order) built with
-        ``defines``: built on the first request, then the same object (KernelBuildError)."""
+        """
+        Return the program of kernel ``files`` built with ``defines`` (KernelBuildError).
+
+        ``files`` are paths under kernels/, joined in order. The program is built on the first
+        request, then the same object is returned.
+        """
         files = (files,) if isinstance(files, str) else tuple(files)
         key = (files, build_options(defines))
         found = self._programs.get(key)
@@ -71,7 +76,7 @@ class ClRuntime:
         return found
 
     def buffers(self) -> Buffers:
-        """A new, empty buffer pool for one owner."""
+        """Return a new, empty buffer pool for one owner."""
         return Buffers(self.context)
 
     def fill(self, buf: cl.Buffer, value: np.generic, stage: str,

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""sensor_msgs/CameraInfo -> the algorithm layer's calibration.
+"""
+sensor_msgs/CameraInfo -> the algorithm layer's calibration.
 
 ``CameraCalibration`` validates K, D, R and P; what it cannot express is refused here: binning
 and a region of interest (image_geometry rescales and shifts K and P for them; a node that
@@ -31,9 +32,12 @@ def _full_frame(info: CameraInfo) -> bool:
 
 
 def calibration_from_msg(info: CameraInfo, side: str = '') -> CameraCalibration:
-    """The calibration of a CameraInfo; CalibrationError (naming ``side``, e.g. 'left', and the
-    problem) for a camera that is not calibrated, a bad matrix, binning or a region of
-    interest."""
+    """
+    Return the calibration of a CameraInfo.
+
+    CalibrationError (naming ``side``, e.g. 'left', and the problem) for a camera that is not
+    calibrated, a bad matrix, binning or a region of interest.
+    """
     where = f'{side} camera_info' if side else 'camera_info'
     if info.binning_x > 1 or info.binning_y > 1 or not _full_frame(info):
         raise CalibrationError(

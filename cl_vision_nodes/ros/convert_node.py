@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""convert_node: decode any supported image encoding on the OpenCL device.
+"""
+convert_node: decode any supported image encoding on the OpenCL device.
 
 Subscribes ``image`` (mono8/16, bgr8, rgb8, bgra8, rgba8, 32FC1, 32FC2, Bayer, YUV 4:2:2, padded
 rows, either byte order) and publishes ``image_out``: gray as mono8 or 32FC1 (times ``gain``),

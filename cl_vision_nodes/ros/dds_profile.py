@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Make Fast DDS carry large images: apply the package's participant profile when none is set.
+"""
+Make Fast DDS carry large images: apply the package's participant profile when none is set.
 
 Why: with Fast DDS' defaults, best-effort samples above about 0.5 MB are lost (measured here:
 0 of 10 1 MB images arrived; with this profile on the publishing side, 10 of 10 at 6.2 MB). The
@@ -33,8 +34,11 @@ def profile_path() -> str:
 
 
 def use_large_image_profile() -> bool:
-    """Set FASTDDS_DEFAULT_PROFILES_FILE for this process and its children before rclpy.init;
-    True if it was set here."""
+    """
+    Set FASTDDS_DEFAULT_PROFILES_FILE for this process and its children before rclpy.init.
+
+    Returns True if it was set here.
+    """
     if os.environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp') != 'rmw_fastrtps_cpp':
         return False
     if any(os.environ.get(name) for name in PROFILE_VARIABLES):

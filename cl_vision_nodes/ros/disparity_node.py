@@ -12,9 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""disparity_node: ELAS stereo on the OpenCL device, from a rectified (or raw) pair to disparity,
-depth and points: image_proc's rectify, stereo_image_proc's disparity_node and point_cloud_node
-in one process.
+"""
+disparity_node: ELAS stereo on the OpenCL device, from a pair to disparity, depth and points.
+
+The pair is rectified or raw: image_proc's rectify, stereo_image_proc's disparity_node and
+point_cloud_node in one process.
 
 Subscribes ``left/image_rect``, ``right/image_rect``, ``left/camera_info`` and
 ``right/camera_info`` (best effort), synchronised exactly by stamp, or approximately with
@@ -97,7 +99,7 @@ def valid_window(disparity: np.ndarray, invalid_below: float):
 
 
 def cloud_msg(cloud: PointCloud, header: Header) -> PointCloud2:
-    """The PointCloud2 of a device-made cloud: its bytes go in with one copy."""
+    """Return the PointCloud2 of a device-made cloud: its bytes go in with one copy."""
     msg = PointCloud2(header=header, height=cloud.height, width=cloud.width,
                       fields=[PointField(name=f.name, offset=f.offset, datatype=f.datatype,
                                          count=f.count) for f in cloud.layout.fields],
@@ -108,8 +110,11 @@ def cloud_msg(cloud: PointCloud, header: Header) -> PointCloud2:
 
 
 def check_cloud_colour(raw: RawImage) -> None:
-    """ImageFormatError for a left image that cannot colour a cloud (checked before anything
-    of the frame is published)."""
+    """
+    Raise ImageFormatError for a left image that cannot colour a cloud.
+
+    It is checked before anything of the frame is published.
+    """
     info = validate(raw)
     if info.kind not in COLOR_KINDS:
         raise ImageFormatError(f'left image is {info.name}, which cannot colour the points; '

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""flow_node: dense optical flow between consecutive frames of one camera, on the OpenCL device.
+"""
+flow_node: dense optical flow between consecutive frames of one camera, on the OpenCL device.
 
 Subscribes ``image``; publishes ``flow`` (32FC2, u,v in pixels per frame from the previous frame
 to this one, header of this frame, NaN where the method has no estimate) and ``flow/color``

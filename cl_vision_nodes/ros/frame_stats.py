@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Per-frame timing of a node: latency, compute time, rate and dropped frames over a window.
+"""
+Per-frame timing of a node: latency, compute time, rate and dropped frames over a window.
 
 A window holds sums and a bounded sample of recent latencies, never one entry per frame: with
 ``diagnostics_period`` 0 no report ever closes it, and it must not grow over days of frames.
@@ -61,8 +62,9 @@ class FrameReport:
         return self.rejected + self.lost_in_transport
 
     def line(self) -> str:
-        return (f'{self.frames} frames, {self.fps:.1f} fps, latency mean {self.latency_mean_ms:.1f}'
-                f' ms p95 {self.latency_p95_ms:.1f} ms, compute {self.compute_mean_ms:.1f} ms, '
+        return (f'{self.frames} frames, {self.fps:.1f} fps, '
+                f'latency mean {self.latency_mean_ms:.1f} ms p95 {self.latency_p95_ms:.1f} ms, '
+                f'compute {self.compute_mean_ms:.1f} ms, '
                 f'dropped {self.dropped} ({self.rejected} bad input, '
                 f'{self.lost_in_transport} lost before the node)' + self._stages_text())
 
@@ -82,7 +84,8 @@ class FrameReport:
 
 
 class FrameStats:
-    """Accumulates frames of one input stream.
+    """
+    Accumulates frames of one input stream.
 
     Transport losses come from gaps in the publisher's sequence numbers (rmw MessageInfo); with
     keep-last-1 best-effort subscriptions they are the frames skipped because the node was busy.

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""sensor_msgs/Image <-> NumPy for the nodes: a thin ROS wrapper around ``imaging.encodings``.
+"""
+sensor_msgs/Image <-> NumPy for the nodes: a thin ROS wrapper around ``imaging.encodings``.
 
 Receive is zero copy: ``np.frombuffer`` over the message's ``array.array('B')`` and a strided
 view honouring ``step``. Publish packs the array with one ``frombytes`` straight into the new
@@ -44,7 +45,7 @@ from std_msgs.msg import Header
 
 
 def image_msg_to_raw(msg: Image) -> RawImage:
-    """The message's fields as a RawImage; ``data`` shares the message buffer."""
+    """Return the message's fields as a RawImage; ``data`` shares the message buffer."""
     return RawImage(msg.encoding, msg.height, msg.width, msg.step, bool(msg.is_bigendian),
                     np.frombuffer(msg.data, dtype=np.uint8))
 
@@ -58,7 +59,8 @@ def _fill(msg: Image, raw: RawImage, info: EncodingInfo, header: Optional[Header
 
 
 def raw_to_msg(raw: RawImage, header: Optional[Header] = None) -> Image:
-    """A message of ``raw`` (validated; an alias becomes the ROS name), rows as they are.
+    """
+    Return a message of ``raw`` (validated; an alias becomes the ROS name), rows as they are.
 
     The bytes go with one ``frombytes`` into the message's own ``data``: assigning an
     array.array instead would copy it again inside rclpy (field checks off, the Kilted default).
@@ -87,8 +89,12 @@ _BRIDGE_FAILURES = (ImportError, AttributeError, TypeError, ValueError, KeyError
 
 @dataclass(frozen=True)
 class Converter:
-    """The image converter of this process: ``bridge`` (a CvBridge) for ``encodings``, the
-    built-in converter for everything else; ``reason`` says why there is no bridge."""
+    """
+    The image converter of this process.
+
+    ``bridge`` (a CvBridge) for ``encodings``, the built-in converter for everything else;
+    ``reason`` says why there is no bridge.
+    """
 
     bridge: Any = None
     encodings: frozenset[str] = frozenset()
@@ -139,12 +145,16 @@ def converter() -> Converter:
 
 
 def converter_backend() -> str:
-    """The converter in use, in words, for start-up logs and benchmarks."""
+    """Return the converter in use, in words, for start-up logs and benchmarks."""
     return converter().describe()
 
 
 def image_to_numpy(msg: Image) -> np.ndarray:
-    """HxW / HxWxC array of a message (shapes of ``raw_to_array``); zero copy when built-in."""
+    """
+    Return the HxW / HxWxC array of a message (shapes of ``raw_to_array``).
+
+    Zero copy when built-in.
+    """
     raw = image_msg_to_raw(msg)
     info = validate(raw)
     chosen = converter()
@@ -155,7 +165,11 @@ def image_to_numpy(msg: Image) -> np.ndarray:
 
 
 def numpy_to_image(array_: np.ndarray, encoding: str, header: Optional[Header] = None) -> Image:
-    """An Image message of ``array_`` (checked by ``check_array``): packed rows, host order."""
+    """
+    Return an Image message of ``array_``: packed rows, host order.
+
+    ``array_`` is checked by ``check_array``.
+    """
     info, a = check_array(array_, encoding)
     chosen = converter()
     if info.name in chosen.encodings and a.dtype.isnative:

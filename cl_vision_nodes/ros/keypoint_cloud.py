@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""SURF keypoints <-> sensor_msgs/PointCloud2 (one point per keypoint, DESIGN.md layout).
+"""
+SURF keypoints <-> sensor_msgs/PointCloud2 (one point per keypoint, DESIGN.md layout).
 
 Fields: x, y, size, angle (degrees), response (float32), octave (int32), laplacian (int8),
 descriptor (float32, count 64 or 128), little-endian, height 1. ``cloud_to_array`` is the
@@ -55,7 +56,7 @@ def keypoints_to_cloud(keypoints: Keypoints, header: Header) -> PointCloud2:
 
 
 def cloud_to_array(msg: PointCloud2) -> np.ndarray:
-    """The cloud's points as a structured array with one field per PointField (zero copy)."""
+    """Return the cloud's points as a structured array, one field per PointField (zero copy)."""
     order = '>' if msg.is_bigendian else '<'
     names, formats, offsets = [], [], []
     for field in msg.fields:

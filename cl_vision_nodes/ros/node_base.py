@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""What every cl_vision_nodes node shares: parameters, OpenCL runtime, QoS, timing, shutdown.
+"""
+What every cl_vision_nodes node shares: parameters, OpenCL runtime, QoS, timing, shutdown.
 
 A node subclasses ``VisionNode``, names its ``SCHEMA``, constructs its algorithm objects in
 ``build`` (they compile their OpenCL programs there, so a node never compiles per frame),
@@ -67,9 +68,12 @@ class VisionNode(Node):
         self._diag_timer: Timer | None = None
 
     def start(self) -> None:
-        """Declare the parameters, open the device, build every OpenCL program, then connect
-        the topics. Raises CLVisionError (bad parameter, no device, a kernel that does not
-        build), which ``spin_node`` reports as this node's FATAL line."""
+        """
+        Declare the parameters, open the device, build every program, then connect the topics.
+
+        Every OpenCL program is built here. Raises CLVisionError (bad parameter, no device, a
+        kernel that does not build), which ``spin_node`` reports as this node's FATAL line.
+        """
         log = self.get_logger()
         self.binding = ParameterBinding(self, self.SCHEMA, self._on_parameters_changed)
         self.runtime = ClRuntime(str(self.params['device']), profile=bool(self.params['profile']),
@@ -84,7 +88,11 @@ class VisionNode(Node):
         log.info(f'image conversion: {converter_backend()}')
 
     def build(self) -> None:
-        """Construct the algorithm objects on ``self.runtime``: their OpenCL programs build here."""
+        """
+        Construct the algorithm objects on ``self.runtime``.
+
+        Their OpenCL programs build here.
+        """
         raise NotImplementedError
 
     def connect(self) -> None:
@@ -93,11 +101,15 @@ class VisionNode(Node):
 
     @property
     def params(self) -> dict[str, Value]:
-        """The accepted parameter values; changes land here before the next frame."""
+        """Return the accepted parameter values; changes land here before the next frame."""
         return self.binding.values
 
     def on_parameters_changed(self, values: dict[str, Value], changed: set[str]) -> None:
-        """Hook for nodes whose state depends on parameters (rebuild kernels, reset history)."""
+        """
+        React to accepted parameter changes; a no-op unless overridden.
+
+        For nodes whose state depends on parameters (rebuild kernels, reset history).
+        """
 
     def _on_parameters_changed(self, values: dict[str, Value], changed: set[str]) -> None:
         if 'diagnostics_period' in changed:
@@ -114,8 +126,12 @@ class VisionNode(Node):
 
     def subscribe_stream(self, msg_type: type, topic: str, callback: Callable[[Any], None],
                          depth: int = 1) -> Subscription:
-        """Best-effort input that is one part of a frame (a stereo side, a camera_info): the
-        caller assembles frames and runs them through ``run_frame``."""
+        """
+        Subscribe best-effort to an input that is one part of a frame.
+
+        A stereo side, a camera_info: the caller assembles frames and runs them through
+        ``run_frame``.
+        """
         qos = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
                          history=HistoryPolicy.KEEP_LAST, depth=depth,
                          durability=DurabilityPolicy.VOLATILE)
@@ -145,8 +161,12 @@ class VisionNode(Node):
             self._compute_s += time.perf_counter() - start
 
     def run_frame(self, work: Callable[[], None]) -> None:
-        """Process one frame: time it, and turn a CLVisionError into a throttled log line and
-        a rejected-frame count instead of an exception, so the next frame is served."""
+        """
+        Process one frame: time it, and count a CLVisionError instead of raising it.
+
+        A CLVisionError becomes a throttled log line and a rejected-frame count instead of an
+        exception, so the next frame is served.
+        """
         start = time.perf_counter()
         self._compute_s = 0.0
         try:
@@ -196,8 +216,10 @@ class VisionNode(Node):
 
 
 def spin_node(node_class: type[VisionNode], args: list[str] | None = None) -> int:
-    """Run one node until Ctrl-C or shutdown; a start-up failure is one FATAL line, under the
-    node's name, and exit code 2.
+    """
+    Run one node until Ctrl-C or shutdown.
+
+    A start-up failure is one FATAL line, under the node's name, and exit code 2.
 
     Ctrl-C may cut a callback short: rclpy's signal handler shuts the context down from its own
     thread, so a publish or a take already under way fails (RCLError, or a RuntimeError from
@@ -232,8 +254,12 @@ def spin_node(node_class: type[VisionNode], args: list[str] | None = None) -> in
 
 
 def shutdown_under_way(grace_s: float = SHUTDOWN_GRACE_S) -> bool:
-    """Whether rclpy's context is shut down or is being shut down: waits up to ``grace_s``
-    for rclpy's signal-handling thread to finish what made a take or publish fail."""
+    """
+    Return whether rclpy's context is shut down or is being shut down.
+
+    Waits up to ``grace_s`` for rclpy's signal-handling thread to finish what made a take or
+    publish fail.
+    """
     deadline = time.monotonic() + grace_s
     while rclpy.ok():
         if time.monotonic() >= deadline:
@@ -243,16 +269,22 @@ def shutdown_under_way(grace_s: float = SHUTDOWN_GRACE_S) -> bool:
 
 
 def check_params_files(args: list[str]) -> None:
-    """ParameterError for a ``--params-file`` that cannot be read: rcl would log an extra
-    ERROR line of its own and a reason without the file's name."""
+    """
+    Raise ParameterError for a ``--params-file`` that cannot be read.
+
+    rcl would log an extra ERROR line of its own and a reason without the file's name.
+    """
     for option, path in zip(args, args[1:]):
         if option == '--params-file' and not os.access(path, os.R_OK):
             raise ParameterError(f'--params-file {path}: no such file or not readable')
 
 
 def rcl_reason(exc: RCLError) -> str:
-    """rcl's message on one line, without the C source locations it appends (", at
-    /src/file.c:123")."""
+    """
+    Return rcl's message on one line, without the C source locations it appends.
+
+    They read like ", at /src/file.c:123".
+    """
     return ' '.join(re.sub(r', at \S+:\d+', '', str(exc)).split())
 
 

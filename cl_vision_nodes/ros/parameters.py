@@ -30,7 +30,11 @@ ROS_TYPES = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_IN
 
 
 def descriptor(spec: ParamSpec) -> ParameterDescriptor:
-    """What `ros2 param describe` shows: type, description, range, choices, read-only."""
+    """
+    Describe a parameter as `ros2 param describe` shows it.
+
+    Type, description, range, choices, read-only.
+    """
     desc = ParameterDescriptor(name=spec.name, type=ROS_TYPES[spec.type],
                                description=spec.description, read_only=spec.read_only)
     if spec.choices:
@@ -45,7 +49,8 @@ def descriptor(spec: ParamSpec) -> ParameterDescriptor:
 
 
 class ParameterBinding:
-    """Declares a schema on a node and keeps ``values`` equal to the accepted parameters.
+    """
+    Declares a schema on a node and keeps ``values`` equal to the accepted parameters.
 
     The pre-set callback sees a change before rclpy's own type and range checks, whose reasons
     are cryptic (``Wrong parameter type, expected '3' got '2'``): it checks each value against

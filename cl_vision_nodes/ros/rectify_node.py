@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""rectify_node: image_proc's rectify on the OpenCL device (image_raw + camera_info -> image_rect).
+"""
+rectify_node: image_proc's rectify on the OpenCL device (image_raw + camera_info -> image_rect).
 
 Subscribes ``image_raw`` and ``camera_info`` (best effort); publishes ``image_rect`` with the
 raw image's header, in its encoding (mono8, mono16, bgr8, rgb8, bgra8, rgba8; 32FC1 with a NaN
@@ -58,7 +59,7 @@ class RectifyNode(VisionNode):
         if self._info is None:
             raise CalibrationError(
                 f'no camera_info yet on {self.resolve_topic_name("camera_info")}: the image '
-                'is rectified with its camera\'s calibration')
+                "is rectified with its camera's calibration")
         calibration = calibration_from_msg(self._info)
         if self.rectifier.set_calibration(calibration):
             self.get_logger().info(f'rectification maps of {calibration.describe()}')

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Time synchronisation of N message streams (left/right images and camera infos).
+"""
+Time synchronisation of N message streams (left/right images and camera infos).
 
 PyPI has no ROS 2 message_filters, so the disparity node carries this small synchroniser with
 stereo_image_proc's two policies:
@@ -69,6 +70,8 @@ class StereoSynchronizer:
 
 
 class _ExactTime:
+    """message_filters' ExactTime: emit the messages of one stamp once every stream has it."""
+
     def __init__(self, streams: int, emit: Emit, queue_size: int):
         self._queues: list[deque[Stamped]] = [deque() for _ in range(streams)]
         self._emit = emit
@@ -88,8 +91,11 @@ class _ExactTime:
         self._emit(*matched)
 
     def _discard_through(self, stamps: Sequence[int]) -> None:
-        """Remove each stream's messages up to and including its used stamp; older unused
-        ones count as dropped."""
+        """
+        Remove each stream's messages up to and including its used stamp.
+
+        Older unused ones count as dropped.
+        """
         for index, stamp in enumerate(stamps):
             queue = self._queues[index]
             self.dropped += sum(1 for t, _ in queue if t < stamp)
@@ -111,8 +117,10 @@ def _stamp(item: Stamped) -> int:
 
 
 class _ApproximateTime:
-    """message_filters' ApproximateTime without inter-message lower bounds (stereo_image_proc
-    sets none; they only let a set out earlier, never change it).
+    """
+    message_filters' ApproximateTime without inter-message lower bounds.
+
+    stereo_image_proc sets none; they only let a set out earlier, never change it.
 
     The search walks the queue heads: the latest head is the pivot, the heads form a candidate
     set, and the earliest head is moved aside ("passed") to look at the next set, which replaces
@@ -178,9 +186,13 @@ class _ApproximateTime:
                 self._search_ahead()
 
     def _search_ahead(self) -> None:
-        """With some queue empty, assume its next message comes at the pivot's stamp (the
-        most favourable stamp for a rival set) and keep passing heads: emit if the candidate
-        is proven best even so, else put the heads back and wait."""
+        """
+        Search ahead with some queue empty: emit the candidate if proven best, else wait.
+
+        Assume the empty queue's next message comes at the pivot's stamp (the most favourable stamp
+        for a rival set) and keep passing heads: emit if the candidate is proven best even so, else
+        put the heads back and wait.
+        """
         moves: list[int] = []
         while True:
             heads = [q[0][0] if q else self._pivot_ns for q in self._queues]
@@ -201,14 +213,20 @@ class _ApproximateTime:
         return (end - finish) * (1 + AGE_PENALTY) < start - begin
 
     def _is_proven(self, end: int) -> bool:
-        """Whether every set ending at ``end`` or later is worse than the candidate: such a
-        set also reaches back to the pivot's stamp or earlier."""
+        """
+        Return whether every set ending at ``end`` or later is worse than the candidate.
+
+        Such a set also reaches back to the pivot's stamp or earlier.
+        """
         begin, finish = self._candidate_span
         return (end - finish) * (1 + AGE_PENALTY) >= self._pivot_ns - begin
 
     def _take_candidate(self, start: int, end: int) -> None:
-        """The queue heads become the candidate; messages passed before it can no longer be
-        part of any set."""
+        """
+        Make the queue heads the candidate.
+
+        Messages passed before it can no longer be part of any set.
+        """
         for stream, passed in enumerate(self._passed):
             for stamp, _ in passed:
                 self._give_up(stream, stamp)

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""surf_node: SURF keypoints and descriptors of every frame, on the OpenCL device.
+"""
+surf_node: SURF keypoints and descriptors of every frame, on the OpenCL device.
 
 Subscribes ``image``; publishes ``keypoints`` (sensor_msgs/PointCloud2, one point per keypoint,
 strongest first; an empty cloud when a frame has none) and ``keypoints/image`` (the frame with

@@ -12,5 +12,9 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Stereo beyond the disparity: the geometry of a rectified pair, depth images and point
-clouds computed on the device (stereo_image_proc's point_cloud_node, without ROS)."""
+"""
+Stereo beyond the disparity: pair geometry, depth images and point clouds on the device.
+
+The geometry of a rectified pair, and depth images and point clouds computed on the device
+(stereo_image_proc's point_cloud_node, without ROS).
+"""

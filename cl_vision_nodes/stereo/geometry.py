@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The geometry of a rectified stereo pair, as stereo_image_proc's StereoCameraModel reads it.
+"""
+The geometry of a rectified stereo pair, as stereo_image_proc's StereoCameraModel reads it.
 
 From the left and right projection matrices P (3x4) of a calibrated, rectified pair:
 ``f`` = P_left[0,0], baseline ``T`` = -P_right[0,3] / P_right[0,0] (metres), the principal
@@ -57,9 +58,12 @@ class StereoGeometry:
     @classmethod
     def from_projections(cls, p_left: np.ndarray | list[float],
                          p_right: np.ndarray | list[float]) -> StereoGeometry:
-        """The geometry of a pair from its two P matrices (3x4, or CameraInfo's 12 values);
-        CalibrationError for a non-finite P, a focal length <= 0 or a baseline <= 0 (a right
-        P without translation, or a swapped pair: ELAS searches ``x_R = x_L - d``, d >= 0)."""
+        """
+        Return the geometry of a pair from its two P matrices (3x4, or CameraInfo's 12 values).
+
+        CalibrationError for a non-finite P, a focal length <= 0 or a baseline <= 0 (a right P
+        without translation, or a swapped pair: ELAS searches ``x_R = x_L - d``, d >= 0).
+        """
         left, right = _projection(p_left, 'left'), _projection(p_right, 'right')
         if right[0, 3] == 0:
             raise CalibrationError('right projection matrix P has Tx = 0: no baseline (the '
@@ -79,17 +83,23 @@ class StereoGeometry:
         return self.cx - self.cx_right
 
     def scaled(self, factor: float) -> StereoGeometry:
-        """The geometry of the images resized by ``factor`` about pixel (0, 0), where pixel
-        (i, j) of the new image is pixel (i / factor, j / factor) of the old one (ELAS
-        ``subsampling``: 0.5). The baseline does not change."""
+        """
+        Return the geometry of the images resized by ``factor`` about pixel (0, 0).
+
+        Pixel (i, j) of the new image is pixel (i / factor, j / factor) of the old one (ELAS
+        ``subsampling``: 0.5). The baseline does not change.
+        """
         return StereoGeometry(fx=self.fx * factor, fy=self.fy * factor, cx=self.cx * factor,
                               cy=self.cy * factor, cx_right=self.cx_right * factor,
                               baseline=self.baseline)
 
     def q_matrix(self) -> np.ndarray:
-        """The 4x4 reprojection matrix of image_geometry's StereoCameraModel (OpenCV
-        stereoRectify's Q times fy * Tx, so fx != fy is handled): ``[X Y Z W]' = Q [u v d 1]'``,
-        what ``cv2.reprojectImageTo3D`` takes."""
+        """
+        Return the 4x4 reprojection matrix of image_geometry's StereoCameraModel.
+
+        It is OpenCV stereoRectify's Q times fy * Tx, so fx != fy is handled: ``[X Y Z W]' = Q [u v
+        d 1]'``, what ``cv2.reprojectImageTo3D`` takes.
+        """
         tx = -self.baseline
         q = np.zeros((4, 4))
         q[0, 0] = self.fy * tx

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Point clouds as PointCloud2 data: the four layouts of stereo_image_proc's point_cloud_node.
+"""
+Point clouds as PointCloud2 data: the four layouts of stereo_image_proc's point_cloud_node.
 
 ``use_color`` adds a float32 field ``rgb`` whose bits are 0x00RRGGBB (PCL's packing; as
 little-endian bytes B, G, R, 0). ``avoid_padding`` is stereo_image_proc's
@@ -76,7 +77,11 @@ class CloudLayout:
 
     @property
     def dtype(self) -> np.dtype:
-        """A NumPy structured dtype of one point (itemsize = point_step, padding skipped)."""
+        """
+        Return a NumPy structured dtype of one point.
+
+        Its itemsize is point_step; padding is skipped.
+        """
         return np.dtype({'names': [f.name for f in self.fields],
                          'formats': ['<f4'] * len(self.fields),
                          'offsets': [f.offset for f in self.fields],
@@ -85,9 +90,12 @@ class CloudLayout:
 
 @dataclass(frozen=True, eq=False)
 class PointCloud:
-    """A cloud in PointCloud2 form: ``height`` x ``width`` points of ``layout`` in ``data``
-    (uint8, row-major). Organised clouds have the disparity map's shape and NaN x, y, z where
-    there is no point (``is_dense`` false); dense ones are one row of valid points."""
+    """
+    A cloud in PointCloud2 form: ``height`` x ``width`` points of ``layout`` in ``data``.
+
+    ``data`` is uint8, row-major. Organised clouds have the disparity map's shape and NaN x, y, z
+    where there is no point (``is_dense`` false); dense ones are one row of valid points.
+    """
 
     data: np.ndarray
     height: int
@@ -104,7 +112,7 @@ class PointCloud:
         return self.width * self.layout.point_step
 
     def points(self) -> np.ndarray:
-        """The points as a (height, width) structured array viewing ``data`` (no copy)."""
+        """Return the points as a (height, width) structured array viewing ``data`` (no copy)."""
         return self.data.view(self.layout.dtype).reshape(self.height, self.width)
 
 

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Depth image and point cloud of a disparity map, computed on the device where it lies.
+"""
+Depth image and point cloud of a disparity map, computed on the device where it lies.
 
 ``Reprojector`` turns a device disparity map (ElasMatcher's output, or a map uploaded with
 ``upload``) into a REP 118 depth image (32FC1 metres; NaN where no depth, +inf where the
@@ -49,9 +50,12 @@ NO_RGB = -1
 
 @dataclass(frozen=True)
 class DisparityMap:
-    """A float32 disparity map on the device: ``height`` x ``width``, row-major, in pixels of
-    the input images (``x_R = x_L - d``); values below ``min_disparity`` (and NaN, inf) are invalid.
-    ``subsampled``: pixel (i, j) is input pixel (2i, 2j) (ELAS ``subsampling``)."""
+    """
+    A float32 disparity map on the device: ``height`` x ``width``, row-major.
+
+    In pixels of the input images (``x_R = x_L - d``); values below ``min_disparity`` (and NaN,
+    inf) are invalid. ``subsampled``: pixel (i, j) is input pixel (2i, 2j) (ELAS ``subsampling``).
+    """
 
     buffer: cl.Buffer
     width: int
@@ -69,8 +73,12 @@ class DisparityMap:
 
 
 class Reprojector:
-    """Depth and points of disparity maps on one runtime; owns its buffers (reused while the
-    map size and layout stay the same). Its program is built by the constructor."""
+    """
+    Depth and points of disparity maps on one runtime.
+
+    It owns its buffers (reused while the map size and layout stay the same). Its program is built
+    by the constructor.
+    """
 
     def __init__(self, runtime: ClRuntime):
         self.runtime = runtime
@@ -84,7 +92,7 @@ class Reprojector:
 
     def upload(self, disparity: np.ndarray, min_disparity: float,
                subsampled: bool = False) -> DisparityMap:
-        """A host disparity map (HxW float32, e.g. a DisparityImage's) on the device."""
+        """Upload a host disparity map (HxW float32, e.g. a DisparityImage's) to the device."""
         host = np.ascontiguousarray(disparity, dtype=np.float32)
         if host.ndim != 2 or host.size == 0:
             raise ImageFormatError(f'disparity must be a non-empty HxW array; got shape '
@@ -95,7 +103,7 @@ class Reprojector:
         return DisparityMap(buf, host.shape[1], host.shape[0], float(min_disparity), subsampled)
 
     def depth(self, disparity: DisparityMap, geometry: StereoGeometry) -> np.ndarray:
-        """The depth image (HxW float32 metres, the map's shape)."""
+        """Return the depth image (HxW float32 metres, the map's shape)."""
         out = self.buffers.get('depth', 4 * disparity.count)
         self._depth((disparity.count,),
                     (disparity.buffer, np.int32(disparity.count),
@@ -107,10 +115,14 @@ class Reprojector:
     def points(self, disparity: DisparityMap, geometry: StereoGeometry,
                layout: CloudLayout = CloudLayout(), *, dense: bool = False,
                color: RawImage | None = None) -> PointCloud:
-        """The point cloud: organised (the map's shape, NaN x, y, z where there is no point)
-        or ``dense`` (one row of the valid points, in map order). With ``layout.use_color``,
-        ``color`` is the left image (mono8/mono16, bgr8/rgb8/bgra8/rgba8 or Bayer, the size of
-        the input images) whose pixel colours the points take."""
+        """
+        Return the point cloud, organised or ``dense``.
+
+        Organised: the map's shape, NaN x, y, z where there is no point; ``dense``: one row of the
+        valid points, in map order. With ``layout.use_color``, ``color`` is the left image
+        (mono8/mono16, bgr8/rgb8/bgra8/rgba8 or Bayer, the size of the input images) whose pixel
+        colours the points take.
+        """
         image, image_args = self._color_source(disparity, layout, color)
         words = layout.point_step // 4
         rgb_offset = layout.rgb_offset
@@ -150,8 +162,12 @@ class Reprojector:
 
     def _color_source(self, disparity: DisparityMap, layout: CloudLayout,
                       color: RawImage | None) -> tuple[cl.Buffer, tuple[np.int32, ...]]:
-        """The colour image on the device and its kernel arguments (step, width, height,
-        encoding, byte swap); without colour, the disparity buffer stands in (never read)."""
+        """
+        Return the colour image on the device and its kernel arguments.
+
+        The arguments are step, width, height, encoding, byte swap; without colour, the disparity
+        buffer stands in (never read).
+        """
         if not layout.use_color:
             return disparity.buffer, tuple(np.int32(0) for _ in range(5))
         if color is None:

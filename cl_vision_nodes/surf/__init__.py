@@ -12,8 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""SURF keypoints and descriptors in OpenCL (no ROS), following OpenCV's SURF conventions;
-plus the evaluation measures (fidelity to OpenCV, repeatability, matching score)."""
+"""
+SURF keypoints and descriptors in OpenCL (no ROS), following OpenCV's SURF conventions.
+
+Plus the evaluation measures (fidelity to OpenCV, repeatability, matching score).
+"""
 from cl_vision_nodes.surf.extractor import SurfExtractor
 from cl_vision_nodes.surf.keypoints import Keypoints, point_dtype
 from cl_vision_nodes.surf.schema import SURF_SCHEMA, SurfSettings

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Orientation and descriptors on the device, one work-group per keypoint.
+"""
+Orientation and descriptors on the device, one work-group per keypoint.
 
 Orientation is OpenCV's (``SURFInvoker`` in surf.cpp) operation for operation: the 113 points
 (i, j), i^2 + j^2 <= 36, scaled by s = 1.2 size / 9, Haar wavelets of side 2 cvRound(2 s) on the
@@ -87,8 +88,11 @@ def descriptor_weights() -> np.ndarray:
 
 
 class Describer:
-    """Enqueues orientation and descriptors for a device keypoint list (kernels/surf/describe.cl);
-    the constant sample and weight tables are uploaded once, here."""
+    """
+    Enqueues orientation and descriptors for a device keypoint list (kernels/surf/describe.cl).
+
+    The constant sample and weight tables are uploaded once, here.
+    """
 
     def __init__(self, runtime: ClRuntime):
         if not runtime.limits.fits((DESC_WG,)):
@@ -106,8 +110,11 @@ class Describer:
 
     def describe(self, integ: cl.Buffer, height: int, width: int, keypoints: cl.Buffer,
                  count: int, upright: bool, extended: bool) -> None:
-        """Write angle, validity and descriptor into the first ``count`` records of
-        ``keypoints`` (KP_FIELDS + 64 or 128 floats each)."""
+        """
+        Write angle, validity and descriptor into the first ``count`` records of ``keypoints``.
+
+        Each record holds KP_FIELDS + 64 or 128 floats.
+        """
         stride = np.int32(KP_FIELDS + (128 if extended else 64))
         w, h = np.int32(width), np.int32(height)
         self._orientation((count * self.ori_group,),

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Fast-Hessian detector on the device: responses, maxima, selection of the strongest, order.
+"""
+Fast-Hessian detector on the device: responses, maxima, selection of the strongest, order.
 
 Follows OpenCV's ``fastHessianDetector`` (surf.cpp): n_octaves x (n_octave_layers + 2) layers
 of filter size (9 + 6 layer) 2^octave sampled every 2^octave pixels, the same sample grid and
@@ -77,15 +78,18 @@ def layer_size(octave: int, layer: int) -> int:
 
 
 def layer_samples(height: int, width: int, octaves: int, layers: int) -> int:
-    """Samples of ``layers`` layers per octave: octave o has (H >> o) x (W >> o) per layer."""
+    """Sample of ``layers`` layers per octave: octave o has (H >> o) x (W >> o) per layer."""
     return sum(layers * (height >> o) * (width >> o) for o in range(octaves))
 
 
 def filter_tables(octaves: int, layers: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per (octave, layer), octave-major: int32 [cvRound(size / 9 * k) for k = 1..8, size] and
-    float32 [1 / Dxx-lobe area, 1 / Dxy-lobe area], in OpenCV's float32 arithmetic
-    (``resizeHaarPattern``); the kernels read them instead of dividing
-    (kernels/surf/detector.cl)."""
+    """
+    Return the box-filter tables per (octave, layer), octave-major, as the kernels read them.
+
+    int32 [cvRound(size / 9 * k) for k = 1..8, size] and float32 [1 / Dxx-lobe area, 1 / Dxy-lobe
+    area], in OpenCV's float32 arithmetic (``resizeHaarPattern``); the kernels read them instead of
+    dividing (kernels/surf/detector.cl).
+    """
     edges = np.zeros((octaves * layers, EDGE_FIELDS), np.int32)
     weights = np.zeros((octaves * layers, 2), np.float32)
     for octave in range(octaves):
@@ -101,10 +105,13 @@ def filter_tables(octaves: int, layers: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class HessianDetector:
-    """Runs the detector stages; the result is the ``keypoints`` buffer whose first ``count``
-    records (x, y, size, angle = 0, response, octave, laplacian, valid = 1, then room for the
-    descriptor) are in output order. Its buffers are ``buffers``' roles ``det``, ``cand_*``,
-    ``sel_*``, ``keypoints`` and a few counters."""
+    """
+    Runs the detector stages; the result is the ``keypoints`` buffer.
+
+    Its first ``count`` records (x, y, size, angle = 0, response, octave, laplacian, valid = 1,
+    then room for the descriptor) are in output order. Its buffers are ``buffers``' roles ``det``,
+    ``cand_*``, ``sel_*``, ``keypoints`` and a few counters.
+    """
 
     def __init__(self, runtime: ClRuntime, buffers: Buffers, images: DeviceImages):
         self.runtime = runtime
@@ -143,8 +150,11 @@ class HessianDetector:
 
     def responses(self, integ: cl.Buffer, height: int, width: int, octaves: int,
                   layers: int) -> cl.Buffer:
-        """Enqueue the determinant of every layer (``layers`` per octave) into ``det``:
-        octave-major, then layer, then (H >> octave) x (W >> octave) row-major."""
+        """
+        Enqueue the determinant of every layer (``layers`` per octave) into ``det``.
+
+        Octave-major, then layer, then (H >> octave) x (W >> octave) row-major.
+        """
         total = layer_samples(height, width, octaves, layers)
         det = self.buffers.get('det', total * 4)
         if total:
@@ -192,16 +202,23 @@ class HessianDetector:
 
     def rank(self, cand_f: cl.Buffer, cand_i: cl.Buffer, count_at: cl.Buffer, most: int,
              keep: int, stride: int, keypoints: cl.Buffer) -> None:
-        """Write the first ``keep`` of the ``count_at[0]`` (at most ``most``) candidates, in
-        output order, as records of ``stride`` floats at the start of ``keypoints``."""
+        """
+        Write the first ``keep`` candidates, in output order, at the start of ``keypoints``.
+
+        Of the ``count_at[0]`` (at most ``most``) candidates, as records of ``stride`` floats.
+        """
         self._rank_keypoints((most, self.rank_group[1]),
                              (cand_f, cand_i, count_at, np.int32(keep), np.int32(stride),
                               keypoints), 'select', self.rank_group)
 
     def _select(self, cand_f: cl.Buffer, cand_i: cl.Buffer, found: int,
                 keep: int) -> tuple[cl.Buffer, cl.Buffer, cl.Buffer]:
-        """Compact the candidates of the histogram bins holding the strongest ``keep`` into the
-        ``sel_*`` buffers; returns them and the buffer whose first uint is their count."""
+        """
+        Compact the candidates of the bins holding the strongest ``keep`` into ``sel_*`` buffers.
+
+        Those are the histogram bins; returns the buffers and the buffer whose first uint is their
+        count.
+        """
         nbytes = (HISTOGRAM_BINS + self.cut_group) * 4  # bins, then chunk totals
         histogram = self.buffers.get('histogram', nbytes)
         if histogram is not self._zeroed_histogram:  # new: zero once, select_cut re-zeroes it

@@ -23,7 +23,7 @@ POSITIVE_LAPLACIAN, NEGATIVE_LAPLACIAN = (0, 255, 0), (0, 128, 255)  # BGR: brig
 
 
 def draw_keypoints(gray: np.ndarray, keypoints: Keypoints) -> np.ndarray:
-    """A bgr8 picture of ``gray`` (HxW, 0..255) with every keypoint drawn."""
+    """Draw every keypoint on a bgr8 picture of ``gray`` (HxW, 0..255)."""
     canvas = cv2.cvtColor(np.clip(gray, 0, 255).astype(np.uint8), cv2.COLOR_GRAY2BGR)
     radius = keypoints.size / 2
     angle = np.radians(keypoints.angle)

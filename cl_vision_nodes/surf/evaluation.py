@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Measures for keypoints: fidelity to OpenCV, repeatability, matching score, rotation.
+"""
+Measures for keypoints: fidelity to OpenCV, repeatability, matching score, rotation.
 
 Definitions (all one-to-one: candidate pairs are taken greedily by increasing distance, each
 keypoint used at most once):
@@ -54,8 +55,11 @@ _CHUNK = 1024
 
 
 def read_opencv_keypoints(path: str | os.PathLike[str]) -> Keypoints:
-    """Rows ``x y size angle response octave class_id`` (class_id = laplacian sign), as written
-    for ../shared/data/features/opencv_surf_thr100; no descriptors (N x 0)."""
+    """
+    Read rows ``x y size angle response octave class_id`` (class_id = laplacian sign).
+
+    As written for ../shared/data/features/opencv_surf_thr100; no descriptors (N x 0).
+    """
     try:
         text = Path(path).read_text()
     except OSError as exc:
@@ -112,7 +116,7 @@ def nearest_neighbours(desc_a: np.ndarray, desc_b: np.ndarray) -> np.ndarray:
 
 
 def apply_homography(h: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mapped N x 2 points and the local scale factor sqrt(|det J|) of H at each point."""
+    """Map N x 2 points and the local scale factor sqrt(|det J|) of H at each point."""
     homogeneous = np.c_[points, np.ones(len(points))] @ h.T
     w = homogeneous[:, 2]
     mapped = homogeneous[:, :2] / w[:, None]
@@ -130,10 +134,13 @@ def _inside(points: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Correspondence:
-    """Common-part keypoint indices of both images, the one-to-one corresponding pairs
-    (indices into the common-part lists) and the keys i1 * len(common2) + i2 of every pair
-    that meets the criterion (for matching, any such pair is correct, not only those kept
-    one to one)."""
+    """
+    Common-part keypoint indices of both images, their one-to-one pairs, and all correct pairs.
+
+    The one-to-one corresponding pairs are indices into the common-part lists; the keys i1 *
+    len(common2) + i2 are those of every pair that meets the criterion (for matching, any such pair
+    is correct, not only those kept one to one).
+    """
 
     common1: np.ndarray
     common2: np.ndarray
@@ -149,7 +156,11 @@ class Correspondence:
 def correspond(kp1: Keypoints, kp2: Keypoints, h: np.ndarray, shape1: tuple[int, int],
                shape2: tuple[int, int], position_tol: float = POSITION_TOL,
                scale_tol: float = SCALE_TOL) -> Correspondence:
-    """Common parts and one-to-one correspondences of two keypoint sets (module docstring)."""
+    """
+    Find the common parts and one-to-one correspondences of two keypoint sets.
+
+    See the module docstring.
+    """
     mapped, scale = apply_homography(h, kp1.points)
     back, _ = apply_homography(np.linalg.inv(h), kp2.points)
     common1 = np.nonzero(_inside(mapped, shape2))[0]
@@ -199,8 +210,11 @@ def pair_scores(kp1: Keypoints, kp2: Keypoints, h: np.ndarray, shape1: tuple[int
 
 def mutual_nearest_rate(kp1: Keypoints, kp2: Keypoints, h: np.ndarray,
                         shape1: tuple[int, int], shape2: tuple[int, int]) -> tuple[float, int]:
-    """Fraction of corresponding pairs whose descriptors are mutual nearest neighbours (among
-    the common-part keypoints), and the number of pairs."""
+    """
+    Fraction of corresponding pairs whose descriptors are mutual nearest neighbours.
+
+    Among the common-part keypoints; and the number of pairs.
+    """
     c = correspond(kp1, kp2, h, shape1, shape2)
     if len(c.pairs1) == 0:
         return 0.0, 0

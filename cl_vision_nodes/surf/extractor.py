@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""SurfExtractor: the public entry point of the SURF algorithm layer (no ROS).
+"""
+SurfExtractor: the public entry point of the SURF algorithm layer (no ROS).
 
 One call per frame: ``detect_and_describe(image)`` uploads the message bytes (or a host gray
 array), runs every stage on the device and downloads the keypoints and descriptors once.
@@ -68,8 +69,11 @@ class SurfExtractor:
         self.settings = SurfSettings.from_values(self.values)
 
     def detect_and_describe(self, image: RawImage | np.ndarray) -> Keypoints:
-        """Keypoints of a message image (any supported encoding) or a HxW gray array (uint8, or
-        float on 0..255), strongest first."""
+        """
+        Keypoints of a message image or a HxW gray array, strongest first.
+
+        The message may have any supported encoding; the array is uint8, or float on 0..255.
+        """
         raw = image if isinstance(image, RawImage) else gray_to_raw(np.asarray(image))
         settings = self.settings
         height, width = raw.height, raw.width
@@ -86,8 +90,11 @@ class SurfExtractor:
         return Keypoints.from_records(records)
 
     def frame_gray(self) -> np.ndarray:
-        """The last frame's gray as the device decoded it (HxW float32, 0..255), downloaded once:
-        what a picture of its keypoints is drawn on."""
+        """
+        Return the last frame's gray as the device decoded it (HxW float32, 0..255).
+
+        Downloaded once: what a picture of its keypoints is drawn on.
+        """
         if self._frame is None:
             raise RuntimeError('frame_gray before the first detect_and_describe')
         gray, shape = self._frame

@@ -12,9 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Integral image on the device: (H+1)x(W+1) uint32, zero first row and column (OpenCV's
-``cv2.integral`` layout), exact for 8-bit input while 255 W H < 2^32 (up to 4096x4096 and a
-little beyond).
+"""
+Integral image on the device: (H+1)x(W+1) uint32 in ``cv2.integral``'s layout.
+
+The first row and column are zero (OpenCV's layout); exact for 8-bit input while 255 W H < 2^32 (up
+to 4096x4096 and a little beyond).
 
 Blocked scan in three kernels (kernels/surf/integral.cl), after seed 002 but parallel over
 blocks in both passes:
@@ -60,8 +62,11 @@ def check_size(height: int, width: int) -> None:
 
 
 class DeviceIntegral:
-    """Computes the integral image of a float gray device buffer into buffers of ``buffers``
-    (roles ``integral*``), reused while the image size stays the same."""
+    """
+    Computes the integral image of a float gray device buffer into buffers of ``buffers``.
+
+    Roles ``integral*``, reused while the image size stays the same.
+    """
 
     def __init__(self, runtime: ClRuntime, buffers: Buffers):
         self.runtime = runtime

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The result of one frame: keypoints as NumPy arrays, and their packed point layout.
+"""
+The result of one frame: keypoints as NumPy arrays, and their packed point layout.
 
 ``point_dtype(length)`` is the layout of one keypoint in the ``keypoints`` PointCloud2 of
 DESIGN.md (x, y, size, angle, response float32; octave int32; laplacian int8; descriptor float32
@@ -57,10 +58,13 @@ def point_dtype(length: int) -> np.dtype:
 
 @dataclass(frozen=True)
 class Keypoints:
-    """N keypoints in OpenCV's conventions: pixel coordinates (x right, y down, pixel centres
-    at integers), size = filter side in pixels, angle in degrees [0, 360) measured from +x
-    towards +y, response = Hessian determinant, octave index, laplacian sign (-1, 0, 1),
-    descriptor N x 64 or N x 128 float32 with unit L2 norm."""
+    """
+    N keypoints in OpenCV's conventions.
+
+    Pixel coordinates (x right, y down, pixel centres at integers), size = filter side in pixels,
+    angle in degrees [0, 360) measured from +x towards +y, response = Hessian determinant, octave
+    index, laplacian sign (-1, 0, 1), descriptor N x 64 or N x 128 float32 with unit L2 norm.
+    """
 
     x: np.ndarray
     y: np.ndarray
@@ -82,9 +86,12 @@ class Keypoints:
 
     @classmethod
     def from_records(cls, records: np.ndarray) -> Keypoints:
-        """From the device layout: N x (KP_FIELDS + length) float32 records (RECORD_FIELDS,
-        then the descriptor); invalid rows are dropped, order kept. The descriptor is a view
-        into ``records`` (no copy of the largest part)."""
+        """
+        Build keypoints from the device layout, dropping invalid rows, order kept.
+
+        The layout is N x (KP_FIELDS + length) float32 records (RECORD_FIELDS, then the
+        descriptor). The descriptor is a view into ``records`` (no copy of the largest part).
+        """
         valid = records[:, RECORD_FIELDS.index('valid')] > 0
         r = records if valid.all() else records[valid]
         field = dict(zip(RECORD_FIELDS, r[:, :KP_FIELDS].T, strict=True))

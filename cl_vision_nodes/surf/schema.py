@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Parameters of surf_node (and ``cl-vision surf --param``), and their typed view.
+"""
+Parameters of surf_node (and ``cl-vision surf --param``), and their typed view.
 
 Defaults are OpenCV's ``SURF::create()`` defaults (hessianThreshold 100, nOctaves 4,
 nOctaveLayers 3, extended false, upright false); the threshold is in OpenCV's units (determinant

@@ -12,8 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Topics, frames and camera conventions of the dataset bags (`cl-vision make-bag` writes them,
-`cl-vision eval` reads them and records the nodes' answers next to them).
+"""
+Topics, frames and camera conventions of the dataset bags.
+
+`cl-vision make-bag` writes them, `cl-vision eval` reads them and records the nodes' answers next
+to them.
 
 Inputs, under the camera namespace ``/camera``:
 
@@ -115,8 +118,11 @@ class StereoCamera:
         return float(width) if self.fx is None else self.fx
 
     def projection(self, width: int, height: int, right: bool) -> list[float]:
-        """Row-major 3x4 P; the right camera's P[0,3] = -fx * baseline (stereo_image_proc's
-        convention, from which the disparity node takes its baseline)."""
+        """
+        Row-major 3x4 P; the right camera's P[0,3] = -fx * baseline.
+
+        That is stereo_image_proc's convention, from which the disparity node takes its baseline.
+        """
         fx = self.focal(width)
         cx, cy = (width - 1) / 2.0, (height - 1) / 2.0
         tx = -fx * self.baseline_m if right else 0.0

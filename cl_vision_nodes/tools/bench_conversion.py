@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Benchmark of sensor_msgs/Image <-> NumPy conversion (bgr8), with the naive way as comparison.
+"""
+Benchmark of sensor_msgs/Image <-> NumPy conversion (bgr8), with the naive way as comparison.
 
 What is timed (host only, no DDS):
 - receive: ``image_to_numpy(msg)``, the zero-copy view a node gets; compared with a copying
@@ -59,7 +60,8 @@ def _bytes_publish(a: np.ndarray) -> Image:
     return msg
 
 
-def run(sizes: Sequence[tuple[int, int]] = ((640, 480), (1920, 1080)), repeats: int = 50) -> list[ConversionRow]:
+def run(sizes: Sequence[tuple[int, int]] = ((640, 480), (1920, 1080)),
+        repeats: int = 50) -> list[ConversionRow]:
     """Time both directions for each (width, height); returns one row per direction and size."""
     rows = []
     rng = np.random.default_rng(0)
@@ -68,11 +70,13 @@ def run(sizes: Sequence[tuple[int, int]] = ((640, 480), (1920, 1080)), repeats: 
         msg = numpy_to_image(a, 'bgr8')
         rows.append(ConversionRow('Image->numpy (view)', width, height,
                                   *time_ms(lambda: image_to_numpy(msg), repeats),
-                                  'copying read (cv_bridge)', *time_ms(lambda: np.array(image_to_numpy(msg)), repeats)))
+                                  'copying read (cv_bridge)',
+                                  *time_ms(lambda: np.array(image_to_numpy(msg)), repeats)))
         rows.append(ConversionRow('numpy->Image (array.array)', width, height,
                                   *time_ms(lambda: numpy_to_image(a, 'bgr8'), repeats),
                                   'msg.data = a.tobytes()',
-                                  *time_ms(lambda: _bytes_publish(a), repeats, _BASELINE_BUDGET_S)))
+                                  *time_ms(lambda: _bytes_publish(a), repeats,
+                                           _BASELINE_BUDGET_S)))
     return rows
 
 
@@ -81,8 +85,10 @@ def format_table(rows: Sequence[ConversionRow]) -> str:
               f'{"comparison":<26} {"mean ms":>9} {"best ms":>9} {"speedup":>8}')
     lines = [header, '-' * len(header)]
     for r in rows:
-        lines.append(f'{r.case:<28} {f"{r.width}x{r.height}":>10} {r.mean_ms:>9.3f} {r.best_ms:>9.3f}   '
-                     f'{r.baseline:<26} {r.baseline_mean_ms:>9.3f} {r.baseline_best_ms:>9.3f} {r.speedup:>7.1f}x')
+        size = f'{r.width}x{r.height}'
+        lines.append(f'{r.case:<28} {size:>10} {r.mean_ms:>9.3f} {r.best_ms:>9.3f}   '
+                     f'{r.baseline:<26} {r.baseline_mean_ms:>9.3f} {r.baseline_best_ms:>9.3f} '
+                     f'{r.speedup:>7.1f}x')
     return '\n'.join(lines)
 
 

@@ -12,8 +12,10 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""`cl-vision bench elas`: ms per frame of ELAS with libelas' stage names, with libelas itself
-(pyelas, single thread, when installed) and OpenCV StereoSGBM in the same run.
+"""
+`cl-vision bench elas`: ms per frame of ELAS with libelas' stage names.
+
+libelas itself (pyelas, single thread, when installed) and OpenCV StereoSGBM run in the same run.
 
 Frames: a real rectified pair (``--left``/``--right``, resized to each size) or a generated
 stereo pair with ground truth. Ours: upload of both images, every stage on the device and the
@@ -62,8 +64,11 @@ def pair(width: int, height: int, left_path: str | None, right_path: str | None)
 
 
 def stereo_calibrations(width: int, height: int) -> tuple[CameraCalibration, CameraCalibration]:
-    """A KITTI-like distorted pair at this size, each camera turned 0.5 degrees from the
-    rectified frame."""
+    """
+    Return a KITTI-like distorted pair at this size.
+
+    Each camera is turned 0.5 degrees from the rectified frame.
+    """
     fx = 0.773 * width
     k = [fx, 0.0, width / 2 + 3.5, 0.0, fx, height / 2 - 2.5, 0.0, 0.0, 1.0]
     pair = []
@@ -80,8 +85,11 @@ def stereo_calibrations(width: int, height: int) -> tuple[CameraCalibration, Cam
 
 
 def raw_to_points(preset: str, left, right):
-    """For ``device_stages``: disparity_node's per-frame device work with ``rectify`` and
-    depth and points subscribed (use_color: the left image is rectified again for the cloud)."""
+    """
+    Run disparity_node's per-frame device work with ``rectify``, depth and points subscribed.
+
+    For ``device_stages``; with use_color the left image is rectified again for the cloud.
+    """
     height, width = left.shape
     calibrations = stereo_calibrations(width, height)
     geometry = StereoGeometry.from_projections(calibrations[0].P, calibrations[1].P)
@@ -111,8 +119,11 @@ def raw_to_points(preset: str, left, right):
 
 
 def opencv_raw_to_points(left, right):
-    """image_proc + stereo_image_proc's work with OpenCV on the CPU: remap both images with
-    precomputed maps, SGBM, reprojectImageTo3D."""
+    """
+    Do image_proc + stereo_image_proc's work with OpenCV on the CPU.
+
+    Remap both images with precomputed maps, SGBM, reprojectImageTo3D.
+    """
     height, width = left.shape
     calibrations = stereo_calibrations(width, height)
     maps = [rectify_maps(calibration) for calibration in calibrations]
@@ -136,7 +147,7 @@ def matching(preset: str, left, right):
 
 
 def libelas(preset: str):
-    """pyelas' matcher with the same setting, or None where pyelas is not installed."""
+    """Return pyelas' matcher with the same setting, or None where pyelas is not installed."""
     try:
         import elas
     except ImportError:
@@ -154,12 +165,12 @@ def run(device: str, repeats: int, left_path: str | None, right_path: str | None
         left, right = pair(width, height, left_path, right_path)
         call = matching(preset, left, right)(runtime)
         rows.append(BenchRow(f'ELAS {preset}', runtime.entry.name, width, height,
-                            *time_ms(call, repeats),
-                            device_stages(device, matching(preset, left, right))))
+                             *time_ms(call, repeats),
+                             device_stages(device, matching(preset, left, right))))
         reference = libelas(preset)
         if reference is not None:
             rows.append(BenchRow(f'libelas {preset}', 'pyelas, 1 thread', width, height,
-                                *time_ms(lambda: reference.process(left, right), repeats)))
+                                 *time_ms(lambda: reference.process(left, right), repeats)))
         elif width == sizes[0][0]:
             print('libelas: pyelas is not installed here, so no libelas row')
         sgbm = cv2.StereoSGBM_create(0, SGBM_DISPARITIES, 5, 8 * 25, 32 * 25)

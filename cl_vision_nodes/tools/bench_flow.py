@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""`cl-vision bench flow`: ms per frame of lk/hs/bm with OpenCV DIS and Farneback in the same run.
+"""
+`cl-vision bench flow`: ms per frame of lk/hs/bm with OpenCV DIS and Farneback in the same run.
 
 Our figure is the streaming cost a node pays per frame: upload of the new frame, its pyramid,
 the flow to the previous frame (whose pyramid stays on the device) and the download of the
@@ -52,7 +53,7 @@ def dis(preset: int) -> Callable:
 
 
 def opencv_cases() -> dict[str, Callable]:
-    """OpenCV flow functions; they take ndarrays (CPU) or UMats (OpenCV's OpenCL path)."""
+    """List OpenCV's flow functions; they take ndarrays (CPU) or UMats (OpenCV's OpenCL path)."""
     return {**{name: dis(preset) for name, preset in DIS_PRESETS.items()},
             'Farneback': farneback}
 
@@ -77,22 +78,23 @@ def run(device: str, repeats: int, sizes=SIZES) -> list[BenchRow]:
         for method in METHODS:
             step = streaming(method, raws)(runtime)
             rows.append(BenchRow(method, runtime.entry.name, width, height,
-                                *time_ms(step, repeats),
-                                device_stages(device, streaming(method, raws))))
+                                 *time_ms(step, repeats),
+                                 device_stages(device, streaming(method, raws))))
         cv2.ocl.setUseOpenCL(False)
         for name, fn in opencv_cases().items():
             rows.append(BenchRow(name, f'OpenCV CPU ({cv2.getNumThreads()} threads)', width,
-                                height, *time_ms(lambda: fn(*frames), repeats)))
+                                 height, *time_ms(lambda: fn(*frames), repeats)))
         if runtime.entry.is_gpu and cv2.ocl.haveOpenCL():
             cv2.ocl.setUseOpenCL(True)
             umats = [cv2.UMat(f) for f in frames]
             for name, fn in opencv_cases().items():
                 rows.append(BenchRow(name, f'OpenCV OpenCL ({cv2.ocl.Device.getDefault().name()})',
-                                    width, height, *time_ms(lambda: fn(*umats).get(), repeats)))
+                                     width, height, *time_ms(lambda: fn(*umats).get(), repeats)))
             cv2.ocl.setUseOpenCL(False)
     return rows
 
 
 def main(args: argparse.Namespace) -> None:
     print('Dense optical flow, ms per frame (ours: upload + pyramid + flow + download)')
-    print(format_rows(run(args.device, args.repeats), 'DIS MEDIUM cpu', lambda r: r.method == 'DIS MEDIUM' and r.where.startswith('OpenCV CPU')))
+    print(format_rows(run(args.device, args.repeats), 'DIS MEDIUM cpu',
+                      lambda r: r.method == 'DIS MEDIUM' and r.where.startswith('OpenCV CPU')))

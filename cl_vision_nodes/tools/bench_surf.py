@@ -12,8 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""`cl-vision bench surf`: ms per frame of SURF detect + describe (upload and download included),
-keypoint count and per-stage device times, with OpenCV SIFT and ORB in the same run.
+"""
+`cl-vision bench surf`: ms per frame of SURF detect + describe, with OpenCV SIFT and ORB.
+
+Upload and download are included; keypoint count and per-stage device times are reported, with
+OpenCV SIFT and ORB in the same run.
 
 Frames are a real image (``--image``, resized) or a generated texture. No ROS imports.
 """

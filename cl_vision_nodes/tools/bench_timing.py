@@ -23,8 +23,11 @@ from cl_vision_nodes.opencl.runtime import ClRuntime
 
 
 def time_ms(fn: Callable[[], object], repeats: int, budget_s: float = 10.0) -> tuple[float, float]:
-    """(mean, best) ms of ``fn`` over up to ``repeats`` calls after one warm-up call, stopping
-    early once ``budget_s`` seconds are spent (slow baselines on slow devices)."""
+    """
+    Return (mean, best) ms of ``fn`` over up to ``repeats`` calls after one warm-up call.
+
+    Stops early once ``budget_s`` seconds are spent (slow baselines on slow devices).
+    """
     fn()
     times: list[float] = []
     start = time.perf_counter()
@@ -36,8 +39,12 @@ def time_ms(fn: Callable[[], object], repeats: int, budget_s: float = 10.0) -> t
 
 
 def device_stages(device: str, prepare: Callable[[ClRuntime], Callable[[], object]]) -> str:
-    """Device ms per stage of one warm call, on a separate profiling runtime (profiling events
-    can slow a queue, so timed runs use an unprofiled one). ``prepare`` builds the call."""
+    """
+    Return the device ms per stage of one warm call, on a separate profiling runtime.
+
+    Profiling events can slow a queue, so timed runs use an unprofiled one. ``prepare`` builds the
+    call.
+    """
     runtime = ClRuntime(device, profile=True)
     call = prepare(runtime)
     call()
@@ -61,8 +68,11 @@ class BenchRow:
 
 
 def format_rows(rows: list[BenchRow], label: str, is_baseline: Callable[[BenchRow], bool]) -> str:
-    """A table grouped by frame size with fps and each row's speed ratio to the size's
-    baseline row (the same-run comparison every benchmark prints)."""
+    """
+    Format a table grouped by frame size, with fps and each row's ratio to the size's baseline.
+
+    The speed ratio to the size's baseline row is the same-run comparison every benchmark prints.
+    """
     lines = [f'{"method":<18} {"size":>9} {"note":>8} {"mean ms":>9} {"best ms":>9} {"fps":>8} '
              f'{"vs " + label:>18}  where / device ms per stage']
     for size in sorted({(r.width, r.height) for r in rows}):

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""`cl-vision`: the command-line face of the package (offline runs, devices, benchmarks).
+"""
+`cl-vision`: the command-line face of the package (offline runs, devices, benchmarks).
 
 Larger subcommands live in their own modules and add their parser here; expected
 failures (``CLVisionError``) print one line on stderr and exit with code 2, never a traceback.
@@ -69,7 +70,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog='cl-vision', description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog='cl-vision', description=__doc__.strip().splitlines()[0])
     sub = parser.add_subparsers(dest='command', required=True, parser_class=OneLineParser)
 
     devices = sub.add_parser('devices', help='list OpenCL platforms/devices, mark the chosen one')

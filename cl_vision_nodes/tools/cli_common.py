@@ -25,7 +25,7 @@ from cl_vision_nodes.params import ParameterSchema, Value
 
 
 def finite_number(text: str) -> float:
-    """argparse type: a finite float (a plain ``value <= 0`` check lets NaN through)."""
+    """Parse a finite float (argparse type): a plain ``value <= 0`` check lets NaN through."""
     try:
         value = float(text)
     except ValueError:
@@ -36,7 +36,7 @@ def finite_number(text: str) -> float:
 
 
 def positive_number(text: str) -> float:
-    """argparse type: a finite float > 0 (a rate, a timeout)."""
+    """Parse a finite float > 0 (argparse type): a rate, a timeout."""
     value = finite_number(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f'must be > 0, got {text!r}')
@@ -44,7 +44,7 @@ def positive_number(text: str) -> float:
 
 
 def non_negative_number(text: str) -> float:
-    """argparse type: a finite float >= 0 (an offset, a wait)."""
+    """Parse a finite float >= 0 (argparse type): an offset, a wait."""
     value = finite_number(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f'must be >= 0, got {text!r}')
@@ -52,7 +52,7 @@ def non_negative_number(text: str) -> float:
 
 
 def integer_in(low: int, high: int | None = None) -> Callable[[str], int]:
-    """argparse type: an int in [low, high] (high None: no upper bound)."""
+    """Make an argparse type: an int in [low, high] (high None: no upper bound)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -66,8 +66,11 @@ def integer_in(low: int, high: int | None = None) -> Callable[[str], int]:
 
 
 def output_file(text: str) -> Path:
-    """argparse type: a file (or bag folder) to create, in a folder that exists. Checked before
-    any work starts, so a bad path costs nothing and leaves nothing behind."""
+    """
+    Check a file (or bag folder) to create, in a folder that exists (argparse type).
+
+    Checked before any work starts, so a bad path costs nothing and leaves nothing behind.
+    """
     path = Path(text)
     if path.parent.is_file():
         raise argparse.ArgumentTypeError(f'{text}: {path.parent} is a file, not a folder')
@@ -77,8 +80,11 @@ def output_file(text: str) -> Path:
 
 
 def output_folder(text: str) -> Path:
-    """argparse type: a folder to write into, created with its parents; no part of it may be a
-    file."""
+    """
+    Create a folder to write into, with its parents (argparse type).
+
+    No part of it may be a file.
+    """
     path = Path(text)
     existing = next(p for p in (path, *path.parents) if p.exists())  # '.' or '/' at the latest
     if not existing.is_dir():
@@ -104,9 +110,12 @@ def add_algorithm_options(parser: argparse.ArgumentParser) -> None:
 def algorithm_params(schema: ParameterSchema, args: argparse.Namespace,
                      preset: Mapping[str, Value] | None = None,
                      **overrides: Value) -> dict[str, Value]:
-    """The schema's values: defaults, then a ``preset``, then ``--param``, ``--device``,
-    ``--profile`` and ``overrides`` (explicit options such as ``--method``); a bad one raises
-    ParameterError."""
+    """
+    Return the schema's values; a bad one raises ParameterError.
+
+    Defaults, then a ``preset``, then ``--param``, ``--device``, ``--profile`` and ``overrides``
+    (explicit options such as ``--method``).
+    """
     base = schema.validate(schema.defaults(), preset or {}, allow_read_only=True)
     values = schema.parse_assignments(args.param, base)
     explicit = {k: v for k, v in overrides.items() if v is not None}

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""`cl-vision demo`: the three nodes over real DDS on a generated stereo sequence.
+"""
+`cl-vision demo`: the three nodes over real DDS on a generated stereo sequence.
 
 It generates a textured stereo sequence with exact ground truth (disparity, flow, homography),
 writes it as a dataset bag, runs flow_node, surf_node and disparity_node as ROS processes on it

@@ -12,9 +12,12 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""`cl-vision disparity LEFT RIGHT`: ELAS disparity of a stereo pair of image files (rectified,
-or raw with ``--rectify``), and with the pair's calibration its depth image and point cloud (all
-computed on the device)."""
+"""
+`cl-vision disparity LEFT RIGHT`: ELAS disparity of a stereo pair of image files.
+
+The pair is rectified, or raw with ``--rectify``; with the pair's calibration also its depth image
+and point cloud (all computed on the device).
+"""
 from __future__ import annotations
 
 import argparse
@@ -55,7 +58,7 @@ def _check_outputs(args: argparse.Namespace, rectify: bool) -> None:
 
 def _calibrations(args: argparse.Namespace, width: int,
                   height: int) -> tuple[CameraCalibration, CameraCalibration]:
-    """The pair's calibration YAMLs, which must be for images of this size."""
+    """Read the pair's calibration YAMLs, which must be for images of this size."""
     from cl_vision_nodes.camera.calibration import read_calibration_yaml
     pair = tuple(read_calibration_yaml(path) for path in args.camera_info)
     for path, calibration in zip(args.camera_info, pair):
@@ -100,8 +103,11 @@ def _write_depth(out: Path, depth: np.ndarray) -> str:
 
 
 def _point_table(cloud: PointCloud) -> np.ndarray:
-    """The cloud as a structured array (x, y, z float32 [, red, green, blue uint8]) of its
-    shape (N for a dense cloud), the columns of the PLY and .npy outputs."""
+    """
+    Return the cloud as a structured array, the columns of the PLY and .npy outputs.
+
+    Fields x, y, z float32 [, red, green, blue uint8], of the cloud's shape (N for a dense cloud).
+    """
     from cl_vision_nodes.stereo.point_cloud import unpack_rgb
     import numpy as np
     points = cloud.points()

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""`cl-vision doctor`: can this machine run the package, on which device, and how to fix it.
+"""
+`cl-vision doctor`: can this machine run the package, on which device, and how to fix it.
 
 For every OpenCL device: whether it builds a probe kernel and each capability's programs, its
 limits (fp64, work-group size, local memory, image support), and the time of a 640x480 bgr8

@@ -12,8 +12,10 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""`cl-vision eval BAG --out DIR`: run the nodes as real ROS processes on a dataset bag, record
-what they publish and report timing and accuracy.
+"""
+`cl-vision eval BAG --out DIR`: run the nodes as real ROS processes on a dataset bag.
+
+It records what they publish and reports timing and accuracy.
 
 The bag follows ``bag_layout`` (`cl-vision make-bag` writes such bags). The evaluator starts
 flow_node and surf_node in ``/camera/left`` and disparity_node in ``/camera`` (each a
@@ -126,9 +128,12 @@ NODE_SPECS = {spec.key: spec for spec in (
 
 
 def cdr_stamp(data: bytes) -> int:
-    """header.stamp (ns) of a serialized message whose first field is a std_msgs/Header, read
-    off the CDR bytes (4-byte encapsulation, then int32 sec, uint32 nanosec): matching answers
-    to frames must not cost a deserialisation of every image."""
+    """
+    Read header.stamp (ns) off the CDR bytes of a serialized message.
+
+    The message's first field is a std_msgs/Header (4-byte encapsulation, then int32 sec, uint32
+    nanosec): matching answers to frames must not cost a deserialisation of every image.
+    """
     order = '<' if data[1] & 1 else '>'
     sec, nanosec = struct.unpack_from(order + 'iI', data, 4)
     return sec * 1_000_000_000 + nanosec
@@ -150,7 +155,7 @@ def deserialize(data: bytes, msgtype: str) -> Any:
 
 
 def open_layout_bag(path: Path) -> Bag:
-    """The bag restricted to the layout's topics; it must have left images."""
+    """Open the bag restricted to the layout's topics; it must have left images."""
     topics = [t for t in layout.INPUT_TYPES if t in Bag(path).topics]
     if layout.LEFT_IMAGE not in topics:
         raise DataFormatError(f'{path}: no {layout.LEFT_IMAGE} topic; write dataset bags with '
@@ -159,10 +164,13 @@ def open_layout_bag(path: Path) -> Bag:
 
 
 def read_frames(bag: Bag) -> Iterator[BagFrame]:
-    """The bag's frames in order: messages grouped by header stamp (the homography, which has
-    no header, by bag time, equal to the stamp in dataset bags). A frame is complete once the
-    left images of two later frames were read, so a frame's messages may be logged up to two
-    frames apart; stamps without a left image are dropped."""
+    """
+    Yield the bag's frames in order: messages grouped by header stamp.
+
+    The homography, which has no header, is grouped by bag time, equal to the stamp in dataset
+    bags. A frame is complete once the left images of two later frames were read, so a frame's
+    messages may be logged up to two frames apart; stamps without a left image are dropped.
+    """
     pending: dict[int, dict[str, bytes]] = {}
     lefts: list[int] = []
     count = 0
@@ -186,7 +194,7 @@ def read_frames(bag: Bag) -> Iterator[BagFrame]:
 
 
 def topic_counts(path: Path) -> dict[str, tuple[str, int]]:
-    """topic -> (type, messages) from the bag's metadata, as ``ros2 bag info`` shows them."""
+    """Map topic -> (type, messages) from the bag's metadata, as ``ros2 bag info`` shows them."""
     with open_reader(path) as reader:
         return {c.topic: (c.msgtype, c.msgcount) for c in reader.connections}
 
@@ -199,15 +207,19 @@ def parse_nodes(text: str) -> list[str]:
     unknown = [n for n in names if n not in NODE_SPECS]
     if unknown or not names:
         named = ', '.join(unknown) if unknown else repr(text)
-        raise argparse.ArgumentTypeError(f"unknown node {named}; choose from "
+        raise argparse.ArgumentTypeError(f'unknown node {named}; choose from '
                                          f"{','.join(NODE_SPECS)}")
     return names
 
 
 def select_nodes(requested: list[str] | None, topics: set[str]) -> tuple[list[NodeSpec],
                                                                          list[str]]:
-    """The nodes to run and a note for each one left out. Without ``--nodes`` every node whose
-    inputs the bag has runs; a node named explicitly must have them."""
+    """
+    Return the nodes to run and a note for each one left out.
+
+    Without ``--nodes`` every node whose inputs the bag has runs; a node named explicitly must have
+    them.
+    """
     chosen, notes = [], []
     for key in requested or NODE_SPECS:
         spec = NODE_SPECS[key]
@@ -227,8 +239,11 @@ def select_nodes(requested: list[str] | None, topics: set[str]) -> tuple[list[No
 
 def node_parameters(specs: list[NodeSpec], assignments: list[str],
                     device: str) -> dict[str, dict[str, Value]]:
-    """Per node key, the explicitly set parameters, validated against the node's schema so that
-    a bad value fails here in one line instead of in a node's log."""
+    """
+    Return the explicitly set parameters per node key, validated against the node's schema.
+
+    So a bad value fails here in one line instead of in a node's log.
+    """
     by_node: dict[str, list[str]] = {key: [] for key in NODE_SPECS}
     for text in assignments:
         key, dot, assignment = text.partition('.')
@@ -255,7 +270,7 @@ class NodeProcess:
     log: Path
 
     def check_alive(self) -> None:
-        """A node that died must end the run with its own last words, not a timeout."""
+        """Raise if the node died: it must end the run with its own last words, not a timeout."""
         code = self.process.poll()
         if code is not None:
             lines = self.log.read_text(errors='replace').strip().splitlines()
@@ -264,10 +279,13 @@ class NodeProcess:
 
 
 def reliable_inputs(spec: NodeSpec) -> dict[str, Any]:
-    """QoS overrides that make the node's input subscriptions reliable. Lockstep never queues
-    more than one frame, so best effort buys nothing here, and Fast DDS drops best-effort
-    samples larger than its shared-memory segment (a KITTI frame, ~0.5 MB per view, rarely
-    arrives): a lost input would be misreported as the node dropping a frame."""
+    """
+    Return the QoS overrides that make the node's input subscriptions reliable.
+
+    Lockstep never queues more than one frame, so best effort buys nothing here, and Fast DDS drops
+    best-effort samples larger than its shared-memory segment (a KITTI frame, ~0.5 MB per view,
+    rarely arrives): a lost input would be misreported as the node dropping a frame.
+    """
     return {'qos_overrides': {topic: {'subscription': {'reliability': 'reliable'}}
                               for topic in spec.inputs}}
 
@@ -306,8 +324,12 @@ def stop_nodes(nodes: list[NodeProcess]) -> dict[str, int]:
 
 
 def node_environment(domain_id: int) -> dict[str, str]:
-    """This process's environment for the nodes: same domain, localhost discovery, and this
-    copy of the package first on the path (a source checkout works without installing)."""
+    """
+    Return this process's environment for the nodes.
+
+    Same domain, localhost discovery, and this copy of the package first on the path (a source
+    checkout works without installing).
+    """
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id))
     env.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     root = str(Path(cl_vision_nodes.__file__).resolve().parents[1])
@@ -327,8 +349,12 @@ class Received:
 
 
 class Player:
-    """The evaluator's ROS node: publishes frames as stored CDR bytes and takes every answer as
-    raw CDR with its DDS receive time (so latency does not include our own spinning delays)."""
+    """
+    The evaluator's ROS node: publishes frames as stored CDR bytes, takes answers as raw CDR.
+
+    Every answer comes with its DDS receive time, so latency does not include our own spinning
+    delays.
+    """
 
     def __init__(self, inputs: list[str], outputs: dict[str, str]):
         import rclpy
@@ -404,6 +430,8 @@ def mean(values: list[float]) -> float | None:
 
 
 class Scorer(Protocol):
+    """The accuracy of one node's answers: FlowScorer, DisparityScorer or SurfScorer."""
+
     def add(self, frame: BagFrame, answer: bytes, size: tuple[int, int]) -> None: ...
 
     def summary(self) -> dict[str, Any]: ...
@@ -436,8 +464,12 @@ class FlowScorer:
                 'per_frame': self.rows}
 
     def pictures(self, out: Path) -> dict[str, str]:
-        """Estimate | ground truth on the same colour scale (the node's own flow/color scales
-        each frame by its own maximum, which hides a wrong magnitude)."""
+        """
+        Draw the estimate | ground truth on the same colour scale.
+
+        The node's own flow/color scales each frame by its own maximum, which hides a wrong
+        magnitude.
+        """
         from cl_vision_nodes.flow.colorwheel import flow_to_color
         if self.last is None:
             return {}
@@ -450,16 +482,22 @@ class FlowScorer:
 
 def disparity_errors(estimate: np.ndarray, truth: np.ndarray,
                      min_disparity: float) -> dict[str, float]:
-    """The report's row: KITTI D1, bad > 2 px and density over the pixels with ground truth
-    (elas.metrics: an invalid estimate, below the message's min_disparity, is an error)."""
+    """
+    Return the report's row: KITTI D1, bad > 2 px and density over the pixels with ground truth.
+
+    elas.metrics: an invalid estimate, below the message's min_disparity, is an error.
+    """
     d1 = d1_errors(estimate, truth, min_disparity)
     bad = bad_pixel_errors(estimate, truth, BAD_PIXELS, min_disparity)
     return {'d1': d1.all, 'bad2': bad.all, 'density': d1.density}
 
 
 class DisparityScorer:
-    """D1, bad > 2 px and density of each disparity map against
-    /camera/ground_truth/disparity (``disparity_errors``)."""
+    """
+    D1, bad > 2 px and density of each disparity map against /camera/ground_truth/disparity.
+
+    Computed by ``disparity_errors``.
+    """
 
     def __init__(self) -> None:
         self.rows: list[dict[str, float]] = []
@@ -496,8 +534,12 @@ class DisparityScorer:
 
 
 class SurfScorer:
-    """Keypoints per frame; repeatability and matching score of every frame against the first
-    one with a homography (surf.evaluation), through H_k * H_first^-1."""
+    """
+    Keypoints per frame; repeatability and matching score against the first frame.
+
+    Every frame with a homography is compared with the first one (surf.evaluation), through H_k *
+    H_first^-1.
+    """
 
     def __init__(self) -> None:
         self.rows: list[dict[str, float]] = []
@@ -540,8 +582,12 @@ SCORERS = {'flow': FlowScorer, 'surf': SurfScorer, 'disparity': DisparityScorer}
 
 @dataclass
 class NodeRun:
-    """What one node did: the frames it was due to answer, the latency of each answer that
-    came within the timeout, and its accuracy scorer."""
+    """
+    What one node did.
+
+    The frames it was due to answer, the latency of each answer that came within the timeout, and
+    its accuracy scorer.
+    """
 
     spec: NodeSpec
     scorer: Scorer
@@ -583,8 +629,12 @@ def node_status(run: NodeRun) -> str:
 
 
 class Progress:
-    """Progress on the terminal: a ``\r`` bar on stderr, or (``lines``) one status line a
-    second on stdout with every node's rate and accuracy so far (the demo's view)."""
+    """
+    Progress on the terminal: a carriage-return bar on stderr, or status lines on stdout.
+
+    With ``lines``, one status line a second on stdout with every node's rate and accuracy so far
+    (the demo's view).
+    """
 
     def __init__(self, total: int, lines: bool = False):
         self.total, self.lines = total, lines
@@ -627,9 +677,12 @@ class Recorder:
 
 def play_frame(frame: BagFrame, player: Player, recorder: Recorder, due: list[NodeRun],
                nodes: list[NodeProcess], timeout_s: float) -> tuple[int, dict[str, Received]]:
-    """Publish one frame and wait for every output of the due nodes with its stamp; record all
-    that arrives meanwhile (late answers to earlier frames included). Returns the publish time
-    and the answers by topic."""
+    """
+    Publish one frame and wait for every output of the due nodes with its stamp.
+
+    Records all that arrives meanwhile (late answers to earlier frames included). Returns the
+    publish time and the answers by topic.
+    """
     sent_ns = player.publish(frame)
     for topic, data in frame.messages.items():
         recorder.write(topic, sent_ns, data)
@@ -656,8 +709,11 @@ def frame_size(frame: BagFrame) -> tuple[int, int]:
 
 def play(bag: Bag, player: Player, recorder: Recorder, runs: list[NodeRun],
          nodes: list[NodeProcess], timeout_s: float, progress: Progress) -> tuple[int, bool]:
-    """Lockstep over every frame: the number of frames sent and whether Ctrl-C ended the run
-    early (what was recorded until then is kept and reported)."""
+    """
+    Play every frame in lockstep; return the frames sent and whether Ctrl-C ended the run.
+
+    What was recorded until an early Ctrl-C is kept and reported.
+    """
     from rclpy.executors import ExternalShutdownException
     previous_size = None
     sent, interrupted = 0, False
@@ -686,7 +742,7 @@ def play(bag: Bag, player: Player, recorder: Recorder, runs: list[NodeRun],
 
 
 def json_ready(value: Any) -> Any:
-    """NaN and inf become null: report.json must be strict JSON."""
+    """Turn NaN and inf into null: report.json must be strict JSON."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
@@ -697,7 +753,7 @@ def json_ready(value: Any) -> Any:
 
 
 def last_messages(bag_path: Path, topics: list[str]) -> dict[str, bytes]:
-    """The last recorded message of each topic, read back from the output bag."""
+    """Read back the last recorded message of each topic from the output bag."""
     present = [t for t in topics if t in topic_counts(bag_path)]
     last: dict[str, bytes] = {}
     if present:
@@ -707,7 +763,11 @@ def last_messages(bag_path: Path, topics: list[str]) -> dict[str, bytes]:
 
 
 def node_pictures(bag_path: Path, out: Path, runs: list[NodeRun]) -> dict[str, str]:
-    """The nodes' own visual topics (flow/color, keypoints/image, disparity/color), last frame."""
+    """
+    Return the last frame of the nodes' own visual topics.
+
+    flow/color, keypoints/image, disparity/color.
+    """
     visual = [t for run in runs for t in list(run.spec.outputs)[1:]]
     pictures = {}
     for topic, data in last_messages(bag_path, visual).items():
@@ -766,7 +826,7 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {key} | {node['frames_due']} | {node['answered']} | {node['dropped']} | "
                      + ' | '.join(_fmt(lat.get(k), 1) for k in ('mean', 'p50', 'p95', 'max'))
                      + f" | {_fmt(node['throughput_fps'], 2)} |")
-    lines += ['', 'Latency: input publish to DDS receive of the node\'s main output. Throughput: '
+    lines += ['', "Latency: input publish to DDS receive of the node's main output. Throughput: "
               'answered frames over the summed latencies (the rate when fed back to back). '
               'Dropped: due frames without an answer within the timeout.', '',
               '![latency per frame](latency.png)', '', '## Messages received', '',
@@ -901,7 +961,7 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser('eval', help='run the nodes over DDS on a dataset bag, record and '
                                          'report timing and accuracy',
-                            description=__doc__.split('\n\n')[0])
+                            description=__doc__.strip().split('\n\n')[0])
     parser.add_argument('bag', help='dataset bag (cl-vision make-bag; layout in bag_layout.py)')
     parser.add_argument('--out', required=True, type=output_folder,
                         help='output folder: bag/, logs/, report.md, report.json, pictures')

@@ -12,8 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Regenerate config/<node>.yaml, the ELAS preset files config/elas_<preset>.yaml and the README
-parameter tables from the node schemas.
+"""
+Regenerate the parameter files and README tables from the node schemas.
+
+config/<node>.yaml, the ELAS preset files config/elas_<preset>.yaml and the README parameter
+tables.
 
 Run ``python -m cl_vision_nodes.tools.gen_config`` after changing a schema; the test suite
 fails while a generated file is out of date.
@@ -33,7 +36,7 @@ import yaml
 HEADER = ('# Parameters of {node}, generated from its schema by\n'
           '# `python -m cl_vision_nodes.tools.gen_config`: edit the schema, not this file.\n'
           '# Keyed /** so that the file applies to the node it is given to, in any namespace;\n'
-          '# a copy of it works with --params-file or the launch files\' *_params arguments.\n')
+          "# a copy of it works with --params-file or the launch files' *_params arguments.\n")
 
 
 def yaml_text(schema: ParameterSchema, values: Mapping[str, Value] | None = None) -> str:

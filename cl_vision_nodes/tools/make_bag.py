@@ -12,9 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""`cl-vision make-bag DATASET --out BAG`: a data set with ground truth as a rosbag2 in the layout
-of ``bag_layout`` (camera images, camera infos, ground-truth topics), for `cl-vision eval`,
-`cl-vision replay` or `ros2 bag play`.
+"""
+`cl-vision make-bag DATASET --out BAG`: a data set with ground truth as a rosbag2.
+
+In the layout of ``bag_layout`` (camera images, camera infos, ground-truth topics), for `cl-vision
+eval`, `cl-vision replay` or `ros2 bag play`.
 
 DATASET is a folder whose layout is recognised from its files, or a generated sequence:
 
@@ -84,7 +86,7 @@ class Dataset:
 
 
 def _kitti_file(root: Path, folder: str, scene: str, frame: str) -> Path | None:
-    """A KITTI file in either the official (``folder/scene_frame.png``) or flat naming."""
+    """Find a KITTI file in either the official (``folder/scene_frame.png``) or flat naming."""
     for path in (root / folder / f'{scene}_{frame}.png', root / f'{folder}_{scene}_{frame}.png'):
         if path.is_file():
             return path
@@ -92,7 +94,7 @@ def _kitti_file(root: Path, folder: str, scene: str, frame: str) -> Path | None:
 
 
 def _first_kitti_file(root: Path, folders: tuple[str, ...], scene: str) -> Path | None:
-    """The ground truth of a scene's frame 10 from the first folder that has it (noc first)."""
+    """Find the ground truth of a scene's frame 10 in the first folder that has it (noc first)."""
     return next((p for f in folders if (p := _kitti_file(root, f, scene, '10')) is not None), None)
 
 
@@ -196,7 +198,8 @@ def synthetic_flow(n_frames: int, height: int, width: int, seed: int) -> Dataset
 
 
 def synthetic_stereo(n_frames: int, height: int, width: int, seed: int) -> Dataset:
-    """Windows of one wide stereo_pair, moved right by SYNTHETIC_STEREO_PAN_PX per frame.
+    """
+    Windows of one wide stereo_pair, moved right by SYNTHETIC_STEREO_PAN_PX per frame.
 
     Both views are cut at the same columns, so x_R = x_L - d holds in every window; the scene
     moves by an integer step, so the images and the flow (-step, 0) are exact.
@@ -241,7 +244,11 @@ def parse_synthetic(spec: str, seed: int) -> Dataset:
 
 
 def open_dataset(source: str, disparity_scale: float = 1.0, seed: int = 0) -> Dataset:
-    """The data set named by ``source`` (a folder or a synthetic spec), from its files' layout."""
+    """
+    Open the data set named by ``source`` (a folder or a synthetic spec).
+
+    Its kind is told by its files' layout.
+    """
     if source.startswith(SYNTHETIC_PREFIX):
         return parse_synthetic(source, seed)
     root = Path(source)
@@ -321,7 +328,7 @@ class MessageFactory:
 
 
 def _check_sizes(frame: Frame, index: int) -> None:
-    """Views and ground truth of a frame must share the left image's size."""
+    """View and ground truth of a frame must share the left image's size."""
     for name in ('right', 'disparity', 'flow'):
         array = getattr(frame, name)
         if array is not None and array.shape[:2] != frame.left.shape:
@@ -330,8 +337,11 @@ def _check_sizes(frame: Frame, index: int) -> None:
 
 
 def write_bag(dataset: Dataset, out: Path, storage: str, rate: float) -> dict[str, int]:
-    """Write every frame at stamps START_NS + k / rate; messages per topic. A failure removes
-    the half-written bag so that the next attempt does not find it in the way."""
+    """
+    Write every frame at stamps START_NS + k / rate; messages per topic.
+
+    A failure removes the half-written bag so that the next attempt does not find it in the way.
+    """
     from rosbags.rosbag2 import StoragePlugin, Writer
     if out.exists():
         raise DataFormatError(f'{out} exists already, not overwriting')
@@ -370,7 +380,7 @@ def run(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser('make-bag', help='convert a data set with ground truth to a rosbag2',
-                            description=__doc__.split('\n\n')[0])
+                            description=__doc__.strip().split('\n\n')[0])
     parser.add_argument('dataset', help='data set folder, or synthetic:{flow,stereo}:FRAMES:HxW')
     parser.add_argument('--out', required=True, type=output_folder, help='bag folder to create')
     parser.add_argument('--storage', choices=['mcap', 'sqlite3'], default='mcap')

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""`cl-vision rectify IMAGE --camera-info INFO.yaml`: image_proc's rectification of one image file.
+"""
+`cl-vision rectify IMAGE --camera-info INFO.yaml`: image_proc's rectification of one image file.
 
 INFO.yaml is the calibration YAML camera drivers store (camera_calibration_parsers layout). An
 8-bit image is rectified as mono8 when its channels are equal (a gray file) and as bgr8
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser('rectify', help="rectify IMAGE with a camera calibration YAML "
+    parser = sub.add_parser('rectify', help='rectify IMAGE with a camera calibration YAML '
                                             "(image_proc's rectify)")
     parser.add_argument('image', help='8-bit image file (gray or colour) or a 32FC1 .pfm')
     parser.add_argument('--camera-info', required=True, metavar='INFO.yaml',

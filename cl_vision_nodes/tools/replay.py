@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""`cl-vision replay BAG`: publish a rosbag2 (mcap or sqlite3) for machines without ros2 bag.
+"""
+`cl-vision replay BAG`: publish a rosbag2 (mcap or sqlite3) for machines without ros2 bag.
 
 Messages go out as their stored CDR bytes (``Publisher.publish(bytes)``), so nothing is
 deserialised, at their recorded pace divided by ``--rate``. Publishers are reliable, which
@@ -49,7 +50,7 @@ class BagMessage:
 
 
 def message_class(msgtype: str) -> type:
-    """The rclpy class of ``pkg/msg/Name``; DataFormatError when that package is not installed."""
+    """Return the rclpy class of ``pkg/msg/Name``; DataFormatError when that package is missing."""
     package, _, name = msgtype.partition('/msg/')
     try:
         return getattr(importlib.import_module(f'{package}.msg'), name)
@@ -59,8 +60,12 @@ def message_class(msgtype: str) -> type:
 
 @contextlib.contextmanager
 def open_reader(path: Path) -> Iterator[Any]:
-    """A rosbags Reader, open. A bag that cannot be read (bad metadata, a truncated or foreign
-    storage file) is a DataFormatError naming it, while opening or while reading."""
+    """
+    Open a rosbags Reader.
+
+    A bag that cannot be read (bad metadata, a truncated or foreign storage file) is a
+    DataFormatError naming it, while opening or while reading.
+    """
     from rosbags.rosbag2 import Reader, ReaderError
     if not path.exists():
         raise DataFormatError(f'{path}: no such bag')
@@ -95,8 +100,11 @@ class Bag:
 
 
 def paced(bag: Bag, rate: float, loop: bool, stop: threading.Event) -> Iterator[BagMessage]:
-    """Yield messages at their recorded spacing divided by ``rate`` (over and over with
-    ``loop``), until ``stop`` is set."""
+    """
+    Yield messages at their recorded spacing divided by ``rate``, until ``stop`` is set.
+
+    Over and over with ``loop``.
+    """
     while not stop.is_set():
         wall0 = bag0 = None
         for msg in bag.messages():
@@ -111,8 +119,11 @@ def paced(bag: Bag, rate: float, loop: bool, stop: threading.Event) -> Iterator[
 
 
 def wait_for_subscribers(publishers: list, timeout_s: float, stop: threading.Event) -> None:
-    """Until every topic has a subscriber (or the timeout): DDS discovery takes a moment, and a
-    frame published before it completes is lost for good."""
+    """
+    Wait until every topic has a subscriber (or the timeout).
+
+    DDS discovery takes a moment, and a frame published before it completes is lost for good.
+    """
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and any(p.get_subscription_count() == 0
                                               for p in publishers):
@@ -137,13 +148,17 @@ class Progress:
                   f'{self.bag.duration_ns / 1e9:.1f} s', flush=True)
 
     def summary(self, interrupted: bool) -> str:
-        return (f"replayed {self.sent} messages on {len(self.bag.topics)} topics from "
+        return (f'replayed {self.sent} messages on {len(self.bag.topics)} topics from '
                 f"{self.bag.path}{' (interrupted)' if interrupted else ''}")
 
 
 def spin_until_shutdown(executor: Any, stopped: threading.Event) -> None:
-    """Thread body: answer service and graph queries until the executor or the context (Ctrl-C
-    through rclpy's signal handler) shuts down, then tell the publishing thread."""
+    """
+    Answer service and graph queries until shutdown, then tell the publishing thread.
+
+    Thread body: runs until the executor or the context (Ctrl-C through rclpy's signal handler)
+    shuts down.
+    """
     from rclpy.executors import ExternalShutdownException
     try:
         executor.spin()
