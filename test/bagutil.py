@@ -13,17 +13,20 @@
 # limitations under the License.
 
 
-"""rosbag2 files for the tests: a small image bag to replay, and a bag read back with rosbags
-(pixels decoded here, independently of the package's converter)."""
+"""
+rosbag2 files for the tests: a small image bag to replay, and a bag read back with rosbags.
+
+Pixels are decoded here, independently of the package's converter.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import yaml
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
-from rosbags.typesys import Stores, get_typestore
+from rosbags.typesys import get_typestore, Stores
+import yaml
 
 TS = get_typestore(Stores.ROS2_KILTED)
 DTYPES = {'mono8': (np.uint8, 1), '32FC1': (np.float32, 1), '32FC2': (np.float32, 2)}
@@ -31,8 +34,11 @@ IMAGE_BAG_FRAMES, IMAGE_BAG_START_NS, IMAGE_BAG_SPACING_NS = 10, 1_000_000_000, 
 
 
 def write_image_bag(path: Path, storage: StoragePlugin) -> None:
-    """Frames ``f0``..``f9`` (2x3 mono8 filled with i, stamped with their bag time: 1 s, then
-    every 0.2 s) on /cam/image and the same on /cam/other."""
+    """
+    Write frames ``f0``..``f9`` on /cam/image and the same on /cam/other.
+
+    2x3 mono8 filled with i, stamped with their bag time: 1 s, then every 0.2 s.
+    """
     Header, Time = TS.types['std_msgs/msg/Header'], TS.types['builtin_interfaces/msg/Time']
     RosImage = TS.types['sensor_msgs/msg/Image']
     with Writer(path, version=9, storage_plugin=storage) as writer:
@@ -49,7 +55,7 @@ def write_image_bag(path: Path, storage: StoragePlugin) -> None:
 
 
 def write_truncated_bag(path: Path) -> None:
-    """The image bag (mcap) with the last 100 bytes cut off."""
+    """Write the image bag (mcap) with the last 100 bytes cut off."""
     write_image_bag(path, StoragePlugin.MCAP)
     storage = next(path.glob('*.mcap'))
     storage.write_bytes(storage.read_bytes()[:-100])
@@ -84,7 +90,7 @@ def read_bag(path: Path) -> ReadBag:
 
 
 def pixels(msg) -> np.ndarray:
-    """An Image's pixels, decoded here independently of the package's converter."""
+    """Decode an Image's pixels here, independently of the package's converter."""
     dtype, channels = DTYPES[msg.encoding]
     assert msg.is_bigendian == 0
     rows = np.frombuffer(msg.data.tobytes(), np.uint8).reshape(msg.height, msg.step)

@@ -31,7 +31,7 @@ def cl_vision(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, words: str) -> None:
-    """The CLI contract for bad input: exit code 2 and one line on stderr that says why."""
+    """Check the CLI contract for bad input: exit code 2 and one line on stderr that says why."""
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], result.stderr

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Test-session set-up: an isolated ROS 2 domain, the ament index of the venv, shared data paths.
+"""
+Test-session set-up: an isolated ROS 2 domain, the ament index of the venv, shared data paths.
 
 The environment is fixed here, before any test imports rclpy, so every node started by a test
 (in this process or as a subprocess) joins the same private DDS domain on localhost only.
@@ -42,7 +43,11 @@ os.environ['PYTHONPATH'] = os.pathsep.join(
 
 @pytest.fixture(scope='session')
 def shared_data():
-    """``shared_data('flow', ...)``: a path under ../shared/data, or skip with the reason."""
+    """
+    Locate a path under ../shared/data, or skip with the reason.
+
+    Use as ``shared_data('flow', ...)``.
+    """
     def locate(*parts: str) -> Path:
         path = SHARED_DATA.joinpath(*parts)
         if not path.exists():
@@ -54,6 +59,6 @@ def shared_data():
 
 @pytest.fixture(scope='session')
 def runtime():
-    """One OpenCL runtime (PoCL in CI) for the kernel tests of the whole session."""
+    """Open one OpenCL runtime for the kernel tests of the whole session (PoCL in CI)."""
     from cl_vision_nodes.opencl.runtime import ClRuntime
     return ClRuntime(os.environ.get('CL_VISION_TEST_DEVICE', 'auto'))

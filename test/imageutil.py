@@ -14,9 +14,8 @@
 
 
 """Random raw images in any encoding, with padded rows, for the tests of device decoders."""
+from cl_vision_nodes.imaging.encodings import array_to_raw, encoding_info, RawImage
 import numpy as np
-
-from cl_vision_nodes.imaging.encodings import RawImage, array_to_raw, encoding_info
 
 
 def padded(raw: RawImage, pad: int, rng: np.random.Generator) -> RawImage:

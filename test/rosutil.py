@@ -1,15 +1,33 @@
-"""Real-DDS test harness: nodes under test run as their own processes, the test talks to them
-through an rclpy node spinning in a background thread (topics and parameter services)."""
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Real-DDS test harness: nodes under test run as their own processes.
+
+The test talks to them through an rclpy node spinning in a background thread (topics and parameter
+services).
+"""
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import rclpy
@@ -17,15 +35,18 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter, parameter_value_to_python
 from rclpy.parameter_client import AsyncParameterClient
-from rclpy.qos import QoSProfile, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data, QoSProfile
 from rclpy.subscription import Subscription
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def command(argv: list[str], sigint_ignored: bool = False) -> list[str]:
-    """``argv``, or ``argv`` started with SIGINT ignored as a shell starts background jobs: Python
-    then installs no KeyboardInterrupt handler and only rclpy's handler sees Ctrl-C."""
+    """
+    Return ``argv``, or ``argv`` started with SIGINT ignored as a shell starts background jobs.
+
+    Python then installs no KeyboardInterrupt handler and only rclpy's handler sees Ctrl-C.
+    """
     return ['sh', '-c', 'trap "" INT; exec "$@"', 'sh', *argv] if sigint_ignored else argv
 
 
@@ -137,10 +158,13 @@ class RosHarness:
 
     @contextlib.contextmanager
     def changed_parameters(self, node_name: str, /, **values: Any) -> Iterator[list[Any]]:
-        """Set ``values`` for the ``with`` block (yielding the set results) and put back the
-        previous values of those the node accepted when it ends, also when the block fails, so
-        a module-scoped node leaves every test as it found it. Restored in reverse order,
-        undoing the change step by step (each parameter is checked on its own)."""
+        """
+        Set ``values`` for the ``with`` block (yielding the results), then restore the old ones.
+
+        The previous values of those the node accepted are put back when the block ends, also when
+        it fails, so a module-scoped node leaves every test as it found it. Restored in reverse
+        order, undoing the change step by step (each parameter is checked on its own).
+        """
         before = self.get_parameters(node_name, list(values))
         results = self.set_parameters(node_name, values)
         try:
@@ -152,7 +176,7 @@ class RosHarness:
             assert not refused, f'{node_name}: previous parameters refused: {refused}'
 
     def get_parameters(self, node_name: str, names: list[str]) -> dict[str, Any]:
-        """Current values (``ros2 param get``), by name."""
+        """Return the current values (``ros2 param get``), by name."""
         values = self._call(node_name, lambda c: c.get_parameters(names)).values
         return {name: parameter_value_to_python(value) for name, value in zip(names, values)}
 

@@ -1,13 +1,30 @@
-"""Bad command lines of every `cl-vision` subcommand: one line on stderr naming the problem,
-exit code 2, and nothing written (the output paths are checked before any work starts)."""
-from pathlib import Path
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
 
-import numpy as np
-import pytest
+"""
+Bad command lines of every `cl-vision` subcommand: one line on stderr, exit code 2, no output.
+
+The line names the problem, and nothing is written (the output paths are checked before any work
+starts).
+"""
+from pathlib import Path
 
 from bagutil import write_truncated_bag
 from cl_vision_nodes.dataio.formats import write_png
 from cliutil import assert_one_line_error, cl_vision
+import numpy as np
+import pytest
 
 NAN_FLOW_PARAMS = ('alpha', 'sor_omega', 'smooth_epsilon', 'min_eigenvalue', 'window_sigma')
 
@@ -39,7 +56,7 @@ CASES = [
     (['replay', 'TRUNCATED', '--start-offset', 'nan'], 'argument --start-offset: expected a'),
     (['replay', 'TRUNCATED', '--wait-subscribers', '-1'],
      "argument --wait-subscribers: must be >= 0, got '-1'"),
-    (['replay', 'TRUNCATED', '--rate', 'inf'], "argument --rate: expected a finite number"),
+    (['replay', 'TRUNCATED', '--rate', 'inf'], 'argument --rate: expected a finite number'),
     (['eval', 'TRUNCATED', '--out', 'TMP/eval', '--domain-id', '300'],
      "argument --domain-id: must be in 0..232, got '300'"),
     (['eval', 'TRUNCATED', '--out', 'TMP/eval', '--timeout', 'nan'],

@@ -1,18 +1,34 @@
-"""convert_node over real Fast DDS: every encoding through the OpenCL round trip, parameters
-through the real set_parameters service, malformed messages, diagnostics and Ctrl-C."""
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+convert_node over real Fast DDS.
+
+Every encoding through the OpenCL round trip, parameters through the real set_parameters service,
+malformed messages, diagnostics and Ctrl-C.
+"""
 from __future__ import annotations
 
 import array
 
+from cl_vision_nodes.imaging.encodings import (encoding_info, ENCODINGS, gray_to_mono8_reference,
+                                               raw_to_array, RawImage, to_gray_reference)
+from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 import pytest
-from diagnostic_msgs.msg import DiagnosticArray
-from sensor_msgs.msg import Image
-
-from cl_vision_nodes.imaging.encodings import (ENCODINGS, RawImage, encoding_info,
-                                               gray_to_mono8_reference, raw_to_array,
-                                               to_gray_reference)
 from rosutil import NodeProcess, RosHarness
+from sensor_msgs.msg import Image
 
 pytestmark = pytest.mark.ros
 
@@ -30,7 +46,7 @@ def sample_array(encoding: str, rng: np.random.Generator) -> np.ndarray:
 
 
 def padded_msg(pixels: np.ndarray, encoding: str, tag: str, big_endian: bool = False) -> Image:
-    """An Image whose rows carry PAD garbage bytes after the pixels."""
+    """Return an Image whose rows carry PAD garbage bytes after the pixels."""
     info = encoding_info(encoding)
     wire = pixels.astype(info.dtype.newbyteorder('>' if big_endian else '<'))
     rows = wire.reshape(HEIGHT, -1).view(np.uint8)
@@ -87,7 +103,8 @@ def test_passthrough_every_encoding_padded_and_big_endian(ros, node):
     for encoding in ENCODINGS:
         for big in ((False, True) if encoding in MULTI_BYTE else (False,)):
             pixels = sample_array(encoding, rng)
-            got = round_trip(ros, node, padded_msg(pixels, encoding, f'pass-{encoding}-{big}', big))
+            msg = padded_msg(pixels, encoding, f'pass-{encoding}-{big}', big)
+            got = round_trip(ros, node, msg)
             assert (got.encoding, got.height, got.width, got.is_bigendian) == \
                 (encoding, HEIGHT, WIDTH, 0)
             back = raw_to_array(as_raw(got))
@@ -99,8 +116,8 @@ def test_declared_parameters_are_the_schema(ros, node):
     from cl_vision_nodes.ros.parameters import descriptor
     declared = ros.describe_parameters(NODE)
     ours = {n: d for n, d in declared.items()
-            if not n.startswith('qos_overrides.') and n not in ('use_sim_time',
-                                                               'start_type_description_service')}
+            if not n.startswith('qos_overrides.')
+            and n not in ('use_sim_time', 'start_type_description_service')}
     assert set(ours) == set(CONVERT_SCHEMA.specs)
     for name, got in ours.items():
         want = descriptor(CONVERT_SCHEMA.specs[name])

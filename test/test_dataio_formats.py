@@ -26,7 +26,7 @@ DATA = Path(__file__).resolve().parents[1].parent / 'shared' / 'data'
 
 
 def shared(relative: str) -> Path:
-    """A file of ../shared/data, or skip: the data is not shipped with the package."""
+    """Return a file of ../shared/data, or skip: the data is not shipped with the package."""
     path = DATA / relative
     if not path.is_file():
         pytest.skip(f'{path} is absent (../shared/data is not part of the package)')
@@ -288,7 +288,8 @@ def test_kitti_disparity_file() -> None:
 
 
 def test_cones_ground_truth() -> None:
-    disparity = formats.read_scaled_disparity_png(shared('stereo/middlebury_cones/cones_gt.png'), 1)
+    truth = shared('stereo/middlebury_cones/cones_gt.png')
+    disparity = formats.read_scaled_disparity_png(truth, 1)
     assert disparity.shape == (375, 450)
     assert np.isfinite(disparity).mean() > 0.95
     assert 40 < np.nanmax(disparity) <= 64  # quarter-size Cones, scale 1

@@ -1,9 +1,22 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """`cl-vision demo` (what `make demo` runs): three nodes over DDS, status lines, outputs."""
 import json
 
-from rosbags.rosbag2 import Reader
-
 from cliutil import cl_vision
+from rosbags.rosbag2 import Reader
 
 
 def test_demo_runs_the_three_nodes_and_names_its_outputs(tmp_path):

@@ -1,10 +1,23 @@
-"""`cl-vision disparity`: output formats, presets, colour picture, bad input."""
-import numpy as np
-import pytest
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
 
+"""`cl-vision disparity`: output formats, presets, colour picture, bad input."""
 from cl_vision_nodes.dataio.formats import read_kitti_disparity, read_pfm, write_png
 from cl_vision_nodes.dataio.synthetic import stereo_pair
 from cliutil import assert_one_line_error, cl_vision
+import numpy as np
+import pytest
 
 
 @pytest.fixture(scope='module')
@@ -65,7 +78,7 @@ FX, CX, CY, BASELINE = 100.0, 63.5, 47.5, 0.25
 
 
 def write_calibration(path, p, width=128, height=96, d=(0, 0, 0, 0, 0)):
-    """A calibration YAML in camera_calibration_parsers' layout."""
+    """Write a calibration YAML in camera_calibration_parsers' layout."""
     import yaml
 
     def matrix(rows, cols, data):
@@ -91,8 +104,8 @@ def calibrated(folder):
 def run_with_calibration(calibrated, name, *outputs):
     folder, _, left, right = calibrated
     result = cl_vision('disparity', str(folder / 'left.png'), str(folder / 'right.png'),
-                       '--out', str(folder / f'{name}_disparity.npy'), '--camera-info', left, right,
-                       '--param', 'disp_max=32', *outputs)
+                       '--out', str(folder / f'{name}_disparity.npy'),
+                       '--camera-info', left, right, '--param', 'disp_max=32', *outputs)
     assert result.returncode == 0, result.stderr
     return np.load(folder / f'{name}_disparity.npy')
 
@@ -197,9 +210,11 @@ def test_calibration_bad_input_one_line_exit_2(calibrated, args, words):
 
 
 def test_rectify_equals_rectifying_each_image_first(calibrated):
-    """--rectify on a raw pair gives what `cl-vision rectify` of each image, then the
-    disparity of the rectified pair gives: the same calibration side, interpolation and
-    geometry."""
+    """
+    --rectify on a raw pair equals `cl-vision rectify` of each image, then their disparity.
+
+    The same calibration side, interpolation and geometry.
+    """
     folder = calibrated[0]
     distortion = (-0.12, 0.03, 0.001, -0.002, 0.0)
     left = write_calibration(folder / 'raw_left.yaml', [FX, 0, CX, 0, 0, FX, CY, 0, 0, 0, 1, 0],

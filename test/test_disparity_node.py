@@ -12,10 +12,14 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""disparity_node over real Fast DDS: synchronised pairs give the library's disparity in a
-correct DisparityImage; bad pairs and missing calibration are logged, never published; depth and
-points follow the disparity, and from a raw pair (``rectify``) reproject a plane at its depth
-(the scene of test_rectify_node.py); they are computed only while subscribed."""
+"""
+disparity_node over real Fast DDS.
+
+Synchronised pairs give the library's disparity in a correct DisparityImage; bad pairs and missing
+calibration are logged, never published; depth and points follow the disparity, and from a raw pair
+(``rectify``) reproject a plane at its depth (the scene of test_rectify_node.py); they are computed
+only while subscribed.
+"""
 from __future__ import annotations
 
 import math
@@ -60,8 +64,8 @@ def stereo_msgs(tag: str, sec: int, left=PAIR.left, right=PAIR.right, infos=True
                 right_offset_ns: int = 0):
     msgs = [numpy_to_image(left, 'mono8'), numpy_to_image(right, 'mono8')]
     if infos:
-        msgs += [info(False, left.shape[1], left.shape[0]), info(True, right.shape[1],
-                                                                   right.shape[0])]
+        msgs += [info(False, left.shape[1], left.shape[0]),
+                 info(True, right.shape[1], right.shape[0])]
     for i, m in enumerate(msgs):
         m.header.frame_id = tag
         m.header.stamp.sec = sec
@@ -98,7 +102,7 @@ class Clock:
     sec = 1000
 
     @classmethod
-    def next(cls) -> int:
+    def tick(cls) -> int:
         cls.sec += 1
         return cls.sec
 
@@ -106,7 +110,7 @@ class Clock:
 def ask(ros, node, tag: str, **kwargs) -> DisparityImage | None:
     proc, pubs, out = node
     for _ in range(4):
-        for pub, msg in zip(pubs, stereo_msgs(tag, Clock.next(), **kwargs)):
+        for pub, msg in zip(pubs, stereo_msgs(tag, Clock.tick(), **kwargs)):
             pub.publish(msg)
         got = out.wait_for(lambda msgs: next((m for m in msgs if m.header.frame_id == tag),
                                              None), timeout=10.0)
@@ -145,7 +149,7 @@ def test_size_mismatch_is_logged_not_published(ros, node):
 def test_missing_camera_info_is_reported(ros, node):
     proc, pubs, _ = node
     for _ in range(8):
-        for pub, msg in zip(pubs, stereo_msgs('no-info', Clock.next(), infos=False)):
+        for pub, msg in zip(pubs, stereo_msgs('no-info', Clock.tick(), infos=False)):
             pub.publish(msg)
     assert ros.wait_until(lambda: 'found no partner' in proc.output(), timeout=15.0), \
         proc.output()
@@ -156,7 +160,7 @@ def test_camera_info_that_is_not_finite_is_refused_with_a_warning(ros, node):
     proc, pubs, out = node
     warning = 'right camera_info P is not finite ([nan, nan'
     for _ in range(15):  # bad-input warnings are throttled: a previous test's may hold it back
-        msgs = stereo_msgs('nan-info', Clock.next())
+        msgs = stereo_msgs('nan-info', Clock.tick())
         msgs[3].p = [math.nan] * 12
         for pub, msg in zip(pubs, msgs):
             pub.publish(msg)
@@ -222,8 +226,11 @@ def test_approximate_sync_pairs_offset_stamps(ros):
 # --- depth and points ----------------------------------------------------------------------------
 
 def test_depth_and_points_follow_the_published_disparity(ros, node):
-    """Rectified mono input: depth = f T / d, points reproject through the left P, rgb is the
-    gray level; with the disparity's header."""
+    """
+    Rectified mono input: depth = f T / d, points reproject through the left P.
+
+    rgb is the gray level; with the disparity's header.
+    """
     proc, pubs, out = node
     outputs = {'disparity': out, 'depth': ros.collect(Image, '/stereo_test/depth'),
                'points': ros.collect(PointCloud2, '/stereo_test/points')}
@@ -248,8 +255,12 @@ def test_depth_and_points_follow_the_published_disparity(ros, node):
 
 
 def test_a_raw_pair_is_rectified_into_the_matcher_with_one_upload_per_image():
-    """The device path of ``rectify``: Rectifier.rectify_gray writes the matcher's inputs,
-    compute_loaded matches them without uploading, and last_output is the map it returned."""
+    """
+    The device path of ``rectify``: rectified into the matcher's inputs, matched without upload.
+
+    Rectifier.rectify_gray writes the matcher's inputs, compute_loaded matches them without
+    uploading, and last_output is the map it returned.
+    """
     runtime = ClRuntime('auto', profile=True)
     matcher = ElasMatcher(runtime, {'disp_max': 32})
     rectifiers = [Rectifier(runtime) for _ in range(2)]
@@ -281,8 +292,11 @@ RAW_NODE = '/raw_test/disparity_node'
 
 @pytest.fixture(scope='module')
 def raw_node(ros):
-    """disparity_node with rectify, in /raw_test, profiled (its diagnostics name the stages it
-    ran) and reporting every half second."""
+    """
+    Start disparity_node with rectify, in /raw_test, profiled and reporting every half second.
+
+    Its diagnostics name the stages it ran.
+    """
     proc = NodeProcess('cl_vision_nodes.ros.disparity_node',
                        ['-r', '__ns:=/raw_test', '-p', 'rectify:=true', '-p', 'disp_max:=32',
                         '-p', 'profile:=true', '-p', 'diagnostics_period:=0.5'])
@@ -298,13 +312,13 @@ def raw_node(ros):
 
 @pytest.fixture(scope='module')
 def raw_outputs(ros, raw_node):
-    """Subscribers of depth and points (from then on the node computes them)."""
+    """Subscribe of depth and points (from then on the node computes them)."""
     return {'disparity': raw_node[2], 'depth': ros.collect(Image, '/raw_test/depth'),
             'points': ros.collect(PointCloud2, '/raw_test/points')}
 
 
 def stage_reports(diagnostics) -> list[dict[str, str]]:
-    """The raw node's diagnostics that counted frames, as key -> value."""
+    """Return the raw node's diagnostics that counted frames, as key -> value."""
     reports = []
     for array in diagnostics.messages:
         for status in array.status:

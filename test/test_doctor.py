@@ -1,3 +1,17 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """`cl-vision doctor` as a user runs it: every device examined, the findings parseable."""
 import json
 
@@ -29,8 +43,12 @@ def test_doctor_text_marks_the_chosen_device_and_names_each_finding():
 
 
 def test_doctor_without_a_usable_device_names_the_install_command_for_each_hardware():
-    """PoCL given a build flag that breaks every build stands for a driver that cannot compile
-    (as the PoCL bundled with pyopencl on AMD family 26 CPUs)."""
+    """
+    A PoCL whose builds all break stands for a driver that cannot compile.
+
+    PoCL given a build flag that breaks every build stands for such a driver (as the PoCL bundled
+    with pyopencl on AMD family 26 CPUs).
+    """
     result = cl_vision('doctor', env={'POCL_EXTRA_BUILD_FLAGS': '-include /nonexistent.h'})
     if any(e.kind != 'CPU' for e in list_devices()):
         return  # a GPU driver here is not broken by a PoCL flag

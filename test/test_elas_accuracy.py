@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""ELAS accuracy on real pairs, side by side with libelas (pyelas) and OpenCV StereoSGBM.
+"""
+ELAS accuracy on real pairs, side by side with libelas (pyelas) and OpenCV StereoSGBM.
 
 Data: KITTI 2015 training 000001 (../shared/data/stereo/kitti2015_000001), Middlebury 2003 Cones
 at quarter size (middlebury_cones) and scikit-image's Middlebury 2014 Motorcycle (741x500).
@@ -161,7 +162,11 @@ def test_within_one_point_of_libelas(results, scene, preset):
 
 @pytest.mark.parametrize('preset', sorted(PRESETS))
 def test_kitti_against_anchor_figures(results, preset):
-    """libelas' measured KITTI figures (ANCHORS.md), independent of pyelas being installed."""
+    """
+    Compare with libelas' measured KITTI figures (ANCHORS.md).
+
+    Independent of pyelas being installed.
+    """
     ours = results[('KITTI disp_occ_0', f'ours {preset}')]
     for got, want in zip((ours.all, ours.est, ours.density), ANCHOR_KITTI[preset]):
         assert abs(got - want) <= TOLERANCE, f'{preset}: ours {ours}, libelas {ANCHOR_KITTI}'

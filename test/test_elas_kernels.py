@@ -1,4 +1,19 @@
-"""ELAS kernels (kernels/elas/*.cl) stage by stage against their NumPy references.
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+ELAS kernels (kernels/elas/*.cl) stage by stage against their NumPy references.
 
 A synthetic pair of odd size (never a multiple of a work-group) runs through the whole device
 pipeline once per parameter set; each stage's output is then compared with the reference
@@ -20,21 +35,20 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
+from cl_vision_nodes.dataio.synthetic import stereo_pair
+from cl_vision_nodes.elas import ELAS_SCHEMA, ElasMatcher, ElasSettings, MIDDLEBURY
+from cl_vision_nodes.elas import reference as ref
+from cl_vision_nodes.elas import ROBOTICS
+from cl_vision_nodes.elas.device import DEFINES, GAP_GROUP, LocalSizes, MAX_OWNED, program_files
+from cl_vision_nodes.elas.support import INCON_ROUNDS
+from cl_vision_nodes.errors import ImageFormatError, ParameterError
+from cl_vision_nodes.imaging.encodings import array_to_raw
+from cl_vision_nodes.opencl.programs import build_options, kernel_source, NO_FP64_PRELUDE
 import cv2
 import numpy as np
 import pyopencl as cl
 import pytest
 from scipy.spatial import ConvexHull, Delaunay
-
-from cl_vision_nodes.dataio.synthetic import stereo_pair
-from cl_vision_nodes.elas import ELAS_SCHEMA, MIDDLEBURY, ROBOTICS, ElasMatcher, ElasSettings
-from cl_vision_nodes.elas import reference as ref
-from cl_vision_nodes.elas.device import (DEFINES, GAP_GROUP, MAX_OWNED, LocalSizes,
-                                         program_files)
-from cl_vision_nodes.elas.support import INCON_ROUNDS
-from cl_vision_nodes.errors import ImageFormatError, ParameterError
-from cl_vision_nodes.imaging.encodings import array_to_raw
-from cl_vision_nodes.opencl.programs import NO_FP64_PRELUDE, build_options, kernel_source
 
 pytestmark = pytest.mark.kernels
 
@@ -131,8 +145,12 @@ def test_support_points(frame):
 
 @pytest.mark.parametrize('chain', [4, INCON_ROUNDS + 5])
 def test_inconsistent_removal_cascades(runtime, chain):
-    """Removals that cascade through the lattice: short chains end in the device rounds, a
-    chain longer than the rounds falls back to the sequential loop; both equal libelas."""
+    """
+    Removals that cascade through the lattice equal libelas.
+
+    Short chains end in the device rounds, a chain longer than the rounds falls back to the
+    sequential loop; both equal libelas.
+    """
     params = {**ROBOTICS, 'incon_window_size': 1, 'incon_threshold': 0, 'incon_min_support': 3}
     matcher = ElasMatcher(runtime, params)
     plan = matcher.plan_for(151, 97)
@@ -153,11 +171,11 @@ def test_inconsistent_removal_cascades(runtime, chain):
     assert (want[2:2 + chain, 7] == -1).all()
 
 
-# --- delaunay -------------------------------------------------------------------------------------
+# --- delaunay ------------------------------------------------------------------------------------
 
 
 def unique_points(xy: np.ndarray) -> np.ndarray:
-    """Indices of the first occurrence of every position (duplicates are not triangulated)."""
+    """Indicate of the first occurrence of every position (duplicates are not triangulated)."""
     _, first = np.unique(xy, axis=0, return_index=True)
     return np.sort(first)
 
@@ -242,8 +260,11 @@ def in_unique_points(points: np.ndarray, tri: np.ndarray,
 
 @pytest.mark.parametrize('seed', [0, 1, 2])
 def test_delaunay_degenerate_lattices(runtime, seed):
-    """Random lattices: co-circular squares and trapezoids, collinear rows, duplicate right-view
-    positions, corners; a valid Delaunay triangulation in both views."""
+    """
+    Random degenerate lattices get a valid Delaunay triangulation in both views.
+
+    Co-circular squares and trapezoids, collinear rows, duplicate right-view positions, corners.
+    """
     rng = np.random.default_rng(seed)
     params = {**ROBOTICS, 'add_corners': bool(seed % 2), 'candidate_stepsize': 7}
     shape = (-(-263 // 7), -(-701 // 7))
@@ -255,8 +276,11 @@ def test_delaunay_degenerate_lattices(runtime, seed):
 
 
 def test_delaunay_generic_points_equal_qhull(runtime):
-    """One point per row at random positions: no four points are co-circular, the Delaunay
-    triangulation is unique, and ours must be exactly Qhull's."""
+    """
+    One point per row at random positions: the triangulation must be exactly Qhull's.
+
+    No four points are co-circular, so the Delaunay triangulation is unique.
+    """
     rng = np.random.default_rng(7)
     shape = (-(-1500 // 7), -(-1201 // 7))
     lattice = np.full(shape, -1, np.int32)
@@ -299,8 +323,11 @@ __kernel void test_long_quotient(__global const long* n, __global const long* d,
 
 @pytest.fixture(scope='module')
 def quotients(runtime) -> dict[str, cl.Kernel]:
-    """The helpers of the planes program (common.cl + planes.cl) with two test kernels, built as
-    every program is: double precision is a compile error."""
+    """
+    Build the helpers of the planes program (common.cl + planes.cl) with two test kernels.
+
+    They are built as every program is: double precision is a compile error.
+    """
     source = NO_FP64_PRELUDE + ''.join(kernel_source(f) for f in program_files('planes'))
     program = cl.Program(runtime.context, source + QUOTIENT_KERNELS).build(
         options=list(build_options(DEFINES['planes'])))
@@ -311,7 +338,7 @@ def quotients(runtime) -> dict[str, cl.Kernel]:
 
 
 def nearest_float32(x: Fraction) -> np.float32:
-    """x rounded to float32, to nearest and ties to even, from exact rationals."""
+    """Round x to float32, to nearest and ties to even, from exact rationals."""
     guess = np.float32(float(x))
     around = [np.nextafter(guess, np.float32(-np.inf)), guess,
               np.nextafter(guess, np.float32(np.inf))]
@@ -331,8 +358,12 @@ def device_quotients(runtime, kernel, n: int, *arrays: np.ndarray,
 
 @pytest.mark.parametrize('ulps', [0, 1, 4])
 def test_fdiv_is_correctly_rounded(runtime, quotients, ulps):
-    """fdiv (the device's quotient corrected), and the correction from up to 4 ulp away: IEEE
-    division's result (NumPy), over normal quotients."""
+    """
+    The device's fdiv and its correction give IEEE division's result over normal quotients.
+
+    fdiv is the device's quotient corrected; the correction works from up to 4 ulp away; the result
+    is compared with NumPy's division.
+    """
     rng = np.random.default_rng(ulps)
     n = 100_000
     wide = (rng.standard_normal((2, n)) * 2.0 ** rng.integers(-40, 41, (2, n))).astype(np.float32)
@@ -363,13 +394,17 @@ def test_long_quotient_is_correctly_rounded(runtime, quotients):
 
 
 def test_planes_exact_at_the_largest_images(runtime):
-    """elas_planes on crafted triangles up to the largest image ElasMatcher accepts: every
-    coefficient the correctly rounded rational solution, the prior valid below libelas' double
-    0.7 (a slope of exactly -0.7 rounds to the float 0.7f, which passes)."""
+    """
+    elas_planes is exact on crafted triangles up to the largest image ElasMatcher accepts.
+
+    Every coefficient is the correctly rounded rational solution, the prior valid below libelas'
+    double 0.7 (a slope of exactly -0.7 rounds to the float 0.7f, which passes).
+    """
     from cl_vision_nodes.elas.matcher import MAX_SIZE
     rng = np.random.default_rng(9)
     count = 2_000
-    corners = np.stack([rng.integers(0, MAX_SIZE, (count, 3)), rng.integers(0, MAX_SIZE, (count, 3)),
+    corners = np.stack([rng.integers(0, MAX_SIZE, (count, 3)),
+                        rng.integers(0, MAX_SIZE, (count, 3)),
                         rng.integers(0, 512, (count, 3))], axis=-1)
     corners[:20, :, 1] = corners[:20, :1, 1]  # collinear: no plane
     corners[20] = [[10, 0, 0], [0, 0, 7], [10, 10, 0]]  # d = 7 - 0.7 u
@@ -394,8 +429,11 @@ def test_planes_exact_at_the_largest_images(runtime):
 
 
 def exact_plane(corners: np.ndarray, shift: int) -> tuple[np.float32, ...]:
-    """(a, b, c) of d = a x + b v + c through the corners, x = u - shift * d, each rounded from
-    the exact rational solution; zeros when the corners are collinear."""
+    """
+    Return the plane (a, b, c) of d = a x + b v + c through the corners, x = u - shift * d.
+
+    Each is rounded from the exact rational solution; zeros when the corners are collinear.
+    """
     x, v, d = ([int(k) for k in corners[:, j]] for j in range(3))
     x = [xi - shift * di for xi, di in zip(x, d)]
     det = x[0] * (v[1] - v[2]) + x[1] * (v[2] - v[0]) + x[2] * (v[0] - v[1])
@@ -462,8 +500,11 @@ def test_matching(frame):
 
 @pytest.mark.parametrize('params', sorted(PARAMS))
 def test_work_group_shapes_do_not_change_results(runtime, monkeypatch, params):
-    """The other kind of device's work-group shapes (GPU shapes on PoCL, or the reverse),
-    within this device's limits: the same maps, bit for bit."""
+    """
+    The other kind of device's work-group shapes give the same maps, bit for bit.
+
+    GPU shapes on PoCL, or the reverse, within this device's limits.
+    """
     sample = stereo_pair(HEIGHT, WIDTH, seed=4, max_disparity=22.0)
     pair = [array_to_raw(img, 'mono8') for img in (sample.left, sample.right)]
     values = {**PARAMS[params], 'postprocess_only_left': False}
@@ -503,7 +544,7 @@ POST_SIZES = [(45, 67), (33, 70)]
 
 
 def run_kernel(runtime, name: str, items, args, local=None) -> None:
-    """A post-processing kernel from the program the matcher uses (cached by value)."""
+    """Run a post-processing kernel from the program the matcher uses (cached by value)."""
     program = runtime.program(program_files('postprocess'), DEFINES['postprocess'])
     program.kernel(name)(items, args, 'test', local)
 
@@ -573,7 +614,7 @@ def test_adaptive_mean(runtime, h, w, subsampling):
 
 
 def test_adaptive_mean_weights():
-    """libelas' effective weights: 4 below a difference of 2, 2 below 8, else 0."""
+    """Check libelas' effective weights: 4 below a difference of 2, 2 below 8, else 0."""
     centre = np.float32(10.0)
     taps = np.float32([10, 11.9, 12, 17.9, 18, 2.1, 2.0, -10])
     np.testing.assert_array_equal(ref.am_weight(taps, centre), [4, 4, 2, 2, 0, 2, 0, 0])

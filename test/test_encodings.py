@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Host image codec (pure NumPy): layout, zero-copy reads, errors, and the gray decoder reference."""
+"""Host image codec (pure NumPy): layout, zero-copy reads, errors, the gray decoder reference."""
 from __future__ import annotations
 
 import array
@@ -35,8 +35,9 @@ def sample(info: EncodingInfo, height: int = 5, width: int = 7) -> np.ndarray:
     return RNG.integers(0, np.iinfo(info.dtype).max, shape, endpoint=True).astype(info.dtype)
 
 
-def padded(a: np.ndarray, encoding: str, pad: int, is_bigendian: bool = False) -> tuple[RawImage, np.ndarray]:
-    """``a`` as a RawImage whose rows carry ``pad`` garbage bytes; also returns the buffer."""
+def padded(a: np.ndarray, encoding: str, pad: int,
+           is_bigendian: bool = False) -> tuple[RawImage, np.ndarray]:
+    """Return ``a`` as a RawImage whose rows carry ``pad`` garbage bytes, and the buffer."""
     info = encoding_info(encoding)
     wire = a.astype(a.dtype.newbyteorder('>' if is_bigendian else '<'))
     rows = wire.reshape(a.shape[0], -1).view(np.uint8).reshape(a.shape[0], -1)
@@ -50,7 +51,8 @@ def test_table_ids_are_unique_and_defines_name_them() -> None:
     ids = [e.id for e in ENCODINGS.values()]
     assert len(set(ids)) == len(ids) and min(ids) >= 1
     defines = opencl_defines()
-    assert defines['ENC_MONO8'] == 1 and defines['ENC_32FC2'] == 8 and defines['ENC_YUV422_YUY2'] == 14
+    assert defines['ENC_MONO8'] == 1 and defines['ENC_32FC2'] == 8
+    assert defines['ENC_YUV422_YUY2'] == 14
     assert len(defines) == len(ENCODINGS)
     for e in ENCODINGS.values():
         assert e.bytes_per_pixel == e.channels * e.dtype.itemsize
@@ -103,7 +105,8 @@ def test_padded_rows_are_read_in_place(encoding: str, pad: int) -> None:
 def test_reads_every_buffer_type(data_type) -> None:
     a = sample(ENCODINGS['rgb8'])
     raw, buf = padded(a, 'rgb8', 3)
-    out = raw_to_array(RawImage(raw.encoding, raw.height, raw.width, raw.step, False, data_type(buf.tobytes())))
+    out = raw_to_array(RawImage(raw.encoding, raw.height, raw.width, raw.step, False,
+                                data_type(buf.tobytes())))
     np.testing.assert_array_equal(out, a)
 
 
@@ -124,7 +127,8 @@ def test_big_endian_is_read_and_written(encoding: str) -> None:
 def _raw(encoding: str = 'bgr8', height: int = 4, width: int = 5, step: int | None = None,
          size: int | None = None) -> RawImage:
     step = width * 3 if step is None else step
-    return RawImage(encoding, height, width, step, False, bytes(step * height if size is None else size))
+    return RawImage(encoding, height, width, step, False,
+                    bytes(step * height if size is None else size))
 
 
 @pytest.mark.parametrize('raw, message', [
@@ -171,7 +175,8 @@ def test_field_has_no_gray() -> None:
 
 def test_gray_of_mono_and_float() -> None:
     m8 = sample(ENCODINGS['mono8'])
-    np.testing.assert_array_equal(to_gray_reference(array_to_raw(m8, 'mono8')), m8.astype(np.float32))
+    np.testing.assert_array_equal(to_gray_reference(array_to_raw(m8, 'mono8')),
+                                  m8.astype(np.float32))
     m16 = np.array([[0, 257, 65535, 12345]], np.uint16)
     g16 = to_gray_reference(array_to_raw(m16, 'mono16'))
     assert g16.dtype == np.float32
@@ -241,7 +246,8 @@ def _slow_bayer_gray(mosaic: np.ndarray, pattern: str) -> np.ndarray:
 @pytest.mark.parametrize('shape', [(6, 7), (8, 8), (2, 2), (3, 5)])
 @pytest.mark.parametrize('encoding, pattern', [('bayer_rggb8', 'RGGB'), ('bayer_bggr8', 'BGGR'),
                                                ('bayer_gbrg8', 'GBRG'), ('bayer_grbg8', 'GRBG')])
-def test_bayer_gray_matches_per_pixel_rules(encoding: str, pattern: str, shape: tuple[int, int]) -> None:
+def test_bayer_gray_matches_per_pixel_rules(encoding: str, pattern: str,
+                                            shape: tuple[int, int]) -> None:
     mosaic = RNG.integers(0, 256, shape, dtype=np.uint8)
     raw, _ = padded(mosaic, encoding, 3)
     np.testing.assert_array_equal(to_gray_reference(raw), _slow_bayer_gray(mosaic, pattern))
@@ -249,8 +255,8 @@ def test_bayer_gray_matches_per_pixel_rules(encoding: str, pattern: str, shape: 
 
 def test_bayer_gray_of_flat_grey_is_flat() -> None:
     for encoding in ('bayer_rggb8', 'bayer_gbrg8'):
-        np.testing.assert_array_equal(
-            to_gray_reference(array_to_raw(np.full((6, 7), 200, np.uint8), encoding)), np.float32(200))
+        flat = array_to_raw(np.full((6, 7), 200, np.uint8), encoding)
+        np.testing.assert_array_equal(to_gray_reference(flat), np.float32(200))
 
 
 def test_mono8_output_rounds_half_to_even_and_saturates() -> None:

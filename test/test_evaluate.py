@@ -12,8 +12,10 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""`cl-vision eval` end to end: a generated dataset bag through the real node processes over
-DDS, checked on the report's numbers and on the recorded bag read back with rosbags.
+"""
+`cl-vision eval` end to end: a generated dataset bag through the real node processes over DDS.
+
+Checked on the report's numbers and on the recorded bag read back with rosbags.
 
 Bounds: the synthetic flow sequence translates by (1.5, -0.75) px per frame, which Horn-Schunck
 recovers to a mean EPE of about 0.03 px at 96x128 (asserted: < 0.5 px); SURF keypoints of a
@@ -174,10 +176,13 @@ def stamped(msgtype: str, stamp: int, **fields):
 
 
 def test_frames_are_grouped_by_stamp_even_when_logged_late(tmp_path):
-    """A recorded stereo bag logs the right image of a frame after the next left image; the
-    homography (no header) goes by bag time; a stamp without a left image is dropped."""
-    image = dict(height=1, width=1, encoding='mono8', is_bigendian=0, step=1,
-                 data=np.zeros(1, np.uint8))
+    """
+    A recorded stereo bag logs the right image of a frame after the next left image.
+
+    The homography (no header) goes by bag time; a stamp without a left image is dropped.
+    """
+    image = {'height': 1, 'width': 1, 'encoding': 'mono8', 'is_bigendian': 0, 'step': 1,
+             'data': np.zeros(1, np.uint8)}
     ms = 10**6
     with Writer(tmp_path / 'bag', version=9, storage_plugin=StoragePlugin.MCAP) as writer:
         conns = {t: writer.add_connection(t, layout.INPUT_TYPES[t], typestore=TS)
@@ -224,7 +229,8 @@ def other_bag(path):
     (['eval', 'BAG', '--out', 'OUT', '--param', 'flow.nope=1'], "unknown parameter 'nope'"),
     (['eval', 'BAG', '--out', 'OUT', '--param', 'surf.hessian_threshold=-5'], 'hessian_threshold'),
     (['eval', 'BAG', '--out', 'OUT', '--param', 'method=lk'], '--param expects NODE.NAME=VALUE'),
-    (['eval', 'BAG', '--out', 'OUT', '--timeout', '0'], "argument --timeout: must be > 0, got '0'"),
+    (['eval', 'BAG', '--out', 'OUT', '--timeout', '0'],
+     "argument --timeout: must be > 0, got '0'"),
     (['eval', 'BAG', '--out', 'EXISTING'], 'exists already, not overwriting'),
 ])
 def test_bad_input_one_line_exit_2(tmp_path, small_bag, args, words):

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Flow accuracy against exact ground truth, with OpenCV measured in the same run.
+"""
+Flow accuracy against exact ground truth, with OpenCV measured in the same run.
 
 Synthetic motions (foundation generator, 96x128, exact flow): each method must stay under a
 stated mean EPE over the generator's valid pixels (about 1.5-2x what it reaches, so the bounds
@@ -111,8 +112,11 @@ def evaluate(estimator: FlowEstimator, frame0: np.ndarray, frame1: np.ndarray,
 
 
 def print_table(title: str, sequences: dict[str, dict[str, Result]], timed: bool = True) -> None:
-    """One row per method; ``timed`` adds the mean wall ms per pair (only warmed-up runs are
-    timed: the first run of a new image size allocates its buffers)."""
+    """
+    Print one row per method; ``timed`` adds the mean wall ms per pair.
+
+    Only warmed-up runs are timed: the first run of a new image size allocates its buffers.
+    """
     names = list(sequences)
     print(f'\n{title}: EPE px / AAE deg per sequence (density where < 100 %)'
           + (', ms per pair' if timed else ''))
@@ -168,8 +172,12 @@ def test_middlebury_lk_keeps_most_pixels(middlebury):
 
 
 def test_yosemite_without_sky_is_reported(shared_data, estimator):
-    """Reported, loosely bounded: the sky (ground truth exactly (1, 0), the top rows) is
-    excluded, as in most papers, because its clouds break brightness constancy."""
+    """
+    Reported, loosely bounded: the sky is excluded, as in most papers.
+
+    The sky (ground truth exactly (1, 0), the top rows) is excluded because its clouds break
+    brightness constancy.
+    """
     root = shared_data('flow', 'yosemite')
     truth = read_flo(root / 'correct_yos.flo')
     sky = (truth[..., 0] == 1.0) & (truth[..., 1] == 0.0)

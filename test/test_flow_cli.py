@@ -1,11 +1,24 @@
-"""`cl-vision flow` on image files: outputs, accuracy on a known motion, bad input."""
-import numpy as np
-import pytest
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
 
+"""`cl-vision flow` on image files: outputs, accuracy on a known motion, bad input."""
 from cl_vision_nodes.dataio.formats import read_flo, write_png
 from cl_vision_nodes.dataio.synthetic import flow_pair
 from cl_vision_nodes.flow.metrics import flow_errors
 from cliutil import assert_one_line_error, cl_vision
+import numpy as np
+import pytest
 
 
 @pytest.fixture(scope='module')

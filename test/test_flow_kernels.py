@@ -1,4 +1,19 @@
-"""Flow kernels (kernels/flow/*.cl) against their NumPy references, plus the estimator's plumbing.
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Flow kernels (kernels/flow/*.cl) against their NumPy references, plus the estimator's plumbing.
 
 Sizes are small and odd (never multiples of a work-group). Tolerances: float kernels are
 compared with the float64 references to 1e-4 relative of the data's scale (float32 rounding
@@ -9,16 +24,12 @@ run these tests also under POCL_MAX_WORK_GROUP_SIZE=64 (the smallest groups we s
 """
 import dataclasses
 
-import cv2
-import numpy as np
-import pyopencl as cl
-import pytest
-
 from cl_vision_nodes.errors import ImageFormatError, ParameterError
-from cl_vision_nodes.flow import FLOW_SCHEMA, FlowEstimator, flow_errors, flow_to_color
-from cl_vision_nodes.flow import block_matching, coarse_to_fine, pyramid
+from cl_vision_nodes.flow import (block_matching, coarse_to_fine, flow_errors, FLOW_SCHEMA,
+                                  flow_to_color, FlowEstimator)
 from cl_vision_nodes.flow import horn_schunck as hs
 from cl_vision_nodes.flow import lucas_kanade as lk
+from cl_vision_nodes.flow import pyramid
 from cl_vision_nodes.flow import reference as ref
 from cl_vision_nodes.flow.horn_schunck import sor_slots, tile_offset
 from cl_vision_nodes.flow.lucas_kanade import LkTiling, local_bytes, window_taps
@@ -26,6 +37,10 @@ from cl_vision_nodes.flow.pyramid import level_shapes
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl import runtime as runtime_module
 from cl_vision_nodes.opencl.limits import DeviceLimits
+import cv2
+import numpy as np
+import pyopencl as cl
+import pytest
 
 pytestmark = pytest.mark.kernels
 
@@ -188,8 +203,11 @@ def lk_level(runtime, i0, i1, coarse, window, iterations, min_eig, final, offset
 
 
 def threshold_between(values: np.ndarray) -> float:
-    """A threshold near the median, in the widest gap between neighbouring values there, so
-    float32 and float64 agree on which side every value lies."""
+    """
+    Pick a threshold near the median, in the widest gap between neighbouring values there.
+
+    So float32 and float64 agree on which side every value lies.
+    """
     s = np.sort(values.ravel())
     lo, hi = len(s) // 3, max(len(s) * 2 // 3, len(s) // 3 + 1)
     i = lo + int(np.argmax(s[lo + 1:hi + 1] - s[lo:hi]))
@@ -224,9 +242,12 @@ def test_lk_level_matches_reference(runtime, h, w, window, offset, with_coarse, 
 
 
 def test_lk_level_tiles_only_approximate_near_their_edges(runtime):
-    """Against exact dense LK (one tile covering the image): a pixel more than (steps - 1)
-    window radii from every edge between tiles matches to float rounding; the rest only
-    differs a little (the halo's terms lag by the steps the tile made)."""
+    """
+    Against exact dense LK (one tile covering the image), tiles differ only near their edges.
+
+    A pixel more than (steps - 1) window radii from every edge between tiles matches to float
+    rounding; the rest only differs a little (the halo's terms lag by the steps the tile made).
+    """
     rng = np.random.default_rng(15)
     h, w = 45, 70
     i0 = smooth_image(rng, h, w)
@@ -257,7 +278,11 @@ def test_lk_level_result_does_not_depend_on_the_group_height(runtime):
 
 
 def hs_kernel(runtime, name: str, group: tuple[int, int] | None = None):
-    """A kernel of the hs program as HornSchunck builds it (or for hs_sor groups of ``group``)."""
+    """
+    Return a kernel of the hs program as HornSchunck builds it.
+
+    Or for hs_sor work-groups of ``group``.
+    """
     return hs.program(runtime, group or hs.sor_group(runtime.limits)).kernel(name)
 
 
@@ -274,8 +299,8 @@ def test_hs_warp_matches_reference_and_resets_the_solver(runtime, h, w):
     flow = rng.normal(0, 2.0, (h, w, 2)).astype(np.float32)  # some pixels leave the frame
     terms, flags = empty(runtime, (h, w, 4)), int_buffer(runtime, [5, 5, 5])
     hs_kernel(runtime, 'hs_warp')(
-        (w, h), (upload(runtime, i0), upload(runtime, g0), upload(runtime, i1), upload(runtime, g1),
-                 upload(runtime, flow), i32(w), i32(h), terms, flags), 'w')
+        (w, h), (upload(runtime, i0), upload(runtime, g0), upload(runtime, i1),
+                 upload(runtime, g1), upload(runtime, flow), i32(w), i32(h), terms, flags), 'w')
     want = ref.hs_warp(i0, g0, i1, g1, flow.astype(np.float64))
     got = download(runtime, terms, (h, w, 4))
     np.testing.assert_array_equal(got[..., 3], want[..., 3])
@@ -292,14 +317,18 @@ def hs_problem(rng: np.random.Generator, h: int, w: int):
             rng.normal(0, 0.3, (h, w, 2)).astype(np.float32))
 
 
-SOLVER = dict(alpha2=36.0, omega=1.7, inv_eps_d2=0.25, inv_eps_s2=100.0)
+SOLVER = {'alpha2': 36.0, 'omega': 1.7, 'inv_eps_d2': 0.25, 'inv_eps_s2': 100.0}
 
 
 def run_sor(runtime, terms, flow, dflow, launches: list[int], tol: float,
             fresh: bool = False, group: tuple[int, int] | None = None) -> np.ndarray:
-    """hs_sor launched as horn_schunck does: ping-pong increments, alternating tilings, the
-    convergence slots as hs_warp leaves them; ``fresh``: the first launch ignores ``dflow``;
-    ``group``: work-groups other than the device's own."""
+    """
+    Launch hs_sor as horn_schunck does.
+
+    Ping-pong increments, alternating tilings, the convergence slots as hs_warp leaves them;
+    ``fresh``: the first launch ignores ``dflow``; ``group``: work-groups other than the device's
+    own.
+    """
     h, w = flow.shape[:2]
     group = group or hs.sor_group(runtime.limits)
     sor = hs_kernel(runtime, 'hs_sor', group)
@@ -344,8 +373,12 @@ def test_hs_sor_fresh_launch_starts_from_zero(runtime):
 
 
 def test_hs_sor_stops_on_the_device_once_converged(runtime):
-    """Launch k reads the change flag of launch k-1: after a launch that moved no pixel by more
-    than tol, later launches leave the field alone; with tol 0 they keep updating."""
+    """
+    Launch k reads the change flag of launch k-1, so a converged field stays as it is.
+
+    After a launch that moved no pixel by more than tol, later launches leave the field alone; with
+    tol 0 they keep updating.
+    """
     terms, flow, dflow = hs_problem(np.random.default_rng(8), 29, 37)
     one = run_sor(runtime, terms, flow, dflow, [2], tol=1e9)
     three = run_sor(runtime, terms, flow, dflow, [2, 2, 2], tol=1e9)
@@ -449,9 +482,13 @@ def test_streaming_matches_one_shot_and_reuses_buffers(runtime, method):
 
 
 def test_bm_stream_of_1000_frames_keeps_caches_and_buffers_constant(runtime):
-    """Issue 10: kernels were cached by the identity of a defines dict that bm built every
-    frame, so a bm stream grew the cache by one entry a frame. Programs are now built when
-    the estimator is made or configured, and a stream allocates nothing after its first frames."""
+    """
+    Issue 10: a bm stream grew the program cache by one entry a frame.
+
+    Kernels were cached by the identity of a defines dict that bm built every frame. Programs are
+    now built when the estimator is made or configured, and a stream allocates nothing after its
+    first frames.
+    """
     rng = np.random.default_rng(18)
     raws = [array_to_raw(textured(rng, 40, 48), 'mono8') for _ in range(2)]
     est = FlowEstimator(runtime, {'method': 'bm'})
@@ -465,8 +502,12 @@ def test_bm_stream_of_1000_frames_keeps_caches_and_buffers_constant(runtime):
 
 
 def test_a_new_build_define_builds_only_its_program_once(runtime, monkeypatch):
-    """block_size and search_radius rebuild bm alone, window_size lk alone, in configure();
-    switching back finds the programs in the runtime's cache."""
+    """
+    A new build define builds only its program, once, in configure().
+
+    block_size and search_radius rebuild bm alone, window_size lk alone; switching back finds the
+    programs in the runtime's cache.
+    """
     est = FlowEstimator(runtime, {'method': 'bm'})
     built = []
 
@@ -486,8 +527,8 @@ def test_a_new_build_define_builds_only_its_program_once(runtime, monkeypatch):
 
 def test_two_estimators_on_one_runtime_keep_their_own_streams(runtime):
     a, b = frames()
-    first, second = FlowEstimator(runtime, {'method': 'bm'}), FlowEstimator(runtime,
-                                                                              {'method': 'bm'})
+    first = FlowEstimator(runtime, {'method': 'bm'})
+    second = FlowEstimator(runtime, {'method': 'bm'})
     first.push(array_to_raw(a, 'mono8'))
     second.push(array_to_raw(b, 'mono8'))
     forward, backward = first.push(array_to_raw(b, 'mono8')), second.push(array_to_raw(a, 'mono8'))

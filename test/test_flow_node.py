@@ -1,16 +1,33 @@
-"""flow_node over real Fast DDS: flow of a known motion, stream resets, live method changes,
-the colour topic on demand and bad input."""
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+flow_node over real Fast DDS.
+
+Flow of a known motion, stream resets, live method changes, the colour topic on demand and bad
+input.
+"""
 from __future__ import annotations
 
-import numpy as np
-import pytest
-from diagnostic_msgs.msg import DiagnosticArray
-from sensor_msgs.msg import Image
-
-from cl_vision_nodes.dataio.synthetic import Motion, flow_sequence
+from cl_vision_nodes.dataio.synthetic import flow_sequence, Motion
 from cl_vision_nodes.flow.metrics import flow_errors
 from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
+from diagnostic_msgs.msg import DiagnosticArray
+import numpy as np
+import pytest
 from rosutil import NodeProcess, RosHarness
+from sensor_msgs.msg import Image
 
 pytestmark = pytest.mark.ros
 
@@ -53,8 +70,12 @@ def node(ros):
 
 
 def start_stream(pub, diagnostics, proc: NodeProcess) -> None:
-    """Give the node its first frame: from then on every frame it takes is observable (a flow
-    or a logged stream reset, see ``send_pair``); the first one shows only in its diagnostics."""
+    """
+    Give the node its first frame: from then on every frame it takes is observable.
+
+    Each one gives a flow or a logged stream reset, see ``send_pair``; the first one shows only in
+    its diagnostics.
+    """
     def counted(msgs) -> bool:
         return any(kv.key == 'frames' and int(kv.value) > 0 for m in msgs for s in m.status
                    if s.name.startswith(f'/{NODE}') for kv in s.values)
@@ -67,10 +88,11 @@ def start_stream(pub, diagnostics, proc: NodeProcess) -> None:
 
 class Clock:
     """Strictly increasing stamps for the frames a test sends."""
+
     sec = 100
 
     @classmethod
-    def next(cls) -> int:
+    def tick(cls) -> int:
         cls.sec += 1
         return cls.sec
 
@@ -83,13 +105,16 @@ def answered(msg: Image):
 
 
 def send_pair(ros, node, first: Image, second: Image) -> Image:
-    """Send a frame and, once the node has taken it, its successor (a second frame sent before
-    would overwrite the first in the keep-last-1 queue); the node's flow for the successor.
-    The node has taken ``first`` when it answers for it or logs the stream reset that ``first``
-    starts (the node fixture gave it a stream, so one of the two always happens)."""
+    """
+    Send a frame and, once the node has taken it, its successor; return the successor's flow.
+
+    A second frame sent before would overwrite the first in the keep-last-1 queue. The node has
+    taken ``first`` when it answers for it or logs the stream reset that ``first`` starts (the node
+    fixture gave it a stream, so one of the two always happens).
+    """
     proc, pub, out = node
     for _ in range(5):
-        first.header.stamp.sec, second.header.stamp.sec = Clock.next(), Clock.next()
+        first.header.stamp.sec, second.header.stamp.sec = Clock.tick(), Clock.tick()
         resets = proc.output().count(RESET)
         pub.publish(first)
         if not ros.wait_until(lambda: answered(first)(list(out.messages))
@@ -114,7 +139,7 @@ def test_flow_of_a_translation_has_the_current_header_and_small_error(ros, node)
 def test_first_frame_and_size_change_publish_nothing(ros, node):
     proc, pub, out = node
     small = [f[:H // 2, :W // 2].copy() for f in SEQ.frames]
-    pub.publish(frame(0, 'size-change', Clock.next(), small))
+    pub.publish(frame(0, 'size-change', Clock.tick(), small))
     assert proc.wait_for_output(f'{RESET} (mono8 {W}x{H} -> mono8 {W // 2}x{H // 2})', 10.0), \
         proc.output()
     got = send_pair(ros, node, frame(0, 's0', 0, small), frame(1, 's1', 0, small))

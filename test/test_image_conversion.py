@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""sensor_msgs/Image <-> NumPy with real rclpy message objects (no DDS).
+"""
+sensor_msgs/Image <-> NumPy with real rclpy message objects (no DDS).
 
 Most tests pin the built-in converter; the cv_bridge tests check the choice against what this
 machine has (a real cv_bridge where installed) and against stand-ins for a working ROS 2
@@ -43,8 +44,11 @@ BUILTIN = image_conversion.Converter(reason='chosen by the test')
 
 @pytest.fixture(autouse=True)
 def builtin_converter(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Test the built-in converter even where a ROS 2 cv_bridge is installed (the tests that
-    probe cv_bridge ask for ``fresh_probe``)."""
+    """
+    Test the built-in converter even where a ROS 2 cv_bridge is installed.
+
+    The tests that probe cv_bridge ask for ``fresh_probe``.
+    """
     if 'fresh_probe' not in request.fixturenames:
         monkeypatch.setattr(image_conversion, 'converter', lambda: BUILTIN)
 
@@ -143,8 +147,11 @@ class CvBridgeError(TypeError):
 
 
 class Ros2Bridge:
-    """Stand-in for a working ROS 2 cv_bridge (packed rows, host byte order), without the
-    yuv422_yuy2 encoding, which cv_bridge gained only in later releases."""
+    """
+    Stand-in for a working ROS 2 cv_bridge (packed rows, host byte order).
+
+    It lacks the yuv422_yuy2 encoding, which cv_bridge gained only in later releases.
+    """
 
     def cv2_to_imgmsg(self, cvim: np.ndarray, encoding: str = 'passthrough',
                       header: Header | None = None) -> Image:
@@ -173,7 +180,7 @@ class Ros1BridgeOnNumpy2(Ros2Bridge):
 
 
 def probe_with(monkeypatch: pytest.MonkeyPatch, bridge: type | None) -> image_conversion.Converter:
-    """The converter chosen where ``cv_bridge`` is ``bridge`` (None: not installed)."""
+    """Return the converter chosen where ``cv_bridge`` is ``bridge`` (None: not installed)."""
     module = None
     if bridge is not None:
         module = types.ModuleType('cv_bridge')
@@ -192,7 +199,11 @@ def fresh_probe() -> Iterator[None]:
 
 
 def working_ros2_cv_bridge() -> Any:
-    """This machine's cv_bridge where it is a working ROS 2 one (a mono8 round trip), else None."""
+    """
+    Return this machine's cv_bridge where it is a working ROS 2 one, else None.
+
+    Working means a mono8 round trip.
+    """
     if importlib.util.find_spec('cv_bridge') is None:
         return None
     try:

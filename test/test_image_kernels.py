@@ -1,14 +1,30 @@
-"""The device image decoder (kernels/imaging/device_image.cl) against the NumPy reference,
-bit-exact."""
-import numpy as np
-import pytest
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
 
+"""
+The device image decoder (kernels/imaging/device_image.cl) against the NumPy reference.
+
+Bit-exact.
+"""
 from cl_vision_nodes.errors import ImageFormatError
 from cl_vision_nodes.imaging.device_image import DeviceImages
-from cl_vision_nodes.imaging.encodings import (ENCODINGS, array_to_raw, encoding_info,
+from cl_vision_nodes.imaging.encodings import (array_to_raw, encoding_info, ENCODINGS,
                                                gray_to_mono8_reference, raw_to_array,
                                                to_gray_reference)
 from imageutil import random_image
+import numpy as np
+import pytest
 
 pytestmark = pytest.mark.kernels
 

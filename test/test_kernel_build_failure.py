@@ -12,10 +12,14 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""A device whose compiler fails on our kernels (while it passes the probe): the node ends at
-start with exit code 2 and one FATAL line naming the device, the .cl file, the compiler's first
-error and the fix; the CLI says the same in one line. PoCL stands for such a driver when it is
-given a build flag that breaks every kernel with a barrier (the probe kernel has none)."""
+"""
+A device whose compiler fails on our kernels (while it passes the probe).
+
+The node ends at start with exit code 2 and one FATAL line naming the device, the .cl file, the
+compiler's first error and the fix; the CLI says the same in one line. PoCL stands for such a
+driver when it is given a build flag that breaks every kernel with a barrier (the probe kernel has
+none).
+"""
 import os
 import re
 import subprocess

@@ -1,10 +1,26 @@
-"""Large best-effort images reach a node: the Fast DDS profile the package applies (a 1080p
-bgr8 frame is 6.2 MB; with Fast DDS' defaults nothing above about 0.5 MB arrives)."""
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Large best-effort images reach a node: the Fast DDS profile the package applies.
+
+A 1080p bgr8 frame is 6.2 MB; with Fast DDS' defaults nothing above about 0.5 MB arrives.
+"""
+from cl_vision_nodes.ros.dds_profile import PROFILE_VARIABLES, use_large_image_profile
+from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 import numpy as np
 import pytest
-
-from cl_vision_nodes.ros.dds_profile import PROFILE_VARIABLES, use_large_image_profile
-from cl_vision_nodes.ros.image_conversion import numpy_to_image, image_to_numpy
 from rosutil import NodeProcess, RosHarness
 from sensor_msgs.msg import Image
 

@@ -12,10 +12,14 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Launch files name installed executables and parameter files that hold only declared
-parameters of the right type, take every node's parameter file from an argument (so a user's
-file can replace it), and every shipped file applies to its node in any namespace (ros2 launch
-itself is not on PyPI; this reads the XML and starts the nodes as launch would)."""
+"""
+Launch files: installed executables, checked parameter files, any namespace.
+
+They name installed executables and parameter files that hold only declared parameters of the right
+type, take every node's parameter file from an argument (so a user's file can replace it), and
+every shipped file applies to its node in any namespace (ros2 launch itself is not on PyPI; this
+reads the XML and starts the nodes as launch would).
+"""
 from dataclasses import dataclass, field
 from pathlib import Path
 import re
@@ -35,8 +39,11 @@ ANY_NAMESPACE = '/**'
 
 
 def substitute(text: str, args: dict[str, str]) -> str:
-    """Resolve $(var x) with the launch args' defaults (which may name other args) and
-    $(find-pkg-share cl_vision_nodes)."""
+    """
+    Resolve $(var x) and $(find-pkg-share cl_vision_nodes).
+
+    $(var x) takes the launch args' defaults, which may name other args.
+    """
     while '$(var ' in text:
         text = re.sub(r'\$\(var (\w+)\)', lambda m: args[m.group(1)], text)
     return text.replace('$(find-pkg-share cl_vision_nodes)', str(REPO))
@@ -110,8 +117,11 @@ def ros():
 
 
 def assert_node_holds(ros, node: str, params_file: Path, values: dict) -> None:
-    """Start ``node`` in NAMESPACE with ``params_file`` and read ``values`` back through its
-    parameter service."""
+    """
+    Start ``node`` in NAMESPACE with ``params_file``; check ``values`` through its service.
+
+    The values are read back through its parameter service.
+    """
     from rosutil import NodeProcess
     proc = NodeProcess(f'cl_vision_nodes.ros.{node}',
                        ['-r', f'__ns:={NAMESPACE}', '--params-file', str(params_file)])
@@ -158,7 +168,7 @@ class Started:
     remaps: dict = field(default_factory=dict)
 
     def topic(self, name: str) -> str:
-        """The absolute name of the node's relative topic ``name``."""
+        """Return the absolute name of the node's relative topic ``name``."""
         name = self.remaps.get(name, name)
         return name if name.startswith('/') else f'{self.namespace.rstrip("/")}/{name}'
 
@@ -179,9 +189,12 @@ def enabled(element: ET.Element, args: dict[str, str]) -> bool:
 
 def started(path: Path, overrides: dict[str, str] | None = None,
             namespace: str = '/') -> list[Started]:
-    """The nodes a launch file starts with these argument values: groups scope namespaces,
-    if/unless are applied, includes are followed (launch's XML semantics, for what our files
-    use)."""
+    """
+    Return the nodes a launch file starts with these argument values.
+
+    Groups scope namespaces, if/unless are applied, includes are followed (launch's XML semantics,
+    for what our files use).
+    """
     root = ET.parse(path).getroot()
     args = {**declared_args(root), **(overrides or {})}
     nodes: list[Started] = []
@@ -213,7 +226,7 @@ def started(path: Path, overrides: dict[str, str] | None = None,
 
 
 def topics(node: Started) -> tuple[set[str], set[str]]:
-    """(inputs, outputs) of a started node, absolute."""
+    """Return the (inputs, outputs) of a started node, absolute."""
     from cl_vision_nodes.ros import disparity_node
     if node.exe == 'rectify_node':
         return ({node.topic('image_raw'), node.topic('camera_info')},

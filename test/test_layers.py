@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Layer boundaries, checked rather than promised (README "Layout", the package docstring).
+"""
+Layer boundaries, checked rather than promised (README "Layout", the package docstring).
 
 - The algorithm layer (every module outside ``ros/`` and ``tools/``) imports and computes in a
   Python where ROS and OpenCV cannot be imported, and loads no third-party package besides numpy,

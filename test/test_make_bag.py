@@ -1,19 +1,36 @@
-"""`cl-vision make-bag`: every data set layout of ../shared/data and the synthetic generators
-become bags in the bag_layout topics, which read back with rosbags with exact ground truth."""
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+`cl-vision make-bag`: every data set layout of ../shared/data and the generators become bags.
+
+Data sets and the synthetic generators become bags in the bag_layout topics, which read back with
+rosbags with exact ground truth.
+"""
 from __future__ import annotations
 
-import cv2
-import numpy as np
-import pytest
-
-from bagutil import ReadBag, pixels, read_bag, stamp_ns
+from bagutil import pixels, read_bag, ReadBag, stamp_ns
 from cl_vision_nodes.dataio.formats import (read_flo, read_homography, read_image,
                                             read_kitti_disparity, read_kitti_flow,
                                             read_scaled_disparity_png, write_kitti_disparity,
                                             write_kitti_flow)
-from cl_vision_nodes.dataio.synthetic import Motion, flow_sequence
+from cl_vision_nodes.dataio.synthetic import flow_sequence, Motion
 from cl_vision_nodes.tools import bag_layout as layout
 from cliutil import cl_vision
+import cv2
+import numpy as np
+import pytest
 
 STEREO = {layout.LEFT_IMAGE, layout.RIGHT_IMAGE, layout.LEFT_INFO, layout.RIGHT_INFO}
 MONO = {layout.LEFT_IMAGE, layout.LEFT_INFO}
@@ -33,8 +50,12 @@ def assert_same_truth(got: np.ndarray, expected: np.ndarray) -> None:
 
 
 def assert_consistent_frames(bag: ReadBag, rate: float = 10.0) -> None:
-    """Stamps step by 1/rate from START_NS; every message's header equals its bag time; left
-    camera_info fits its image."""
+    """
+    Check the frames' stamps, headers and camera_info.
+
+    Stamps step by 1/rate from START_NS; every message's header equals its bag time; left
+    camera_info fits its image.
+    """
     times = bag.stamps(layout.LEFT_IMAGE)
     assert times == [layout.START_NS + round(k * 1e9 / rate) for k in range(len(times))]
     for topic, msgs in bag.messages.items():

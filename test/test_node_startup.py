@@ -1,13 +1,30 @@
-"""Node start-up as `ros2 run` and `ros2 launch` show it: every OpenCL program is compiled while
-the node starts, between a "compiling" and a "ready in" line; a node that cannot start says why
-in one FATAL line under its own name and exits with code 2, without a traceback."""
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Node start-up as `ros2 run` and `ros2 launch` show it.
+
+Every OpenCL program is compiled while the node starts, between a "compiling" and a "ready in"
+line; a node that cannot start says why in one FATAL line under its own name and exits with code 2,
+without a traceback.
+"""
 import re
 import subprocess
 import sys
 
 import pytest
-
-from rosutil import REPO, NodeProcess
+from rosutil import NodeProcess, REPO
 
 pytestmark = pytest.mark.ros
 

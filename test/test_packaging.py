@@ -1,16 +1,29 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """The ament_python package builds with colcon and installs what `ros2 run` / launch need."""
 import os
+from pathlib import Path
 import subprocess
 import sys
-from pathlib import Path
-
-import pytest
-import yaml
 
 from cl_vision_nodes.schemas import NODE_SCHEMAS
 from cl_vision_nodes.tools.gen_config import config_files, expected_files
 from packageutil import setup_executables
+import pytest
 from rosutil import REPO
+import yaml
 
 
 @pytest.mark.slow
@@ -41,10 +54,14 @@ def test_colcon_build_installs_executables_share_and_index(tmp_path):
 
 
 def test_the_installed_prefix_has_the_executables_where_ros2_run_looks():
-    """`ros2 run` and `ros2 launch` take the package's prefix from the ament index and run
-    <prefix>/lib/cl_vision_nodes/<exe> (`ros2 pkg executables` lists that folder); `make` puts
-    the package in the venv, which must therefore be a complete ROS prefix."""
-    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+    """
+    The venv is a complete ROS prefix: executables are where `ros2 run` looks.
+
+    `ros2 run` and `ros2 launch` take the package's prefix from the ament index and run
+    <prefix>/lib/cl_vision_nodes/<exe> (`ros2 pkg executables` lists that folder); `make` puts the
+    package in the venv, which must therefore be a complete ROS prefix.
+    """
+    from ament_index_python.packages import get_package_prefix, PackageNotFoundError
     try:
         prefix = Path(get_package_prefix('cl_vision_nodes'))
     except PackageNotFoundError:

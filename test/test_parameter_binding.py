@@ -12,8 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""A change the algorithm cannot take is refused with its reason, not accepted and then failed:
-the binding applies a change in the set-parameters callback (what `ros2 param set` waits for)."""
+"""
+A change the algorithm cannot take is refused with its reason, not accepted and then failed.
+
+The binding applies a change in the set-parameters callback (what `ros2 param set` waits for).
+"""
 from cl_vision_nodes.errors import KernelBuildError
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.ros.parameters import ParameterBinding

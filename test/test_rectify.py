@@ -1,12 +1,24 @@
-"""Rectification: calibrations (CameraInfo fields, calibration YAML), maps equal to OpenCV's,
-the remap kernel bit-exact with its NumPy reference and equal to cv2.remap, the gray path of a
-stereo matcher, and `cl-vision rectify`."""
-import cv2
-import numpy as np
-import pyopencl as cl
-import pytest
-import yaml
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
 
+"""
+Rectification: calibrations, maps, the remap kernel, the stereo gray path and the CLI.
+
+Calibrations (CameraInfo fields, calibration YAML), maps equal to OpenCV's, the remap kernel
+bit-exact with its NumPy reference and equal to cv2.remap, the gray path of a stereo matcher, and
+`cl-vision rectify`.
+"""
 from cl_vision_nodes.camera.calibration import (CalibrationError, CameraCalibration,
                                                 read_calibration_yaml)
 from cl_vision_nodes.camera.rectify import Rectifier
@@ -14,9 +26,14 @@ from cl_vision_nodes.camera.rectify_maps import rectify_maps
 from cl_vision_nodes.camera.reference import remap_reference
 from cl_vision_nodes.dataio.formats import read_pfm, write_pfm, write_png
 from cl_vision_nodes.errors import DataFormatError, ImageFormatError, ParameterError
-from cl_vision_nodes.imaging.encodings import (RawImage, array_to_raw, raw_to_array,
+from cl_vision_nodes.imaging.encodings import (array_to_raw, raw_to_array, RawImage,
                                                to_gray_reference)
 from cliutil import assert_one_line_error, cl_vision
+import cv2
+import numpy as np
+import pyopencl as cl
+import pytest
+import yaml
 
 pytestmark = pytest.mark.kernels
 
@@ -33,29 +50,30 @@ def rotation(axis: str, degrees: float) -> np.ndarray:
 # Realistic calibrations as CameraInfo fields (d, k, r, p row-major).
 CAMERAS = {
     # KITTI raw 2011_09_26 camera 02 (calib_cam_to_cam.txt): K_02, D_02, R_rect_02, P_rect_02
-    'plumb_bob': dict(
-        width=1242, height=375, distortion_model='plumb_bob', camera_name='kitti_02',
-        d=[-3.691481e-01, 1.968681e-01, 1.353473e-03, 5.677587e-04, -6.770705e-02],
-        k=[9.597910e+02, 0.0, 6.960217e+02, 0.0, 9.569251e+02, 2.241806e+02, 0.0, 0.0, 1.0],
-        r=[9.999758e-01, -5.267463e-03, -4.552439e-03, 5.251945e-03, 9.999804e-01,
-           -3.413835e-03, 4.570332e-03, 3.389843e-03, 9.999838e-01],
-        p=[7.215377e+02, 0.0, 6.095593e+02, 4.485728e+01, 0.0, 7.215377e+02, 1.728540e+02,
-           2.163791e-01, 0.0, 0.0, 1.0, 2.745884e-03]),
+    'plumb_bob': {
+        'width': 1242, 'height': 375, 'distortion_model': 'plumb_bob', 'camera_name': 'kitti_02',
+        'd': [-3.691481e-01, 1.968681e-01, 1.353473e-03, 5.677587e-04, -6.770705e-02],
+        'k': [9.597910e+02, 0.0, 6.960217e+02, 0.0, 9.569251e+02, 2.241806e+02, 0.0, 0.0, 1.0],
+        'r': [9.999758e-01, -5.267463e-03, -4.552439e-03, 5.251945e-03, 9.999804e-01,
+              -3.413835e-03, 4.570332e-03, 3.389843e-03, 9.999838e-01],
+        'p': [7.215377e+02, 0.0, 6.095593e+02, 4.485728e+01, 0.0, 7.215377e+02, 1.728540e+02,
+              2.163791e-01, 0.0, 0.0, 1.0, 2.745884e-03]},
     # a wide-angle RGB-D colour camera (Azure Kinect-like 8-coefficient rational model), the
     # rectified image rotated slightly as one of a stereo pair
-    'rational_polynomial': dict(
-        width=1280, height=720, distortion_model='rational_polynomial', camera_name='rgbd',
-        d=[0.4683, -2.6027, 3.8e-4, -1.7e-4, 1.5376, 0.3502, -2.4341, 1.4687],
-        k=[612.3, 0.0, 638.1, 0.0, 611.9, 366.4, 0.0, 0.0, 1.0],
-        r=rotation('y', 1.5).ravel().tolist(),
-        p=[600.0, 0.0, 640.0, -36.0, 0.0, 600.0, 360.0, 0.0, 0.0, 0.0, 1.0, 0.0]),
+    'rational_polynomial': {
+        'width': 1280, 'height': 720, 'distortion_model': 'rational_polynomial',
+        'camera_name': 'rgbd',
+        'd': [0.4683, -2.6027, 3.8e-4, -1.7e-4, 1.5376, 0.3502, -2.4341, 1.4687],
+        'k': [612.3, 0.0, 638.1, 0.0, 611.9, 366.4, 0.0, 0.0, 1.0],
+        'r': rotation('y', 1.5).ravel().tolist(),
+        'p': [600.0, 0.0, 640.0, -36.0, 0.0, 600.0, 360.0, 0.0, 0.0, 0.0, 1.0, 0.0]},
     # a fisheye tracking camera (T265-like Kannala-Brandt), rectified to a narrower pinhole
-    'equidistant': dict(
-        width=848, height=800, distortion_model='equidistant', camera_name='fisheye1',
-        d=[-0.00783, 0.04357, -0.04168, 0.00779],
-        k=[286.18, 0.0, 424.26, 0.0, 286.39, 401.75, 0.0, 0.0, 1.0],
-        r=rotation('x', 2.0).ravel().tolist(),
-        p=[180.0, 0.0, 424.0, 0.0, 0.0, 180.0, 400.0, 0.0, 0.0, 0.0, 1.0, 0.0]),
+    'equidistant': {
+        'width': 848, 'height': 800, 'distortion_model': 'equidistant', 'camera_name': 'fisheye1',
+        'd': [-0.00783, 0.04357, -0.04168, 0.00779],
+        'k': [286.18, 0.0, 424.26, 0.0, 286.39, 401.75, 0.0, 0.0, 1.0],
+        'r': rotation('x', 2.0).ravel().tolist(),
+        'p': [180.0, 0.0, 424.0, 0.0, 0.0, 180.0, 400.0, 0.0, 0.0, 0.0, 1.0, 0.0]},
 }
 MODELS = tuple(CAMERAS)
 INTERPOLATIONS = {'nearest': cv2.INTER_NEAREST, 'linear': cv2.INTER_LINEAR,
@@ -82,7 +100,7 @@ def opencv_maps(cal: CameraCalibration) -> tuple[np.ndarray, np.ndarray]:
 
 
 def calibration_yaml(fields: dict, **changes) -> str:
-    """The YAML camera_calibration_parsers writes for CameraInfo ``fields``."""
+    """Return the YAML camera_calibration_parsers writes for CameraInfo ``fields``."""
     def matrix(rows: int, cols: int, data) -> dict:
         return {'rows': rows, 'cols': cols, 'data': [float(v) for v in data]}
     doc = {'image_width': fields['width'], 'image_height': fields['height'],
@@ -105,7 +123,7 @@ def texture(height: int, width: int, channels: int, seed: int = 7) -> np.ndarray
 
 
 def sample_image(encoding: str, height: int, width: int) -> np.ndarray:
-    """An image of ``encoding`` with the texture's values (16-bit and float scaled)."""
+    """Return an image of ``encoding`` with the texture's values (16-bit and float scaled)."""
     channels = {'bgr8': 3, 'rgb8': 3, 'bgra8': 4, 'rgba8': 4}.get(encoding, 1)
     image = texture(height, width, channels)
     if channels == 1:
@@ -129,7 +147,7 @@ def rectifier(runtime):
 
 @pytest.fixture(scope='module')
 def small_calibrations():
-    """The three cameras at sizes that are no multiple of the work-group (16x8 or 16x4)."""
+    """Return the three cameras at sizes that are no multiple of the work-group (16x8 or 16x4)."""
     return {'plumb_bob': calibration('plumb_bob', 0.2),            # 248x75
             'rational_polynomial': calibration('rational_polynomial', 0.15),  # 192x108
             'equidistant': calibration('equidistant', 0.15)}      # 127x120
@@ -214,7 +232,7 @@ def bad_yaml(key, value):
     (bad_yaml('camera_matrix', {'rows': 3, 'cols': 3, 'data': ['a'] * 9}),
      'camera_matrix data must be numbers'),
     (bad_yaml('camera_matrix', [1, 2, 3]), 'camera_matrix must be a mapping'),
-    (bad_yaml('distortion_model', 'kannala_brandt'), "unsupported distortion model"),
+    (bad_yaml('distortion_model', 'kannala_brandt'), 'unsupported distortion model'),
     (bad_yaml('distortion_model', 3), 'distortion_model must be a string'),
     (bad_yaml('camera_matrix', {'rows': 3, 'cols': 3, 'data': [0.0] * 9}),
      'the camera is not calibrated'),
@@ -338,8 +356,12 @@ def test_bayer_and_yuv_are_rectified_as_their_gray(rectifier, small_calibrations
 @pytest.mark.parametrize('interpolation', INTERPOLATIONS)
 def test_gray_path_into_a_callers_device_buffer(runtime, rectifier, small_calibrations,
                                                 interpolation):
-    """What a stereo matcher does: rectify a raw image (or a decoded gray already on the
-    device) into its own float input buffer, nothing downloaded."""
+    """
+    What a stereo matcher does: rectify into its own float input buffer, nothing downloaded.
+
+    A raw image (or a decoded gray already on the device) is rectified into the matcher's own
+    buffer.
+    """
     cal = small_calibrations['equidistant']
     rectifier.set_calibration(cal)
     image = sample_image('bgr8', cal.height, cal.width)

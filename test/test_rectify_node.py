@@ -12,8 +12,10 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""rectify_node over real Fast DDS, and raw cameras to points as stereo.launch.xml starts them by
-default (a rectify_node per camera, disparity_node on their image_rect).
+"""
+rectify_node over real Fast DDS, and raw cameras to points as stereo.launch.xml starts them.
+
+By default that is a rectify_node per camera and disparity_node on their image_rect.
 
 The scene: a textured fronto-parallel plane at a known depth, seen by a stereo pair whose raw
 images are distorted (plumb_bob) and rotated away from the rectified frame (R of +-1 degree), as
@@ -84,7 +86,11 @@ def plane_texture() -> np.ndarray:
 
 
 def rectified_truth(side: str) -> np.ndarray:
-    """The exact rectified view (float32): left(u, v) = T(u, v), right(u, v) = T(u + d, v)."""
+    """
+    Return the exact rectified view (float32).
+
+    left(u, v) = T(u, v), right(u, v) = T(u + d, v).
+    """
     u, v = np.meshgrid(np.arange(W, dtype=np.float32), np.arange(H, dtype=np.float32))
     shift = DISPARITY if side == 'right' else 0.0
     return cv2.remap(plane_texture(), u + np.float32(shift + MARGIN), v + np.float32(MARGIN),
@@ -93,8 +99,12 @@ def rectified_truth(side: str) -> np.ndarray:
 
 @functools.cache
 def raw_view(side: str, colour: bool = False) -> np.ndarray:
-    """The raw (distorted, unrectified) image: each raw pixel shows the plane point that its
-    rectified position (cv2.undistortPoints with the camera's K, D, R, P) sees."""
+    """
+    Return the raw (distorted, unrectified) image.
+
+    Each raw pixel shows the plane point that its rectified position (cv2.undistortPoints with the
+    camera's K, D, R, P) sees.
+    """
     x, y = np.meshgrid(np.arange(W, dtype=np.float64), np.arange(H, dtype=np.float64))
     points = np.stack([x.ravel(), y.ravel()], axis=-1)[:, None, :]
     criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 100, 1e-12)
@@ -112,8 +122,11 @@ def raw_view(side: str, colour: bool = False) -> np.ndarray:
 
 
 def raw_pair_msgs(tag: str, sec: int, colour: bool = False) -> list:
-    """left image_raw, right image_raw, left camera_info, right camera_info of one stamp; the
-    left messages are in frame ``tag``, the right ones in ``tag/right``."""
+    """
+    Return the left and right image_raw and camera_info of one stamp.
+
+    The left messages are in frame ``tag``, the right ones in ``tag/right``.
+    """
     encoding = 'bgr8' if colour else 'mono8'
     msgs = [numpy_to_image(raw_view(side, colour), encoding) for side in ('left', 'right')]
     for msg, frame in zip(msgs, (tag, f'{tag}/right')):
@@ -127,10 +140,13 @@ def tagged(tag: str):
 
 
 def ask_all(pubs: list, msgs_of, collectors: dict, tag: str, tries: int = 4) -> dict | None:
-    """Publish the messages of ``msgs_of(sec)`` (best effort: again, at most ``tries`` times)
-    until every collector holds a message of frame ``tag``; those messages, by name."""
+    """
+    Publish ``msgs_of(sec)`` until every collector holds a message of frame ``tag``.
+
+    Best effort: again, at most ``tries`` times. Returns those messages, by name.
+    """
     for _ in range(tries):
-        for pub, msg in zip(pubs, msgs_of(Clock.next())):
+        for pub, msg in zip(pubs, msgs_of(Clock.tick())):
             pub.publish(msg)
         got = {name: c.wait_for(tagged(tag), timeout=10.0) for name, c in collectors.items()}
         if all(m is not None for m in got.values()):
@@ -142,7 +158,7 @@ class Clock:
     sec = 5000
 
     @classmethod
-    def next(cls) -> int:
+    def tick(cls) -> int:
         cls.sec += 1
         return cls.sec
 
@@ -156,8 +172,12 @@ def assert_plane_depth(depth: np.ndarray, min_share: float = 0.5) -> None:
 
 
 def assert_cloud_of_the_plane(msg: PointCloud2, depth: np.ndarray) -> np.ndarray:
-    """An organised cloud of the depth image's shape whose points reproject through the left
-    rectified camera: z = depth, x = (u - cx) z / f, y = (v - cy) z / f. Returns the points."""
+    """
+    Check an organised cloud of the depth image's shape against the left rectified camera.
+
+    Its points reproject through that camera: z = depth, x = (u - cx) z / f, y = (v - cy) z / f.
+    Returns the points.
+    """
     assert (msg.height, msg.width) == depth.shape and not msg.is_dense
     points = cloud_to_array(msg).reshape(depth.shape)
     finite = np.isfinite(depth)
@@ -194,7 +214,7 @@ class Camera:
     def ask(self, tag: str, image: np.ndarray, encoding: str, info: CameraInfo | None = None,
             tries: int = 4) -> Image | None:
         for _ in range(tries):
-            sec = Clock.next()
+            sec = Clock.tick()
             if info is not None:
                 info.header.stamp.sec = sec
                 self.info_pub.publish(info)
@@ -208,8 +228,11 @@ class Camera:
 
     def warns(self, warning: str, tag: str, image: np.ndarray, encoding: str,
               info: CameraInfo | None = None) -> bool:
-        """Send the image until the node logs ``warning`` (bad-input warnings are throttled:
-        a previous test's may hold it back for a few seconds)."""
+        """
+        Send the image until the node logs ``warning``.
+
+        Bad-input warnings are throttled: a previous test's may hold it back for a few seconds.
+        """
         for _ in range(15):
             if info is not None:
                 self.info_pub.publish(info)

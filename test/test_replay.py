@@ -1,19 +1,32 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """`cl-vision replay` publishes a rosbag2's stored CDR bytes with the recorded timing."""
 import re
 import signal
 import subprocess
 import sys
 
+from bagutil import (IMAGE_BAG_FRAMES, IMAGE_BAG_SPACING_NS, IMAGE_BAG_START_NS, write_image_bag,
+                     write_truncated_bag)
+from cliutil import assert_one_line_error, cl_vision
 import pytest
 from rclpy.qos import qos_profile_sensor_data
 from rosbags.rosbag2 import StoragePlugin
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import Image
-
-from bagutil import (IMAGE_BAG_FRAMES, IMAGE_BAG_SPACING_NS, IMAGE_BAG_START_NS,
-                     write_image_bag, write_truncated_bag)
-from cliutil import assert_one_line_error, cl_vision
 from rosutil import REPO, RosHarness
+from sensor_msgs.msg import Image
 
 pytestmark = pytest.mark.ros
 

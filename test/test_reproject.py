@@ -1,19 +1,34 @@
-"""Depth and point clouds on the device (kernels/stereo/reproject.cl) against OpenCV's
-reprojectImageTo3D with the Q matrix of the same calibration, PointCloud2 layouts as
-stereo_image_proc's point_cloud_node writes them, and rgb packing bit-exact per encoding."""
-import cv2
-import numpy as np
-import pytest
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
 
+"""
+Depth and point clouds on the device (kernels/stereo/reproject.cl).
+
+Against OpenCV's reprojectImageTo3D with the Q matrix of the same calibration, PointCloud2 layouts
+as stereo_image_proc's point_cloud_node writes them, and rgb packing bit-exact per encoding.
+"""
 from cl_vision_nodes.camera.calibration import CalibrationError
 from cl_vision_nodes.dataio.formats import read_kitti_disparity
 from cl_vision_nodes.errors import ImageFormatError
-from cl_vision_nodes.imaging.encodings import (_demosaic, array_to_raw, encoding_info,
-                                               raw_to_array)
+from cl_vision_nodes.imaging.encodings import _demosaic, array_to_raw, encoding_info, raw_to_array
 from cl_vision_nodes.stereo.geometry import StereoGeometry
 from cl_vision_nodes.stereo.point_cloud import CloudLayout, unpack_rgb
 from cl_vision_nodes.stereo.reproject import Reprojector
+import cv2
 from imageutil import random_image
+import numpy as np
+import pytest
 
 pytestmark = pytest.mark.kernels
 
@@ -51,8 +66,11 @@ def kitti_disparity(shared_data):
 
 
 def opencv_points(disparity: np.ndarray, geometry: StereoGeometry, min_disparity: float):
-    """cv2.reprojectImageTo3D (double arithmetic) and where a point exists: a valid disparity
-    in front of the camera."""
+    """
+    Reproject with cv2.reprojectImageTo3D (double arithmetic); also where a point exists.
+
+    A point exists at a valid disparity in front of the camera.
+    """
     points = cv2.reprojectImageTo3D(disparity, geometry.q_matrix())
     return points, (disparity >= min_disparity) & (disparity - geometry.delta_cx > 0)
 
@@ -66,7 +84,7 @@ def assert_points_close(got: np.ndarray, expected: np.ndarray) -> None:
 
 
 def packed(r, g, b) -> np.ndarray:
-    """rgb as stereo_image_proc packs it: float32 bits 0x00RRGGBB."""
+    """Pack rgb as stereo_image_proc does: float32 bits 0x00RRGGBB."""
     r, g, b = (np.asarray(c, np.uint32) for c in (r, g, b))
     return ((r << 16) | (g << 8) | b).view(np.float32)
 
@@ -103,8 +121,11 @@ def test_geometry_from_projection_matrices():
 
 
 def test_q_matrix_is_opencv_stereo_rectify_q_up_to_scale():
-    """stereoRectify (principal points kept apart) gives P1, P2 and Q; Q from P1, P2 is the
-    same matrix up to image_geometry's factor fy * Tx."""
+    """
+    Q from P1, P2 is OpenCV stereoRectify's Q up to image_geometry's factor fy * Tx.
+
+    stereoRectify (principal points kept apart) gives P1, P2 and Q.
+    """
     k_left = np.array([[700.0, 0, 320], [0, 700, 240], [0, 0, 1]])
     k_right = np.array([[700.0, 0, 331], [0, 700, 236], [0, 0, 1]])
     _, _, p1, p2, q, _, _ = cv2.stereoRectify(k_left, np.zeros(5), k_right, np.zeros(5),
@@ -127,7 +148,8 @@ def test_q_matrix_is_opencv_stereo_rectify_q_up_to_scale():
     ({'right': (0, 3, 100.0)}, 'are left and right swapped'),
 ])
 def test_bad_projection_matrices_are_named(change, words):
-    p = {side: np.array([[F, 0, CX, 0], [0, F, CY, 0], [0, 0, 1, 0]]) for side in ('left', 'right')}
+    p = {side: np.array([[F, 0, CX, 0], [0, F, CY, 0], [0, 0, 1, 0]])
+         for side in ('left', 'right')}
     p['right'][0, 3] = -F * BASELINE
     for side, (row, col, value) in change.items():
         p[side][row, col] = value
@@ -163,8 +185,12 @@ def test_kitti_depth_and_points_equal_opencv(reprojector, kitti_disparity, delta
 
 
 def test_invalid_disparities_and_the_point_at_infinity(reprojector):
-    """Below min_disparity, NaN or inf: no depth (NaN); d == cx_l - cx_r: depth +inf (REP
-    117's 'too far') and no point; d < cx_l - cx_r: neither."""
+    """
+    Invalid disparities have no depth; d == cx_l - cx_r is the point at infinity.
+
+    Below min_disparity, NaN or inf: no depth (NaN); d == cx_l - cx_r: depth +inf (REP 117's 'too
+    far') and no point; d < cx_l - cx_r: neither.
+    """
     geometry = kitti_geometry(2.0)
     disparity = np.array([[-1.0, 0.5, np.nan, 2.0, 1.5, 1.0, 10.0, np.inf]], np.float32)
     device_map = reprojector.upload(disparity, min_disparity=1.0)
@@ -179,9 +205,12 @@ def test_invalid_disparities_and_the_point_at_infinity(reprojector):
 
 
 def test_subsampled_map_is_the_half_scale_geometry(reprojector, kitti_disparity):
-    """ELAS subsampling: pixel (i, j) holds the input disparity of pixel (2i, 2j). That is the
-    geometry scaled by 0.5 applied to the halved disparities (OpenCV), and bit for bit the
-    full-size cloud at those pixels, colours included."""
+    """
+    ELAS subsampling: pixel (i, j) holds the input disparity of pixel (2i, 2j).
+
+    That is the geometry scaled by 0.5 applied to the halved disparities (OpenCV), and bit for bit
+    the full-size cloud at those pixels, colours included.
+    """
     geometry = kitti_geometry()
     rows, cols = kitti_disparity.shape[0] // 2, kitti_disparity.shape[1] // 2
     half = np.ascontiguousarray(kitti_disparity[:2 * rows:2, :2 * cols:2])
@@ -206,8 +235,12 @@ def test_subsampled_map_is_the_half_scale_geometry(reprojector, kitti_disparity)
 
 @pytest.mark.parametrize('layout', LAYOUTS, ids=layout_id)
 def test_layouts_are_stereo_image_procs(layout):
-    """setPointCloud2FieldsByString(2, "xyz", "rgb") pads xyz and rgb to 16 bytes each;
-    avoid_point_cloud_padding packs the float32 fields one after the other."""
+    """
+    The layouts are stereo_image_proc's, padded or not.
+
+    setPointCloud2FieldsByString(2, "xyz", "rgb") pads xyz and rgb to 16 bytes each;
+    avoid_point_cloud_padding packs the float32 fields one after the other.
+    """
     step, rgb = {(False, False): (16, None), (True, False): (32, 16),
                  (False, True): (12, None), (True, True): (16, 12)}[
         layout.use_color, layout.avoid_padding]
@@ -221,8 +254,12 @@ def test_layouts_are_stereo_image_procs(layout):
 @pytest.mark.parametrize('layout', LAYOUTS, ids=layout_id)
 @pytest.mark.parametrize('height, width', [(1, 1), (23, 37), (8, 64), (65, 3)])
 def test_organised_and_dense_clouds(reprojector, layout, height, width):
-    """Sizes that are not whole blocks of 64: the dense cloud is the organised one's valid
-    points in image order, padding bytes are zero, the bytes fill a PointCloud2 as they are."""
+    """
+    Organised and dense clouds at sizes that are not whole blocks of 64.
+
+    The dense cloud is the organised one's valid points in image order, padding bytes are zero, the
+    bytes fill a PointCloud2 as they are.
+    """
     rng = np.random.default_rng(height * 1000 + width)
     disparity = rng.uniform(-3, 40, (height, width)).astype(np.float32)
     geometry = kitti_geometry()
@@ -272,8 +309,12 @@ def test_buffers_are_reused_from_frame_to_frame(reprojector):
 
 @pytest.mark.parametrize('encoding', COLOR_ENCODINGS)
 def test_rgb_packing_is_bit_exact(reprojector, encoding):
-    """Mono grey replicated (mono16 as round(v / 257)), colour channels reordered, Bayer
-    demosaiced as the gray decoder does it; padded rows and both byte orders."""
+    """
+    Each encoding's rgb packing is bit-exact, on padded rows and in both byte orders.
+
+    Mono grey replicated (mono16 as round(v / 257)), colour channels reordered, Bayer demosaiced as
+    the gray decoder does it.
+    """
     rng = np.random.default_rng(11)
     geometry = kitti_geometry()
     for height, width in ((2, 2), (17, 31)):

@@ -1,14 +1,27 @@
-"""The device layer: probed device choice, programs by value, no fp64, limits, owned buffers."""
-import numpy as np
-import pyopencl as cl
-import pytest
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
 
+"""The device layer: probed device choice, programs by value, no fp64, limits, owned buffers."""
 from cl_vision_nodes.errors import DeviceError, KernelBuildError
 from cl_vision_nodes.imaging.encodings import opencl_defines
 from cl_vision_nodes.opencl import devices, programs
 from cl_vision_nodes.opencl import runtime as runtime_module
 from cl_vision_nodes.opencl.limits import DeviceLimits
 from cl_vision_nodes.opencl.runtime import ClRuntime
+import numpy as np
+import pyopencl as cl
+import pytest
 
 pytestmark = pytest.mark.kernels
 
@@ -55,10 +68,10 @@ def test_auto_skips_a_device_that_cannot_build_and_says_why(monkeypatch):
     if len(entries) > 1:
         assert devices.select_device('auto', warnings.append) != broken
     else:
-        with pytest.raises(DeviceError, match="no auto OpenCL device can build kernels"):
+        with pytest.raises(DeviceError, match='no auto OpenCL device can build kernels'):
             devices.select_device('auto', warnings.append)
     assert len(warnings) == 1
-    assert broken.name in warnings[0] and "unknown target CPU" in warnings[0]
+    assert broken.name in warnings[0] and 'unknown target CPU' in warnings[0]
     assert 'pocl-opencl-icd' in warnings[0]  # the fix
 
 

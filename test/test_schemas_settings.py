@@ -12,9 +12,13 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Every declared parameter is applied somewhere: a field of its algorithm's Settings, or read by
-a named node-level consumer. A parameter in neither would be declared, validated and documented
-but do nothing; a new one fails here until it is placed."""
+"""
+Every declared parameter is applied somewhere.
+
+It is a field of its algorithm's Settings, or read by a named node-level consumer. A parameter in
+neither would be declared, validated and documented but do nothing; a new one fails here until it
+is placed.
+"""
 import ast
 from dataclasses import fields
 from pathlib import Path
@@ -84,8 +88,12 @@ def test_node_level_parameters_are_read_by_their_consumers(node):
 
 @pytest.mark.parametrize('node', [n for n, s in SETTINGS.items() if s is not None])
 def test_every_settings_field_is_read_by_its_algorithm(node):
-    """A static guard: some module of the algorithm's package (its NumPy reference aside) reads
-    an attribute of the field's name, as the stages read ``settings.window_size``."""
+    """
+    A static guard: some module of the algorithm's package reads every Settings field.
+
+    Some module (its NumPy reference aside) reads an attribute of the field's name, as the stages
+    read ``settings.window_size``.
+    """
     settings_type, _ = SETTINGS[node]
     folder = settings_type.__module__.split('.')[-2]  # cl_vision_nodes.<folder>.schema
     read = {n.attr for path in (PACKAGE / folder).glob('*.py') if path.name != 'reference.py'

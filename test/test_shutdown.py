@@ -1,4 +1,19 @@
-"""Ctrl-C while frames flow: every node and `cl-vision replay` exit 0, without a traceback.
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Ctrl-C while frames flow: every node and `cl-vision replay` exit 0, without a traceback.
 
 SIGINT reaches a process while a callback is publishing; rclpy's handler invalidates the context
 under it. Each run waits for the first output (the process is busy from then on) and interrupts
@@ -8,23 +23,22 @@ only rclpy's handler acts, which is where the race shows.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 import signal
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass
 from typing import Any
-
-import pytest
-from rclpy.qos import qos_profile_sensor_data
-from rosbags.rosbag2 import StoragePlugin
-from sensor_msgs.msg import CameraInfo, Image, PointCloud2
-from stereo_msgs.msg import DisparityImage
 
 from bagutil import write_image_bag
 from cl_vision_nodes.dataio.synthetic import stereo_pair
 from cl_vision_nodes.ros.image_conversion import numpy_to_image
-from rosutil import REPO, NodeProcess, RosHarness, command
+import pytest
+from rclpy.qos import qos_profile_sensor_data
+from rosbags.rosbag2 import StoragePlugin
+from rosutil import command, NodeProcess, REPO, RosHarness
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from stereo_msgs.msg import DisparityImage
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

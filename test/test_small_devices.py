@@ -1,6 +1,24 @@
-"""Every capability on a device smaller than ours: 64 work-items per group (Mali, Raspberry Pi,
-many integrated GPUs). PoCL reports the limit it is given by POCL_MAX_WORK_GROUP_SIZE, so the
-kernel tests (marked ``kernels``) run again, unchanged, in a process that sees such a device."""
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Every capability on a device smaller than ours: 64 work-items per group.
+
+Such as Mali, Raspberry Pi, many integrated GPUs. PoCL reports the limit it is given by
+POCL_MAX_WORK_GROUP_SIZE, so the kernel tests (marked ``kernels``) run again, unchanged, in a
+process that sees such a device.
+"""
 import os
 import subprocess
 import sys

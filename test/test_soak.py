@@ -1,4 +1,19 @@
-"""Soak: 5,000 frames through a node leave its memory flat and its OpenCL caches constant.
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Soak: 5,000 frames through a node leave its memory flat and its OpenCL caches constant.
 
 Frames go in lockstep (the next once the node answered the last), 64x48 so that 5,000 take
 seconds. Memory is the node process's resident set (VmRSS): measured here, it settles within
@@ -9,17 +24,16 @@ remaining 3,000 frames (about 43 B per frame).
 """
 from __future__ import annotations
 
-import threading
 from pathlib import Path
-
-import numpy as np
-import pytest
-from diagnostic_msgs.msg import DiagnosticArray
-from sensor_msgs.msg import Image
+import threading
 
 from cl_vision_nodes.dataio.synthetic import texture
 from cl_vision_nodes.ros.image_conversion import numpy_to_image
+from diagnostic_msgs.msg import DiagnosticArray
+import numpy as np
+import pytest
 from rosutil import NodeProcess, RosHarness
+from sensor_msgs.msg import Image
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

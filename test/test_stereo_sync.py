@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The stereo synchroniser: exact and approximate policies, queue limits, drop counts.
+"""
+The stereo synchroniser: exact and approximate policies, queue limits, drop counts.
 
 The approximate expectations are derived by hand from message_filters' ApproximateTime (the
 policy of stereo_image_proc's approximate_sync): the queue heads form a candidate set whose
@@ -46,7 +47,7 @@ def approximate(names=STEREO, **kwargs):
 
 
 def feed(sync, arrivals: str, names=STEREO) -> None:
-    """Adds messages in the given arrival order; 'R45' is stream R stamped 45 ms."""
+    """Add messages in the given arrival order; 'R45' is stream R stamped 45 ms."""
     for token in arrivals.split():
         name, ms = re.fullmatch(r'([A-Z]+)(\d+)', token).groups()
         sync.add(names.index(name), int(ms) * MS, token)
@@ -210,9 +211,12 @@ def test_approximate_four_inputs_of_the_disparity_node_with_jitter_and_infos_fir
 
 
 def smallest_contiguous_sets(per_stream: list[list[int]]) -> list[tuple[int, ...]]:
-    """ApproximateTime's output as its wiki states it (age penalty 0), by brute force: after
-    the previous set, the set of smallest spread among those contiguous to it (on some stream
-    the very next message), each stream's messages after the previous set's."""
+    """
+    Compute ApproximateTime's output by brute force, as its wiki states it (age penalty 0).
+
+    After the previous set, the set of smallest spread among those contiguous to it (on some stream
+    the very next message), each stream's messages after the previous set's.
+    """
     first, sets = [0] * len(per_stream), []
     while True:
         choices = [c for c in product(*(range(f, len(s)) for f, s in zip(first, per_stream)))
@@ -227,8 +231,11 @@ def smallest_contiguous_sets(per_stream: list[list[int]]) -> list[tuple[int, ...
 
 def arrival_order(rng: random.Random, per_stream: list[list[int]],
                   max_delay: int) -> list[tuple[int, int]]:
-    """(stream, stamp) in the order of arrival times up to ``max_delay`` after the stamps, each
-    stream in its own order (as DDS delivers one topic), the streams interleaved freely."""
+    """
+    Order (stream, stamp) by arrival times up to ``max_delay`` after the stamps.
+
+    Each stream in its own order (as DDS delivers one topic), the streams interleaved freely.
+    """
     arrivals = []
     for stream, stamps in enumerate(per_stream):
         arrived = 0

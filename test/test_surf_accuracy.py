@@ -12,8 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""SURF accuracy: fidelity to OpenCV's own keypoints, graf repeatability / matching score next to
-OpenCV SIFT and ORB, and descriptor invariance to rotation. Definitions: surf/evaluation.py.
+"""
+SURF accuracy: fidelity to OpenCV, repeatability, matching score and rotation invariance.
+
+Fidelity to OpenCV's own keypoints, graf repeatability / matching score next to OpenCV SIFT and
+ORB, and descriptor invariance to rotation. Definitions: surf/evaluation.py.
 
 Images are read with ``cv2.imread(path, IMREAD_GRAYSCALE)``, as the OpenCV reference keypoints
 were: on the graf PNGs that conversion differs from ``cvtColor(BGR2GRAY)`` (what
@@ -118,8 +121,12 @@ def test_graf_repeatability_and_matching_against_sift_and_orb(surf, grays, share
 
 
 def rotated(image: np.ndarray, degrees: int) -> tuple[np.ndarray, np.ndarray]:
-    """The image rotated counter-clockwise by ``degrees`` on a canvas holding all of it, and
-    the 3x3 transform of pixel coordinates; multiples of 90 degrees are exact (np.rot90)."""
+    """
+    Rotate the image counter-clockwise by ``degrees`` on a canvas holding all of it.
+
+    Returns it and the 3x3 transform of pixel coordinates; multiples of 90 degrees are exact
+    (np.rot90).
+    """
     h, w = image.shape
     if degrees % 90 == 0:
         out = np.ascontiguousarray(np.rot90(image, degrees // 90))
@@ -154,8 +161,9 @@ def test_descriptors_survive_rotation(runtime, grays, capsys):
         turned, transform = rotated(image, degrees)
         rate, pairs = mutual_nearest_rate(ours0, extractor.detect_and_describe(turned),
                                           transform, image.shape, turned.shape)
-        sift_rate, _ = mutual_nearest_rate(sift0, from_opencv(*sift.detectAndCompute(turned, None)),
-                                           transform, image.shape, turned.shape)
+        sift_turned = from_opencv(*sift.detectAndCompute(turned, None))
+        sift_rate, _ = mutual_nearest_rate(sift0, sift_turned, transform, image.shape,
+                                           turned.shape)
         rates[degrees] = rate
         rows.append(f'| {degrees} | {pairs} | {rate:.3f} | {sift_rate:.3f} |')
     with capsys.disabled():

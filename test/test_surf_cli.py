@@ -1,12 +1,25 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """`cl-vision surf`: .npz/.json outputs, the drawing, bad input."""
 import json
-
-import numpy as np
-import pytest
 
 from cl_vision_nodes.dataio.formats import write_png
 from cl_vision_nodes.dataio.synthetic import texture
 from cliutil import assert_one_line_error, cl_vision
+import numpy as np
+import pytest
 
 
 @pytest.fixture(scope='module')

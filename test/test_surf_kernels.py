@@ -1,22 +1,35 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 """SURF kernels (kernels/surf/*.cl) against the NumPy references and their invariants."""
 import dataclasses
 import math
 
+from cl_vision_nodes.errors import ImageFormatError, ParameterError
+from cl_vision_nodes.imaging.device_image import DeviceImages
+from cl_vision_nodes.imaging.encodings import array_to_raw
+from cl_vision_nodes.surf import (Keypoints, point_dtype, reference, SURF_SCHEMA, SurfExtractor,
+                                  SurfSettings)
+from cl_vision_nodes.surf.describe import Describer
+from cl_vision_nodes.surf.detector import HessianDetector, layer_samples
+from cl_vision_nodes.surf.integral import check_size, DeviceIntegral
+from cl_vision_nodes.surf.keypoints import KP_FIELDS, RECORD_FIELDS
+from cl_vision_nodes.surf.reference import hessian_layer, integral
 import cv2
 import numpy as np
 import pyopencl as cl
 import pytest
-
-from cl_vision_nodes.errors import ImageFormatError, ParameterError
-from cl_vision_nodes.imaging.device_image import DeviceImages
-from cl_vision_nodes.imaging.encodings import array_to_raw
-from cl_vision_nodes.surf import reference
-from cl_vision_nodes.surf import SURF_SCHEMA, Keypoints, SurfExtractor, SurfSettings, point_dtype
-from cl_vision_nodes.surf.describe import Describer
-from cl_vision_nodes.surf.detector import HessianDetector, layer_samples
-from cl_vision_nodes.surf.integral import DeviceIntegral, check_size
-from cl_vision_nodes.surf.keypoints import KP_FIELDS, RECORD_FIELDS
-from cl_vision_nodes.surf.reference import hessian_layer, integral
 
 pytestmark = pytest.mark.kernels
 

@@ -1,17 +1,34 @@
-"""surf_node over real Fast DDS: the keypoint cloud equals the library's result, parameters
-apply to the next frame, the overlay on demand, empty and tiny frames, bad input."""
-from __future__ import annotations
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
 
-import numpy as np
-import pytest
-from sensor_msgs.msg import Image, PointCloud2
+"""
+surf_node over real Fast DDS.
+
+The keypoint cloud equals the library's result, parameters apply to the next frame, the overlay on
+demand, empty and tiny frames, bad input.
+"""
+from __future__ import annotations
 
 from cl_vision_nodes.dataio.synthetic import texture
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array, cloud_to_keypoints
 from cl_vision_nodes.surf.extractor import SurfExtractor
+import numpy as np
+import pytest
 from rosutil import NodeProcess, RosHarness
+from sensor_msgs.msg import Image, PointCloud2
 
 pytestmark = pytest.mark.ros
 

@@ -12,8 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The picture surf_node draws keypoints on: the frame as the device decoded it, downloaded once
-(not the host reference decoder, which exists to check the device one)."""
+"""
+The picture surf_node draws keypoints on: the frame as the device decoded it.
+
+It is downloaded once (not the host reference decoder, which exists to check the device one).
+"""
 from __future__ import annotations
 
 from cl_vision_nodes.imaging.encodings import array_to_raw, to_gray_reference

@@ -24,7 +24,8 @@ MOTIONS = ['translation', 'rotation', 'zoom', 'piecewise']
 
 
 def grid(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    return np.meshgrid(np.arange(shape[1], dtype=np.float32), np.arange(shape[0], dtype=np.float32))
+    return np.meshgrid(np.arange(shape[1], dtype=np.float32),
+                       np.arange(shape[0], dtype=np.float32))
 
 
 def warp_error(target: np.ndarray, flow: np.ndarray, reference: np.ndarray, valid: np.ndarray):
@@ -41,8 +42,12 @@ def warp_error(target: np.ndarray, flow: np.ndarray, reference: np.ndarray, vali
 
 
 def assert_small(error: np.ndarray) -> None:
-    """Interpolation-sized errors: well under a grey level; the tail is pixels whose bicubic
-    stencil crosses a layer boundary. A 0.3 px error in the ground truth gives a mean near 3."""
+    """
+    Check that the errors are interpolation-sized: well under a grey level.
+
+    The tail is pixels whose bicubic stencil crosses a layer boundary. A 0.3 px error in the ground
+    truth gives a mean near 3.
+    """
     assert error.mean() < 1.0 and np.median(error) < 0.7 and np.percentile(error, 90) < 2.0
 
 
@@ -118,7 +123,7 @@ def test_stereo_occlusions() -> None:
     occluded = ~sample.valid & (x - sample.disparity >= 0)
     assert occluded.sum() > 50
     for row, col in zip(*np.nonzero(occluded)):
-        assert sample.disparity[row, col + 1 : col + 21].max() > sample.disparity[row, col]
+        assert sample.disparity[row, col + 1:col + 21].max() > sample.disparity[row, col]
 
 
 def test_stereo_planes() -> None:

@@ -12,8 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""DisparityImage.valid_window, as disparity_node fills it, on disparity maps drawn by hand:
-each map's box of valid pixels is written down beside it, not computed."""
+"""
+DisparityImage.valid_window, as disparity_node fills it, on disparity maps drawn by hand.
+
+Each map's box of valid pixels is written down beside it, not computed.
+"""
 from __future__ import annotations
 
 from cl_vision_nodes.ros.disparity_node import valid_window
@@ -22,49 +25,52 @@ import pytest
 
 
 def drawn(rows: str, invalid: float = -1.0) -> np.ndarray:
-    """A float32 disparity map from rows of numbers; ``.`` is an invalid pixel (``invalid``,
-    what the node writes: min_disparity - 1)."""
+    """
+    Return a float32 disparity map from rows of numbers.
+
+    ``.`` is an invalid pixel (``invalid``, what the node writes: min_disparity - 1).
+    """
     return np.array([[invalid if v == '.' else float(v) for v in row.split()]
                      for row in rows.strip().splitlines()], np.float32)
 
 
 # (map, min_disparity, (x_offset, y_offset, width, height))
 CASES = {
-    'nothing valid': ('''
+    'nothing valid': ("""
         . . . . . . . .
         . . . . . . . .
-        . . . . . . . .''', 0.0, (0, 0, 0, 0)),
-    'one pixel': ('''
+        . . . . . . . .""", 0.0, (0, 0, 0, 0)),
+    'one pixel': ("""
         . . . . . . . .
         . . . . . 7 . .
-        . . . . . . . .''', 0.0, (5, 1, 1, 1)),
-    'two islands span the invalid pixels between them': ('''
+        . . . . . . . .""", 0.0, (5, 1, 1, 1)),
+    'two islands span the invalid pixels between them': ("""
         . . . . . . . .
         . 2 . . . . . .
         . . . . . . . .
         . . . . . . 9 .
-        . . . . . . . .''', 0.0, (1, 1, 6, 3)),
-    'no match left of the search range, a hole, an unmatched row': ('''
+        . . . . . . . .""", 0.0, (1, 1, 6, 3)),
+    'no match left of the search range, a hole, an unmatched row': ("""
         . . . 5 5 5 5 5 5 5
         . . . 5 5 . 5 5 5 5
         . . . 5 5 5 5 5 5 5
-        . . . . . . . . . .''', 0.0, (3, 0, 7, 3)),
-    'everything valid': ('''
+        . . . . . . . . . .""", 0.0, (3, 0, 7, 3)),
+    'everything valid': ("""
         1 1 1
-        1 1 1''', 0.0, (0, 0, 3, 2)),
-    'min_disparity itself is valid, a little less is not': ('''
+        1 1 1""", 0.0, (0, 0, 3, 2)),
+    'min_disparity itself is valid, a little less is not': ("""
         3.99 .    4 .
-        .    3.99 . 3''', 4.0, (2, 0, 1, 1)),
-    'negative min_disparity': ('''
+        .    3.99 . 3""", 4.0, (2, 0, 1, 1)),
+    'negative min_disparity': ("""
         -4 -3.5 -4
         -4 -4   -3
-        -4 -4   -4''', -3.0, (2, 1, 1, 1)),
-    'zero disparity (at infinity) is valid when min_disparity is 0': ('''
+        -4 -4   -4""", -3.0, (2, 1, 1, 1)),
+    'zero disparity (at infinity) is valid when min_disparity is 0': ("""
         . . .
-        . 0 .''', 0.0, (1, 1, 1, 1)),
-    'NaN is invalid': ('''
+        . 0 .""", 0.0, (1, 1, 1, 1)),
+    'NaN is invalid': ("""
         nan 1   nan
-        nan nan 2''', 0.0, (1, 0, 2, 2)),
+        nan nan 2""", 0.0, (1, 0, 2, 2)),
 }
 
 

@@ -1,4 +1,4 @@
-# Copyright 2026 cl_vision_nodes maintainers
+# Copyright 2026 cl_vision_nodes maintainers  # noqa: A005 (imported by its full name only)
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
 # you may not use this file except in compliance with the License.
