@@ -28,18 +28,20 @@ import importlib.util
 import json
 import re
 
+from bagutil import pixels, read_bag, stamp_ns
 from cl_vision_nodes.flow.metrics import flow_errors
 from cl_vision_nodes.tools import bag_layout as layout
 from cl_vision_nodes.tools.evaluate import disparity_errors, read_frames
 from cl_vision_nodes.tools.make_bag import parse_synthetic, write_bag
 from cl_vision_nodes.tools.replay import Bag
+from cliutil import cl_vision
 import cv2
 import numpy as np
 import pytest
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import get_typestore, Stores
-from test_cli import cl_vision
-from test_make_bag import pixels, read_bag, stamp_ns
+
+pytestmark = pytest.mark.ros
 
 TS = get_typestore(Stores.ROS2_KILTED)
 FRAMES = 4

@@ -27,9 +27,11 @@ import xml.etree.ElementTree as ET
 
 from cl_vision_nodes.schemas import NODE_SCHEMAS
 from cl_vision_nodes.tools.gen_config import config_files
+from packageutil import setup_executables
 import pytest
-from test_packaging import setup_executables
 import yaml
+
+pytestmark = pytest.mark.ros
 
 REPO = Path(__file__).resolve().parents[1]
 LAUNCH_FILES = sorted((REPO / 'launch').glob('*.launch.xml'))
