@@ -15,6 +15,7 @@
 """`cl-vision disparity`: output formats, presets, colour picture, bad input."""
 from cl_vision_nodes.dataio.formats import read_kitti_disparity, read_pfm, write_png
 from cl_vision_nodes.dataio.synthetic import stereo_pair
+from cl_vision_nodes.elas.metrics import bad_pixel_errors
 from cliutil import assert_one_line_error, cl_vision
 import numpy as np
 import pytest
@@ -28,11 +29,6 @@ def folder(tmp_path_factory):
     write_png(folder / 'right.png', sample.right)
     write_png(folder / 'small.png', sample.right[:50])
     return folder, sample
-
-
-def bad_fraction(disparity, sample):
-    good = np.isfinite(disparity) & sample.valid
-    return np.mean(np.abs(disparity[good] - sample.disparity[good]) > 2), good.mean()
 
 
 @pytest.mark.parametrize('preset', ['robotics', 'middlebury'])
@@ -55,8 +51,9 @@ def test_pfm_png_npy_agree_and_match_ground_truth(folder, preset):
     positive = finite & (pfm > 0)  # KITTI PNGs cannot hold a valid 0: 0 means invalid there
     assert np.array_equal(positive, np.isfinite(png))
     np.testing.assert_allclose(png[positive], pfm[positive], atol=1 / 256)
-    bad, density = bad_fraction(np.where(finite, pfm, np.nan), sample)
-    assert bad < 0.1 and density > 0.5
+    errors = bad_pixel_errors(np.where(finite, pfm, np.nan),
+                              np.where(sample.valid, sample.disparity, np.nan), 2.0)
+    assert errors.est < 0.1 and errors.density > 0.5
 
 
 @pytest.mark.parametrize('args, words', [

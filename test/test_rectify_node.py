@@ -15,181 +15,27 @@
 """
 rectify_node over real Fast DDS, and raw cameras to points as stereo.launch.xml starts them.
 
-By default that is a rectify_node per camera and disparity_node on their image_rect.
-
-The scene: a textured fronto-parallel plane at a known depth, seen by a stereo pair whose raw
-images are distorted (plumb_bob) and rotated away from the rectified frame (R of +-1 degree), as
-a real pair's are before rectification. Its rectified views are known exactly, and the disparity
-of the plane is a whole 16 px, which ELAS recovers exactly where the images are rectified right.
+By default that is a rectify_node per camera and disparity_node on their image_rect. The scene is
+plane_scene.py's: a textured plane at a known depth seen by a distorted, rotated raw pair.
 """
 from __future__ import annotations
 
-import functools
-
-from cl_vision_nodes.camera.calibration import CameraCalibration
 from cl_vision_nodes.camera.rectify import Rectifier
-from cl_vision_nodes.dataio.synthetic import texture
 from cl_vision_nodes.imaging.encodings import array_to_raw, raw_to_array
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
-from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
-import cv2
 import numpy as np
+from plane_scene import (ask_all, assert_cloud_of_the_plane, assert_plane_depth, calibration,
+                         camera_info, Clock, DISPARITY, H, raw_pair_msgs, raw_view,
+                         rectified_truth, tagged, W)
 import pytest
 from rosutil import NodeProcess, RosHarness
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from stereo_msgs.msg import DisparityImage
 
-W, H = 160, 120
-F, CX, CY = 165.0, 80.0, 60.0  # the rectified cameras (both P)
-BASELINE, DEPTH = 0.16, 1.65  # disparity F * BASELINE / DEPTH = 16 px
-DISPARITY = F * BASELINE / DEPTH
-K = [150.0, 0.0, 81.3, 0.0, 149.0, 59.4, 0.0, 0.0, 1.0]  # both raw cameras
-DISTORTION = {'left': [-0.12, 0.03, 0.0008, -0.0005, 0.0],
-              'right': [-0.1, 0.02, -0.0006, 0.0004, 0.0]}
-MARGIN = 40  # texels around the rectified view: the raw views see beyond it
-COLOUR_RED = 200  # colour views: blue = texture, green = 255 - texture, red constant
+pytestmark = pytest.mark.ros
 
-
-def rotation_y(degrees: float) -> np.ndarray:
-    c, s = np.cos(np.radians(degrees)), np.sin(np.radians(degrees))
-    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
-
-
-ROTATION = {'left': rotation_y(1.0), 'right': rotation_y(-1.0)}
-
-
-def projection(side: str) -> list[float]:
-    tx = -F * BASELINE if side == 'right' else 0.0
-    return [F, 0.0, CX, tx, 0.0, F, CY, 0.0, 0.0, 0.0, 1.0, 0.0]
-
-
-def calibration(side: str) -> CameraCalibration:
-    return CameraCalibration.from_fields(W, H, 'plumb_bob', DISTORTION[side], K,
-                                         ROTATION[side].ravel().tolist(), projection(side))
-
-
-def camera_info(side: str, frame_id: str, sec: int) -> CameraInfo:
-    msg = CameraInfo(width=W, height=H, distortion_model='plumb_bob')
-    msg.d = DISTORTION[side]
-    msg.k = K
-    msg.r = ROTATION[side].ravel().tolist()
-    msg.p = projection(side)
-    msg.header.frame_id = frame_id
-    msg.header.stamp.sec = sec
-    return msg
-
-
-@functools.cache
-def plane_texture() -> np.ndarray:
-    return texture(H + 2 * MARGIN, W + 2 * MARGIN + 32, seed=5, finest_sigma=1.5)
-
-
-def rectified_truth(side: str) -> np.ndarray:
-    """
-    Return the exact rectified view (float32).
-
-    left(u, v) = T(u, v), right(u, v) = T(u + d, v).
-    """
-    u, v = np.meshgrid(np.arange(W, dtype=np.float32), np.arange(H, dtype=np.float32))
-    shift = DISPARITY if side == 'right' else 0.0
-    return cv2.remap(plane_texture(), u + np.float32(shift + MARGIN), v + np.float32(MARGIN),
-                     cv2.INTER_LANCZOS4)
-
-
-@functools.cache
-def raw_view(side: str, colour: bool = False) -> np.ndarray:
-    """
-    Return the raw (distorted, unrectified) image.
-
-    Each raw pixel shows the plane point that its rectified position (cv2.undistortPoints with the
-    camera's K, D, R, P) sees.
-    """
-    x, y = np.meshgrid(np.arange(W, dtype=np.float64), np.arange(H, dtype=np.float64))
-    points = np.stack([x.ravel(), y.ravel()], axis=-1)[:, None, :]
-    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 100, 1e-12)
-    rect = cv2.undistortPoints(points, np.reshape(K, (3, 3)), np.array(DISTORTION[side]),
-                               R=ROTATION[side], P=np.reshape(projection(side), (3, 4))[:, :3],
-                               criteria=criteria)[:, 0]
-    shift = DISPARITY if side == 'right' else 0.0
-    map_x = (rect[:, 0].reshape(H, W) + shift + MARGIN).astype(np.float32)
-    map_y = (rect[:, 1].reshape(H, W) + MARGIN).astype(np.float32)
-    gray = np.clip(np.rint(cv2.remap(plane_texture(), map_x, map_y, cv2.INTER_LANCZOS4)), 0,
-                   255).astype(np.uint8)
-    if not colour:
-        return gray
-    return np.dstack([gray, 255 - gray, np.full_like(gray, COLOUR_RED)])  # bgr8
-
-
-def raw_pair_msgs(tag: str, sec: int, colour: bool = False) -> list:
-    """
-    Return the left and right image_raw and camera_info of one stamp.
-
-    The left messages are in frame ``tag``, the right ones in ``tag/right``.
-    """
-    encoding = 'bgr8' if colour else 'mono8'
-    msgs = [numpy_to_image(raw_view(side, colour), encoding) for side in ('left', 'right')]
-    for msg, frame in zip(msgs, (tag, f'{tag}/right')):
-        msg.header.frame_id = frame
-        msg.header.stamp.sec = sec
-    return msgs + [camera_info('left', tag, sec), camera_info('right', f'{tag}/right', sec)]
-
-
-def tagged(tag: str):
-    return lambda msgs: next((m for m in msgs if m.header.frame_id == tag), None)
-
-
-def ask_all(pubs: list, msgs_of, collectors: dict, tag: str, tries: int = 4) -> dict | None:
-    """
-    Publish ``msgs_of(sec)`` until every collector holds a message of frame ``tag``.
-
-    Best effort: again, at most ``tries`` times. Returns those messages, by name.
-    """
-    for _ in range(tries):
-        for pub, msg in zip(pubs, msgs_of(Clock.tick())):
-            pub.publish(msg)
-        got = {name: c.wait_for(tagged(tag), timeout=10.0) for name, c in collectors.items()}
-        if all(m is not None for m in got.values()):
-            return got
-    return None
-
-
-class Clock:
-    sec = 5000
-
-    @classmethod
-    def tick(cls) -> int:
-        cls.sec += 1
-        return cls.sec
-
-
-def assert_plane_depth(depth: np.ndarray, min_share: float = 0.5) -> None:
-    """Most pixels have a depth, and all of those are the plane's within 1 %."""
-    finite = np.isfinite(depth)
-    assert finite.mean() > min_share, finite.mean()
-    relative = np.abs(depth[finite] - DEPTH) / DEPTH
-    assert relative.max() < 0.01, np.sort(relative)[-10:]
-
-
-def assert_cloud_of_the_plane(msg: PointCloud2, depth: np.ndarray) -> np.ndarray:
-    """
-    Check an organised cloud of the depth image's shape against the left rectified camera.
-
-    Its points reproject through that camera: z = depth, x = (u - cx) z / f, y = (v - cy) z / f.
-    Returns the points.
-    """
-    assert (msg.height, msg.width) == depth.shape and not msg.is_dense
-    points = cloud_to_array(msg).reshape(depth.shape)
-    finite = np.isfinite(depth)
-    assert np.array_equal(np.isfinite(points['z']), finite)
-    np.testing.assert_allclose(points['z'][finite], depth[finite], rtol=1e-6)
-    rows, cols = depth.shape
-    scale = W / cols  # 2 for a subsampled map: pixel (i, j) is input pixel (2i, 2j)
-    u, v = np.meshgrid(np.arange(cols) * scale, np.arange(rows) * scale)
-    z = points['z'][finite]
-    np.testing.assert_allclose(points['x'][finite], (u[finite] - CX) * z / F, atol=1e-5)
-    np.testing.assert_allclose(points['y'][finite], (v[finite] - CY) * z / F, atol=1e-5)
-    return points
+RECTIFY_NODE = '/rt/left/rectify_node'
 
 
 @pytest.fixture(scope='module')
@@ -264,7 +110,11 @@ def test_images_before_the_first_camera_info_are_skipped_with_a_warning(ros, cam
     left = cameras['left']
     warning = 'no camera_info yet on /rt/left/camera_info'
     assert left.warns(warning, 'no-info', raw_view('left'), 'mono8'), left.proc.output()
-    assert tagged('no-info')(left.rect.messages) is None and left.proc.alive()
+    got = left.ask('after-no-info', raw_view('left'), 'mono8', camera_info('left', 'info', 0))
+    assert got is not None, left.proc.output()
+    # image_rect is published in the order of the images, so an output for a 'no-info' image
+    # would have arrived before this one's
+    assert tagged('no-info')(left.rect.messages) is None
 
 
 @pytest.mark.parametrize('encoding', ['mono8', 'bgr8'])
@@ -287,14 +137,11 @@ def test_image_rect_is_the_librarys_rectification_in_the_raw_encoding(ros, camer
 
 def test_interpolation_is_set_live_and_checked(ros, cameras, runtime):
     left = cameras['left']
-    bad = ros.set_parameters('/rt/left/rectify_node', {'interpolation': 'lanczos'})
-    assert not bad[0].successful and 'not one of nearest, linear, cubic' in bad[0].reason
-    results = ros.set_parameters('/rt/left/rectify_node', {'interpolation': 'nearest'})
-    assert all(r.successful for r in results), results
-    try:
+    with ros.changed_parameters(RECTIFY_NODE, interpolation='lanczos') as bad:
+        assert not bad[0].successful and 'not one of nearest, linear, cubic' in bad[0].reason
+    with ros.changed_parameters(RECTIFY_NODE, interpolation='nearest') as results:
+        assert all(r.successful for r in results), results
         got = left.ask('nearest', raw_view('left'), 'mono8', camera_info('left', 'info', 0))
-    finally:
-        ros.set_parameters('/rt/left/rectify_node', {'interpolation': 'linear'})
     assert got is not None, left.proc.output()
     np.testing.assert_array_equal(image_to_numpy(got), library_rectification(
         runtime, raw_view('left'), 'mono8', 'left', 'nearest'))
