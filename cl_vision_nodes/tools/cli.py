@@ -25,6 +25,7 @@ import sys
 from typing import Callable, NoReturn, Sequence
 
 from cl_vision_nodes.errors import CLVisionError, ParameterError
+from cl_vision_nodes.ros.allocator import configure_allocator
 from cl_vision_nodes.tools import (demo, disparity_cli, doctor, evaluate, flow_cli, make_bag,
                                    rectify_cli, replay, surf_cli)
 from cl_vision_nodes.tools.cli_common import add_device_option, integer_in
@@ -101,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    configure_allocator()  # replay, eval, bench and demo move large messages; nodes inherit it
     args = build_parser().parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
     try:
