@@ -248,7 +248,7 @@ def test_profile_reports_device_stage_times(ros):
             for m in msgs:
                 for status in m.status:
                     keys = {kv.key for kv in status.values}
-                    if 'convert_profiled' in status.name and 'stage_decode_ms' in keys:
+                    if 'convert_profiled' in status.name and 'device_decode_ms' in keys:
                         return keys
             return None
         msg = padded_msg(sample_array('bgr8', np.random.default_rng(6)), 'bgr8', 'profiled')
@@ -258,7 +258,7 @@ def test_profile_reports_device_stage_times(ros):
             keys = diag.wait_for(stages, timeout=1.0)
             if keys:
                 break
-        assert keys and {'stage_upload_ms', 'stage_scale_ms', 'stage_download_ms'} <= keys, \
+        assert keys and {'device_upload_ms', 'device_scale_ms', 'device_download_ms'} <= keys, \
             proc.output()
         assert 'device ms: upload' in proc.output()
     finally:

@@ -337,15 +337,15 @@ def test_depth_and_points_are_computed_only_while_subscribed(ros, raw_node):
     assert got is not None, proc.output()
     assert diagnostics.wait_for(lambda msgs: stage_reports(diagnostics)), proc.output()
     for report in stage_reports(diagnostics):
-        assert 'stage_rectify_ms' in report and 'stage_matching_ms' in report, report
-        assert 'stage_depth_ms' not in report and 'stage_points_ms' not in report, report
+        assert 'device_rectify_ms' in report and 'device_matching_ms' in report, report
+        assert 'device_depth_ms' not in report and 'device_points_ms' not in report, report
     depth = ros.collect(Image, '/raw_test/depth')
     points = ros.collect(PointCloud2, '/raw_test/points')
     got = ask_all(pubs, lambda sec: raw_pair_msgs('watched', sec),
                   {'disparity': disparity, 'depth': depth, 'points': points}, 'watched')
     assert got is not None, proc.output()
     assert diagnostics.wait_for(lambda msgs: any(
-        'stage_depth_ms' in r and 'stage_points_ms' in r for r in stage_reports(diagnostics)))
+        'device_depth_ms' in r and 'device_points_ms' in r for r in stage_reports(diagnostics)))
 
 
 def test_raw_pair_is_rectified_by_the_node_to_depth_and_points_of_the_plane(

@@ -13,43 +13,84 @@
 # limitations under the License.
 
 """Frame statistics behind the nodes' timing log line and /diagnostics."""
-from cl_vision_nodes.ros.frame_stats import FrameStats, LATENCY_SAMPLES
+from cl_vision_nodes.ros.frame_stats import (FrameStats, FrameTiming, LATENCY_SAMPLES,
+                                             receive_seconds)
+
+
+class FixedTiming(FrameTiming):
+    """A frame whose latency is the sum of its stages (no wall clock)."""
+
+    def latency_s(self) -> float:
+        return sum(self.stages.values())
+
+
+def fixed(receive_ms: float, **stages_ms: float) -> FixedTiming:
+    frame = FixedTiming(receive_ms / 1e3)
+    frame.stages.update({k: v / 1e3 for k, v in stages_ms.items()})
+    return frame
 
 
 def test_report_summarises_a_window_and_starts_the_next():
     stats = FrameStats()
     for ms in (10, 20, 30, 40):
-        stats.frame_done(ms / 1e3, ms / 2e3, {'decode': 1.0, 'scale': ms / 10})
+        stats.frame_done(fixed(ms / 2, upload=1.0, compute=ms / 4, publish=ms / 4 - 1.0),
+                         {'decode': 1.0, 'scale': ms / 10})
     stats.frame_rejected()
+    stats.frames_unmatched(2)
     report = stats.report()
-    assert report.frames == 4 and report.rejected == 1 and report.dropped == 1
-    assert abs(report.latency_mean_ms - 25.0) < 1e-9 and abs(report.compute_mean_ms - 12.5) < 1e-9
-    assert report.latency_p95_ms > 38.0
-    assert report.stage_mean_ms == {'decode': 1.0, 'scale': 2.5}
-    assert 'device ms: decode 1.00, scale 2.50' in report.line()
-    assert report.key_values()['stage_scale_ms'] == '2.500'
+    assert report.frames == 4 and report.rejected == 1 and report.unmatched == 2
+    assert report.dropped == 3
+    assert abs(report.latency_mean_ms - 25.0) < 1e-9
+    assert abs(report.stage_mean_ms['compute'] - 6.25) < 1e-9
+    assert abs(report.stage_mean_ms['receive'] - 12.5) < 1e-9
+    assert list(report.stage_mean_ms) == ['receive', 'upload', 'compute', 'publish']
+    assert report.latency_p95_ms > 38.0 and 20.0 <= report.latency_p50_ms <= 30.0
+    assert report.device_mean_ms == {'decode': 1.0, 'scale': 2.5}
+    line = report.line()
+    assert 'receive 12.50, upload 1.00, compute 6.25, publish 5.25 ms' in line
+    assert 'device ms: decode 1.00, scale 2.50' in line and '2 without a stereo partner' in line
+    values = report.key_values()
+    assert values['device_scale_ms'] == '2.500' and values['stage_compute_ms'] == '6.250'
+    assert values['unmatched'] == '2' and values['dropped'] == '3'
     assert stats.report().frames == 0 and stats.total_frames == 4
 
 
-def test_sequence_gaps_count_as_lost_per_publisher():
+def test_stages_measure_wall_time_and_latency_includes_receive():
+    frame = FrameTiming(0.002)
+    with frame.stage('compute'):
+        sum(range(10000))
+    assert frame.stages['compute'] > 0
+    assert frame.latency_s() >= 0.002 + frame.stages['compute']
+
+
+def test_receive_time_from_the_source_timestamp():
+    assert receive_seconds({}) == 0.0 and receive_seconds(None) == 0.0
+    import time
+    sent = time.time_ns() - 3_000_000
+    assert 0.003 <= receive_seconds({'source_timestamp': sent}) < 1.0
+
+
+def test_sequence_gaps_count_as_lost_per_publisher_and_stream():
     stats = FrameStats()
     for seq in (1, 2, 5, 6):
         stats.note_sequence(b'a', seq)
     stats.note_sequence(b'b', 10)  # a second publisher starts its own count
     stats.note_sequence(b'b', 11)
     stats.note_sequence(b'c', None)  # rmw without sequence numbers
-    assert stats.report().lost_in_transport == 2
+    stats.note_sequence(b'a', 1, 'right')  # the same publisher gid on another input
+    stats.note_sequence(b'a', 3, 'right')
+    assert stats.report().lost_in_transport == 3
 
 
 def test_a_window_never_reported_stays_bounded():
     """diagnostics_period 0: no report closes the window, yet 5,000 frames keep its size."""
     stats = FrameStats()
     for i in range(5000):
-        stats.frame_done(i / 1e6, 1e-3, {'decode': 1.0, 'scale': 3.0})
+        stats.frame_done(fixed(0.0, compute=i / 1e3), {'decode': 1.0, 'scale': 3.0})
     window = stats.window
     held = [value for value in vars(window).values() if hasattr(value, '__len__')]
     assert max(len(value) for value in held) <= LATENCY_SAMPLES
     report = stats.report()
     assert report.frames == 5000 and abs(report.latency_mean_ms - 2.4995) < 1e-9
     assert report.latency_p95_ms > 4.9  # the recent frames' latencies
-    assert report.stage_mean_ms == {'decode': 1.0, 'scale': 3.0}
+    assert report.device_mean_ms == {'decode': 1.0, 'scale': 3.0}

@@ -56,7 +56,7 @@ from cl_vision_nodes.elas.schema import ELAS_SCHEMA, ElasSettings
 from cl_vision_nodes.elas.support import SupportStage
 from cl_vision_nodes.elas.triangulation import TriangulationStage
 from cl_vision_nodes.errors import ImageFormatError
-from cl_vision_nodes.imaging.device_image import DeviceImages
+from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages
 from cl_vision_nodes.imaging.encodings import array_to_raw, RawImage, validate
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
@@ -194,6 +194,38 @@ class ElasMatcher:
         check_size(width, height)
         plan = self._run(self.plan_for(width, height))
         return self._download(plan.post.output[0], plan)
+
+    def match(self, left: DeviceGray, right: DeviceGray) -> cl.Buffer:
+        """
+        Match a pair decoded on the device; return the left map's buffer (``last_output``).
+
+        The pair is copied into ``input_buffers``, so its buffers may take the next frame at once.
+        """
+        if (left.width, left.height) != (right.width, right.height):
+            raise ImageFormatError(
+                f'left image is {left.width}x{left.height}, right image {right.width}x'
+                f'{right.height}: a rectified pair has one size')
+        check_size(left.width, left.height)
+        plan = self.plan_for(left.width, left.height)
+        for gray, target in zip((left, right), plan.inputs):
+            self.images.copy(gray, target, 'upload')
+        return self._run(plan).post.output[0]
+
+    def download_last(self) -> np.ndarray:
+        """
+        Copy the left map of the last compute into a pinned host array and return it.
+
+        ``output_shape`` float32, valid until the next download: a node scales it, marks the
+        invalid pixels and serializes its message from it, with no other host copy.
+        """
+        plan = self._last
+        if plan is None:
+            raise RuntimeError('no disparity map yet: call a compute method first')
+        shape = (plan.geometry.out_height, plan.geometry.out_width)
+        host = self.images.buffers.pinned('disparity_host', shape, np.dtype(np.float32))
+        self.runtime.profiler.record(
+            'download', cl.enqueue_copy(self.runtime.queue, host, plan.post.output[0]))
+        return host
 
     @property
     def last_output(self) -> cl.Buffer:

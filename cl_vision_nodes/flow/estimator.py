@@ -15,9 +15,10 @@
 """
 FlowEstimator: the public entry point of the optical-flow algorithm layer (no ROS).
 
-Streaming use (flow_node): ``push(raw)`` per frame returns the flow from the previous frame to
-this one (None for the first frame, or after a size change or ``reset()``). Each frame is
-uploaded and pyramided once; the two frames' pyramids live on the device and swap roles.
+Streaming use (flow_node): ``push_gray(gray)`` per decoded frame returns the device flow from the
+previous frame to this one (None for the first frame, or after a size change or ``reset()``),
+``download`` brings it to a pinned host array; ``push(raw)`` does all three for a message. Each
+frame is pyramided once; the two frames' pyramids live on the device and swap roles.
 One-shot use (CLI, tests): ``estimate(gray0, gray1)``. ``configure(params)`` validates changed
 parameters against FLOW_SCHEMA and applies them to the next frame. The estimator owns its device
 buffers (``buffers``, and ``images`` for the uploads): two estimators on one runtime never share
@@ -33,7 +34,7 @@ from cl_vision_nodes.flow.horn_schunck import HornSchunck
 from cl_vision_nodes.flow.lucas_kanade import LucasKanade
 from cl_vision_nodes.flow.pyramid import DevicePyramid
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA, FlowSettings
-from cl_vision_nodes.imaging.device_image import DeviceImages
+from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages
 from cl_vision_nodes.imaging.encodings import gray_to_raw, RawImage
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
@@ -75,7 +76,6 @@ class FlowEstimator:
             'bm': BlockMatcher(runtime, self.buffers, self.settings)}
         self._current = 0
         self._has_previous = False
-        self._staging: tuple[cl.Buffer, np.ndarray] | None = None
 
     def configure(self, params: Mapping[str, Value]) -> None:
         """
@@ -94,42 +94,45 @@ class FlowEstimator:
         """Forget the previous frame: the next ``push`` starts a new stream."""
         self._has_previous = False
 
-    def push(self, raw: RawImage, copy: bool = True) -> np.ndarray | None:
+    def push_gray(self, gray: DeviceGray) -> cl.Buffer | None:
         """
-        Add a frame; return the HxWx2 float32 flow (u, v) from the previous frame.
+        Add a decoded frame; return the device flow from the previous frame, or None.
 
-        None if there is no previous frame of the same size. With ``copy=False`` the result is the
-        pinned staging array itself, valid until the next ``push`` (the node copies it into its
-        message at once, so a second 2.4 MB host copy per 640x480 frame is saved).
+        The flow is HxW float2 (u, v), valid until the next push. None for the first frame of a
+        stream (or after a size change or ``reset()``). ``gray`` is copied into this frame's
+        pyramid, so the caller may decode the next frame into its buffer at once.
         """
         previous = self._pyramids[self._current]
         current = self._pyramids[1 - self._current]
-        current.build(raw)
+        current.build(gray)
         self._current = 1 - self._current
         if not self._has_previous or previous.shapes[0] != current.shapes[0]:
             self._has_previous = True
             return None
-        flow = self._methods[self.settings.method].run(previous, current, self.settings)
-        return self._download(flow, current.shapes[0], copy)
+        return self._methods[self.settings.method].run(previous, current, self.settings)
 
-    def _download(self, flow: cl.Buffer, shape: tuple[int, int], copy: bool) -> np.ndarray:
+    def download(self, flow: cl.Buffer) -> np.ndarray:
         """
-        Copy the flow into a pinned (page-locked) staging array, then into a new array.
+        Copy a flow of the last frame into a pinned (page-locked) array and return it.
 
-        Why: a GPU copies into pinned memory by DMA several times faster than into ordinary
-        memory (2.4 MB at 640x480: about 0.9 ms to pageable memory on an H200); the extra host
-        copy (unless ``copy`` is False) keeps the returned array the caller's own.
+        HxWx2 float32, valid until the next download: a node serializes its message from it.
         """
-        buf = self.buffers.get('flow_host', shape[0] * shape[1] * 8,
-                               cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR)
-        if self._staging is None or self._staging[0] is not buf:
-            # READ | WRITE is valid OpenCL; pyopencl's stubs declare a single flag
-            access: cl.map_flags = cl.map_flags.READ | cl.map_flags.WRITE  # type: ignore
-            host, _ = cl.enqueue_map_buffer(self.runtime.queue, buf, access, 0,
-                                            (shape[0] * shape[1] * 2,), np.dtype(np.float32))
-            self._staging = (buf, host)
-        host = self._staging[1].reshape(*shape, 2)
+        height, width = self._pyramids[self._current].shapes[0]
+        host = self.buffers.pinned('flow_host', (height, width, 2), np.dtype(np.float32))
         self.runtime.profiler.record('download', cl.enqueue_copy(self.runtime.queue, host, flow))
+        return host
+
+    def push(self, raw: RawImage, copy: bool = True) -> np.ndarray | None:
+        """
+        Add a message frame; return the HxWx2 float32 flow (u, v) from the previous frame.
+
+        None as ``push_gray``. With ``copy=False`` the result is the pinned array of
+        ``download``, valid until the next push.
+        """
+        flow = self.push_gray(self.images.decode(raw))
+        if flow is None:
+            return None
+        host = self.download(flow)
         return host.copy() if copy else host
 
     def estimate(self, gray0: np.ndarray, gray1: np.ndarray) -> np.ndarray:

@@ -22,8 +22,7 @@ a size, reused afterwards.
 """
 from __future__ import annotations
 
-from cl_vision_nodes.imaging.device_image import DeviceImages
-from cl_vision_nodes.imaging.encodings import RawImage
+from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages
 from cl_vision_nodes.opencl.buffers import Buffers
 from cl_vision_nodes.opencl.programs import Program
 from cl_vision_nodes.opencl.runtime import ClRuntime
@@ -70,10 +69,12 @@ class DevicePyramid:
     def _role(self, kind: str, level: int) -> str:
         return f'p{self.slot}_{kind}{level}'
 
-    def build(self, raw: RawImage) -> None:
-        """Decode ``raw`` into level 0 and blur-decimate every coarser level."""
-        self.shapes = level_shapes(raw.height, raw.width)
-        self.levels = [self.images.upload_gray(raw, self._role('i', 0))]
+    def build(self, gray: DeviceGray) -> None:
+        """Copy a decoded frame into level 0 and blur-decimate every coarser level."""
+        self.shapes = level_shapes(gray.height, gray.width)
+        level0 = self.buffers.get(self._role('i', 0), gray.nbytes)
+        self.images.copy(gray, level0, 'pyramid')
+        self.levels = [level0]
         self._gradients.clear()
         for level, (h, w) in enumerate(self.shapes[1:], start=1):
             sh, sw = self.shapes[level - 1]

@@ -22,6 +22,7 @@ owns its buffers: an estimator that keeps two decoded frames asks for two roles.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from cl_vision_nodes.imaging.encodings import (array_to_raw, as_bytes, HOST_IS_BIG_ENDIAN,
@@ -34,6 +35,25 @@ import pyopencl as cl
 OutputEncoding = Literal['mono8', '32FC1', 'passthrough']
 OUTPUT_ENCODINGS: tuple[str, ...] = ('mono8', '32FC1', 'passthrough')
 KERNELS = 'imaging/device_image.cl'
+
+
+@dataclass(frozen=True)
+class DeviceGray:
+    """
+    A decoded frame on the device: float32 HxW intensities on the 0..255 scale.
+
+    What one upload of a message becomes, and what every algorithm starts from: the pipeline
+    node decodes a camera frame once and hands the same ``DeviceGray`` to flow, SURF and ELAS.
+    Valid until its owner decodes the next frame into the buffer.
+    """
+
+    buffer: cl.Buffer
+    height: int
+    width: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.height * self.width * 4
 
 
 class DeviceImages:
@@ -67,6 +87,15 @@ class DeviceImages:
                      (src, np.int32(raw.step), np.int32(raw.width), np.int32(raw.height),
                       np.int32(info.id), np.int32(swap), gray), 'decode')
         return gray
+
+    def decode(self, raw: RawImage, role: str = 'gray') -> DeviceGray:
+        """Upload and decode ``raw`` (``upload_gray``), as a DeviceGray."""
+        return DeviceGray(self.upload_gray(raw, role), raw.height, raw.width)
+
+    def copy(self, gray: DeviceGray, dst: cl.Buffer, stage: str = 'copy') -> None:
+        """Copy a decoded frame into ``dst`` on the device (a consumer's own input buffer)."""
+        event = cl.enqueue_copy(self.runtime.queue, dst, gray.buffer, byte_count=gray.nbytes)
+        self.runtime.profiler.record(stage, event)
 
     def download(self, buf: cl.Buffer, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         """Blocking copy of a device buffer into a new host array."""

@@ -17,18 +17,27 @@ Device buffers owned by one object, keyed by role and reused while the size stay
 
 Each estimator (and each image decoder) has its own ``Buffers``: two objects on one runtime
 never see each other's buffers, and the per-frame path allocates nothing.
+
+``pinned`` gives host arrays in page-locked memory for downloads: a GPU copies into pinned
+memory by DMA several times faster than into ordinary memory (2.4 MB at 640x480: about 0.9 ms
+to pageable memory on an H200), and a node serializes its message straight from that array.
 """
 from __future__ import annotations
 
+import numpy as np
 import pyopencl as cl
+
+PINNED_FLAGS = cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR
 
 
 class Buffers:
-    """The device buffers of one owner."""
+    """The device buffers of one owner, and its pinned host staging arrays."""
 
-    def __init__(self, context: cl.Context):
+    def __init__(self, context: cl.Context, queue: cl.CommandQueue):
         self.context = context
+        self.queue = queue
         self._buffers: dict[str, cl.Buffer] = {}
+        self._mapped: dict[str, tuple[cl.Buffer, np.ndarray]] = {}
 
     def get(self, role: str, nbytes: int, flags: int = cl.mem_flags.READ_WRITE) -> cl.Buffer:
         """Return the buffer of ``role``, reallocated only when its byte size (or flags) change."""
@@ -38,6 +47,23 @@ class Buffers:
             found = cl.Buffer(self.context, flags, nbytes)
             self._buffers[role] = found
         return found
+
+    def pinned(self, role: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """
+        Return a host array of ``shape`` in page-locked memory, kept mapped while its size stays.
+
+        Valid until the next call for ``role``: callers download into it and use it at once.
+        """
+        dtype = np.dtype(dtype)
+        count = int(np.prod(shape))
+        buf = self.get(role, count * dtype.itemsize, PINNED_FLAGS)
+        found = self._mapped.get(role)
+        if found is None or found[0] is not buf or found[1].dtype != dtype:
+            # READ | WRITE is valid OpenCL; pyopencl's stubs declare a single flag
+            access: cl.map_flags = cl.map_flags.READ | cl.map_flags.WRITE  # type: ignore
+            host, _ = cl.enqueue_map_buffer(self.queue, buf, access, 0, (max(count, 1),), dtype)
+            found = self._mapped[role] = (buf, host)
+        return found[1][:count].reshape(shape)
 
     def handles(self) -> dict[str, cl.Buffer]:
         """Return the buffers by role now (a copy: tests compare it with a later one)."""

@@ -77,7 +77,11 @@ class ClRuntime:
 
     def buffers(self) -> Buffers:
         """Return a new, empty buffer pool for one owner."""
-        return Buffers(self.context)
+        return Buffers(self.context, self.queue)
+
+    def finish(self) -> None:
+        """Wait until every command enqueued so far has completed (a timing boundary)."""
+        self.queue.finish()
 
     def fill(self, buf: cl.Buffer, value: np.generic, stage: str,
              nbytes: int | None = None) -> cl.Event:

@@ -13,7 +13,14 @@
 # limitations under the License.
 
 """
-Per-frame timing of a node: latency, compute time, rate and dropped frames over a window.
+Per-frame timing of a node: where each frame's time goes, rate and dropped frames over a window.
+
+A frame's latency runs from its message's send time (the publisher's source timestamp, same
+host clock) to the end of its last publish, split into the stages ``receive`` (DDS delivery and
+waiting in the executor), ``upload`` (reading the message, upload and decode on the device),
+``compute``, ``download`` and ``publish`` (serialization and the DDS write). Stage boundaries
+wait for the device queue, so each stage holds its own device time. The pipeline node names
+stages per capability (``flow.compute``...).
 
 A window holds sums and a bounded sample of recent latencies, never one entry per frame: with
 ``diagnostics_period`` 0 no report ever closes it, and it must not grow over days of frames.
@@ -21,14 +28,50 @@ A window holds sums and a bounded sample of recent latencies, never one entry pe
 from __future__ import annotations
 
 from collections import deque
+import contextlib
 from dataclasses import dataclass, field
 import time
+from typing import Iterator
 
 import numpy as np
 
 LATENCY_SAMPLES = 1000
-"""Latencies kept for the p95: those of the window's last frames (a report every 5 s at 200
-fps is exact)."""
+"""Latencies kept for the percentiles: those of the window's last frames (a report every 5 s at
+200 fps is exact)."""
+STAGES: tuple[str, ...] = ('receive', 'upload', 'compute', 'download', 'publish')
+"""The stages of a frame, in order."""
+
+
+class FrameTiming:
+    """The stages of one frame: host seconds each, measured as the frame goes through the node."""
+
+    def __init__(self, receive_s: float = 0.0):
+        self.started = time.perf_counter()
+        self.stages: dict[str, float] = {'receive': max(receive_s, 0.0)}
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Add the time spent in the ``with`` block to stage ``name``."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.stages[name] = self.stages.get(name, 0.0) + time.perf_counter() - start
+
+    def latency_s(self) -> float:
+        """Return the time from the message's send time until now."""
+        return self.stages['receive'] + time.perf_counter() - self.started
+
+
+def receive_seconds(info: dict | None) -> float:
+    """
+    Return the seconds from a message's send time to now (0 when the rmw gives no timestamp).
+
+    ``info`` is rclpy's MessageInfo of the message: its ``source_timestamp`` is the publisher's
+    system clock, which on one host is ours.
+    """
+    sent = (info or {}).get('source_timestamp') or 0
+    return max(time.time_ns() - sent, 0) * 1e-9 if sent else 0.0
 
 
 @dataclass
@@ -38,12 +81,13 @@ class FrameWindow:
     started: float = field(default_factory=time.monotonic)
     frames: int = 0
     latency_sum_ms: float = 0.0
-    compute_sum_ms: float = 0.0
     recent_latencies_ms: deque[float] = field(
         default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
-    stage_sums_ms: dict[str, list[float]] = field(default_factory=dict)  # stage -> [sum, count]
+    stage_sums_ms: dict[str, float] = field(default_factory=dict)
+    device_sums_ms: dict[str, list[float]] = field(default_factory=dict)  # stage: [sum, count]
     rejected: int = 0
     lost_in_transport: int = 0
+    unmatched: int = 0
 
 
 @dataclass(frozen=True)
@@ -51,75 +95,84 @@ class FrameReport:
     frames: int
     fps: float
     latency_mean_ms: float
+    latency_p50_ms: float
     latency_p95_ms: float
-    compute_mean_ms: float
     rejected: int
     lost_in_transport: int
+    unmatched: int = 0
     stage_mean_ms: dict[str, float] = field(default_factory=dict)
+    device_mean_ms: dict[str, float] = field(default_factory=dict)
 
     @property
     def dropped(self) -> int:
-        return self.rejected + self.lost_in_transport
+        return self.rejected + self.lost_in_transport + self.unmatched
 
     def line(self) -> str:
-        return (f'{self.frames} frames, {self.fps:.1f} fps, '
-                f'latency mean {self.latency_mean_ms:.1f} ms p95 {self.latency_p95_ms:.1f} ms, '
-                f'compute {self.compute_mean_ms:.1f} ms, '
-                f'dropped {self.dropped} ({self.rejected} bad input, '
-                f'{self.lost_in_transport} lost before the node)' + self._stages_text())
-
-    def _stages_text(self) -> str:
-        if not self.stage_mean_ms:
-            return ''
-        return '; device ms: ' + ', '.join(f'{k} {v:.2f}' for k, v in self.stage_mean_ms.items())
+        stages = ', '.join(f'{k} {v:.2f}' for k, v in self.stage_mean_ms.items())
+        device = ', '.join(f'{k} {v:.2f}' for k, v in self.device_mean_ms.items())
+        return (f'{self.frames} frames, {self.fps:.1f} fps, latency mean '
+                f'{self.latency_mean_ms:.1f} ms p50 {self.latency_p50_ms:.1f} ms p95 '
+                f'{self.latency_p95_ms:.1f} ms' + (f' ({stages} ms)' if stages else '')
+                + f', dropped {self.dropped} ({self.rejected} bad input, '
+                f'{self.lost_in_transport} lost before the node, {self.unmatched} without a '
+                'stereo partner)' + (f'; device ms: {device}' if device else ''))
 
     def key_values(self) -> dict[str, str]:
         return {'frames': str(self.frames), 'fps': f'{self.fps:.2f}',
                 'latency_mean_ms': f'{self.latency_mean_ms:.3f}',
+                'latency_p50_ms': f'{self.latency_p50_ms:.3f}',
                 'latency_p95_ms': f'{self.latency_p95_ms:.3f}',
-                'compute_mean_ms': f'{self.compute_mean_ms:.3f}',
+                **{f'stage_{k}_ms': f'{v:.3f}' for k, v in self.stage_mean_ms.items()},
                 'dropped': str(self.dropped), 'rejected_bad_input': str(self.rejected),
                 'lost_in_transport': str(self.lost_in_transport),
-                **{f'stage_{k}_ms': f'{v:.3f}' for k, v in self.stage_mean_ms.items()}}
+                'unmatched': str(self.unmatched),
+                **{f'device_{k}_ms': f'{v:.3f}' for k, v in self.device_mean_ms.items()}}
 
 
 class FrameStats:
     """
-    Accumulates frames of one input stream.
+    Accumulates the frames of one node.
 
     Transport losses come from gaps in the publisher's sequence numbers (rmw MessageInfo); with
-    keep-last-1 best-effort subscriptions they are the frames skipped because the node was busy.
+    keep-last subscriptions they are the frames overwritten while the node was busy. Frames
+    the stereo synchroniser gave up (no partner, or passed over) count as ``unmatched``.
     """
 
     def __init__(self) -> None:
         self.window = FrameWindow()
         self.total_frames = 0
-        self._last_sequence: dict[bytes, int] = {}
+        self._last_sequence: dict[tuple[str, bytes], int] = {}
 
-    def note_sequence(self, publisher: bytes, sequence: int | None) -> None:
+    def note_sequence(self, publisher: bytes, sequence: int | None, stream: str = '') -> None:
+        """Count the gap before ``sequence`` of ``publisher`` on input ``stream`` as lost."""
         if not sequence:  # 0 or None: the rmw does not provide sequence numbers
             return
-        last = self._last_sequence.get(publisher)
+        key = (stream, publisher)
+        last = self._last_sequence.get(key)
         if last is not None and sequence > last + 1:
             self.window.lost_in_transport += sequence - last - 1
-        self._last_sequence[publisher] = sequence
+        self._last_sequence[key] = sequence
 
-    def frame_done(self, latency_s: float, compute_s: float,
-                   stages_ms: dict[str, float] | None = None) -> None:
-        """Count a published frame; ``stages_ms`` are device times from profiling events."""
+    def frame_done(self, timing: FrameTiming, device_ms: dict[str, float] | None = None) -> None:
+        """Count a published frame; ``device_ms`` are device times from profiling events."""
+        latency_ms = timing.latency_s() * 1e3
         self.total_frames += 1
         w = self.window
         w.frames += 1
-        w.latency_sum_ms += latency_s * 1e3
-        w.compute_sum_ms += compute_s * 1e3
-        w.recent_latencies_ms.append(latency_s * 1e3)
-        for stage, ms in (stages_ms or {}).items():
-            sums = w.stage_sums_ms.setdefault(stage, [0.0, 0])
+        w.latency_sum_ms += latency_ms
+        w.recent_latencies_ms.append(latency_ms)
+        for stage, seconds in timing.stages.items():
+            w.stage_sums_ms[stage] = w.stage_sums_ms.get(stage, 0.0) + seconds * 1e3
+        for stage, ms in (device_ms or {}).items():
+            sums = w.device_sums_ms.setdefault(stage, [0.0, 0])
             sums[0] += ms
             sums[1] += 1
 
     def frame_rejected(self) -> None:
         self.window.rejected += 1
+
+    def frames_unmatched(self, count: int) -> None:
+        self.window.unmatched += count
 
     def report(self) -> FrameReport:
         w, self.window = self.window, FrameWindow()
@@ -128,8 +181,11 @@ class FrameStats:
         recent = np.asarray(w.recent_latencies_ms) if w.recent_latencies_ms else np.zeros(1)
         return FrameReport(frames=w.frames, fps=w.frames / elapsed,
                            latency_mean_ms=w.latency_sum_ms / frames,
+                           latency_p50_ms=float(np.percentile(recent, 50)),
                            latency_p95_ms=float(np.percentile(recent, 95)),
-                           compute_mean_ms=w.compute_sum_ms / frames, rejected=w.rejected,
-                           lost_in_transport=w.lost_in_transport,
-                           stage_mean_ms={k: total / count
-                                          for k, (total, count) in w.stage_sums_ms.items()})
+                           rejected=w.rejected, lost_in_transport=w.lost_in_transport,
+                           unmatched=w.unmatched,
+                           stage_mean_ms={k: total / frames
+                                          for k, total in w.stage_sums_ms.items()},
+                           device_mean_ms={k: total / count
+                                           for k, (total, count) in w.device_sums_ms.items()})

@@ -34,7 +34,7 @@ from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, Value
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
-from cl_vision_nodes.ros.frame_stats import FrameStats
+from cl_vision_nodes.ros.frame_stats import FrameStats, FrameTiming
 from cl_vision_nodes.ros.image_conversion import converter_backend
 from cl_vision_nodes.ros.parameters import ParameterBinding
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -64,7 +64,7 @@ class VisionNode(Node):
     def __init__(self, **node_kwargs: Any):
         super().__init__(self.SCHEMA.node_name, **node_kwargs)
         self.stats = FrameStats()
-        self._compute_s = 0.0
+        self._timing = FrameTiming()
         self._diag_timer: Timer | None = None
 
     def start(self) -> None:
@@ -154,11 +154,8 @@ class VisionNode(Node):
     @contextlib.contextmanager
     def compute(self) -> Iterator[None]:
         """Wrap the device work of a frame so that it is reported as compute time."""
-        start = time.perf_counter()
-        try:
+        with self._timing.stage('compute'):
             yield
-        finally:
-            self._compute_s += time.perf_counter() - start
 
     def run_frame(self, work: Callable[[], None]) -> None:
         """
@@ -167,8 +164,7 @@ class VisionNode(Node):
         A CLVisionError becomes a throttled log line and a rejected-frame count instead of an
         exception, so the next frame is served.
         """
-        start = time.perf_counter()
-        self._compute_s = 0.0
+        self._timing = FrameTiming()
         try:
             work()
         except CLVisionError as exc:
@@ -176,8 +172,7 @@ class VisionNode(Node):
             self.get_logger().warning(f'frame skipped: {exc}',
                                       throttle_duration_sec=BAD_INPUT_LOG_PERIOD_S)
             return
-        self.stats.frame_done(time.perf_counter() - start, self._compute_s,
-                              self.runtime.profiler.collect())
+        self.stats.frame_done(self._timing, self.runtime.profiler.collect())
 
     def _guarded(self, handler: Callable[[Any], None]) -> Callable[[Any, Any], None]:
         def on_message(msg: Any, info: Any) -> None:
