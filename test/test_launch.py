@@ -25,6 +25,7 @@ from pathlib import Path
 import re
 import xml.etree.ElementTree as ET
 
+from cl_vision_nodes.ros.allocator import SETTINGS
 from cl_vision_nodes.schemas import NODE_SCHEMAS
 from cl_vision_nodes.tools.gen_config import config_files
 from packageutil import setup_executables
@@ -101,6 +102,20 @@ def test_every_parameter_file_is_an_argument_passed_down_to_includes(path):
                   if name.endswith('_params')}
         passed = {arg.get('name') for arg in include.findall('arg')}
         assert wanted <= passed, f'{path.name} does not pass {wanted - passed} to {included.name}'
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
+def test_every_process_started_gets_the_large_message_allocator(path):
+    """
+    Each MALLOC_* variable of ros/allocator.py is set before the first node, a user's kept.
+
+    At the top level, so the nodes and any consumer started by the same launch share it.
+    """
+    root = ET.parse(path).getroot()
+    first_node = next(i for i, child in enumerate(root) if child.tag in ('group', 'node'))
+    set_env = {child.get('name'): child.get('value') for child in list(root)[:first_node]
+               if child.tag == 'set_env'}
+    assert set_env == {s.variable: f'$(env {s.variable} {s.value})' for s in SETTINGS}
 
 
 CONFIG_FILES = config_files(REPO)
