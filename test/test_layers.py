@@ -45,6 +45,7 @@ OPENCV = 'cv2'
 ALGORITHM_PACKAGES = ('opencl', 'imaging', 'flow', 'surf', 'elas', 'camera', 'stereo', 'dataio')
 ALGORITHM_THIRD_PARTY = {'numpy', 'pyopencl', 'yaml'}
 NEEDS_OPENCV = {
+    'cl_vision_nodes.dataio.compressed',  # CompressedImage payloads: JPEG/PNG decoding
     'cl_vision_nodes.dataio.formats',    # image files: PNG/PFM decoding and encoding
     'cl_vision_nodes.dataio.synthetic',  # generated scenes: blur, shapes, Lanczos warps
     'cl_vision_nodes.elas.colormap',     # disparity/color: the jet colour map
