@@ -22,7 +22,7 @@ parameter can never be declared under one name and handled under another.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 import math
 from typing import Any, Callable, Collection, Iterable, Mapping, TypeVar, Union
 
@@ -158,7 +158,13 @@ class ParameterSchema:
         Keyed ``/**`` so that it applies to the node it is loaded for in any namespace and under
         any name (a key ``flow_node:`` matches only ``/flow_node``, not ``/camera/flow_node``).
         """
-        params = dict(self.defaults() if values is None else values)
+        params: dict[str, Any] = {}
+        for name, value in (self.defaults() if values is None else values).items():
+            *namespaces, leaf = name.split('.')  # flow.method -> flow: {method: ...}, as rcl nests
+            level = params
+            for namespace in namespaces:
+                level = level.setdefault(namespace, {})
+            level[leaf] = value
         return {'/**': {'ros__parameters': params}}
 
     def markdown_table(self) -> str:
@@ -190,6 +196,41 @@ def common_specs() -> list[ParamSpec]:
 
 COMMON_NAMES: frozenset[str] = frozenset(spec.name for spec in common_specs())
 """The common parameters: read by the node (ros/node_base.py) and the CLI, never by algorithms."""
+
+
+def namespaced(prefix: str, schema: ParameterSchema) -> list[ParamSpec]:
+    """
+    Return the specs of ``schema`` but the common ones, each named ``<prefix>.<name>``.
+
+    A node that runs several algorithms (the pipeline) declares each one's parameters under its
+    own namespace, so ``flow.method`` and ``disparity.disp_max`` nest in a YAML file as
+    ``flow: {method: hs}``.
+    """
+    return [replace(spec, name=f'{prefix}.{spec.name}') for spec in schema
+            if spec.name not in COMMON_NAMES]
+
+
+def section(values: Mapping[str, Value], prefix: str,
+            schema: ParameterSchema) -> dict[str, Value]:
+    """
+    Return the values of ``schema`` in one namespace, without their prefix (common ones shared).
+
+    That is the parameter dict of the algorithm's own schema (``namespaced``'s inverse).
+    """
+    return {name: values[name if name in COMMON_NAMES else f'{prefix}.{name}']
+            for name in schema.specs}
+
+
+def namespaced_checks(prefix: str, schema: ParameterSchema) -> list[Check]:
+    """Return the cross-parameter checks of ``schema``, applied to its namespace's values."""
+    def scoped(check: Check) -> Check:
+        def run(values: Mapping[str, Value]) -> None:
+            try:
+                check(section(values, prefix, schema))
+            except ParameterError as exc:
+                raise ParameterError(f'{prefix}: {exc}') from None
+        return run
+    return [scoped(check) for check in schema.checks]
 
 
 def settings_from_values(settings_type: type[SettingsT], values: Mapping[str, Value],

@@ -66,6 +66,17 @@ def launch_nodes(path: Path):
         yield node, files, names
 
 
+def flat(params: dict, prefix: str = '') -> dict:
+    """Return YAML parameters with nested namespaces as dotted names, as rcl reads them."""
+    names = {}
+    for key, value in params.items():
+        if isinstance(value, dict):
+            names.update(flat(value, f'{prefix}{key}.'))
+        else:
+            names[f'{prefix}{key}'] = value
+    return names
+
+
 @pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
 def test_launch_file_nodes_and_parameters(path):
     nodes = list(launch_nodes(path))
@@ -80,7 +91,7 @@ def test_launch_file_nodes_and_parameters(path):
             assert file.is_file(), f'{path.name}: {file} does not exist'
             doc = yaml.safe_load(file.read_text())
             assert list(doc) == [ANY_NAMESPACE], f'{file.name}: keys {list(doc)}'
-            for name, value in doc[ANY_NAMESPACE]['ros__parameters'].items():
+            for name, value in flat(doc[ANY_NAMESPACE]['ros__parameters']).items():
                 spec = schema.specs.get(name)
                 assert spec is not None, f'{file.name}: {exe} declares no {name}'
                 assert type(value) is spec.type, f'{file.name}: {name} type'
@@ -153,7 +164,7 @@ def assert_node_holds(ros, node: str, params_file: Path, values: dict) -> None:
 @pytest.mark.parametrize('path', CONFIG_FILES, ids=lambda p: p.name)
 def test_each_shipped_file_applies_to_its_node_in_a_namespace(ros, path):
     schema, values = CONFIG_FILES[path]
-    assert yaml.safe_load(path.read_text())[ANY_NAMESPACE]['ros__parameters'] == values
+    assert flat(yaml.safe_load(path.read_text())[ANY_NAMESPACE]['ros__parameters']) == values
     assert_node_holds(ros, schema.node_name, path, values)
 
 
@@ -244,14 +255,14 @@ def started(path: Path, overrides: dict[str, str] | None = None,
 
 def topics(node: Started) -> tuple[set[str], set[str]]:
     """Return the (inputs, outputs) of a started node, absolute."""
-    from cl_vision_nodes.ros import disparity_node
+    from cl_vision_nodes.ros import stereo_inputs
     if node.exe == 'rectify_node':
         return ({node.topic('image_raw'), node.topic('camera_info')},
                 {node.topic('image_rect')})
     if node.exe == 'disparity_node':
         raw = node.params.get('rectify', 'false').lower() in TRUE
-        images = disparity_node.RAW_IMAGES if raw else disparity_node.RECTIFIED_IMAGES
-        return ({node.topic(t) for t in (*images, *disparity_node.CAMERA_INFOS)},
+        images = stereo_inputs.RAW_IMAGES if raw else stereo_inputs.RECTIFIED_IMAGES
+        return ({node.topic(t) for t in (*images, *stereo_inputs.CAMERA_INFOS)},
                 {node.topic(t) for t in ('disparity', 'disparity/color', 'depth', 'points')})
     return {node.topic('image')}, set()
 

@@ -27,7 +27,7 @@ import cl_vision_nodes
 from cl_vision_nodes.elas import schema as elas
 from cl_vision_nodes.flow import schema as flow
 from cl_vision_nodes.params import COMMON_NAMES, settings_from_values
-from cl_vision_nodes.schemas import NODE_SCHEMAS
+from cl_vision_nodes.schemas import CAPABILITIES, NODE_SCHEMAS
 from cl_vision_nodes.surf import schema as surf
 import pytest
 
@@ -41,20 +41,25 @@ SETTINGS = {
     'disparity_node': (elas.ElasSettings, elas.NODE_PARAMETERS),
     'convert_node': None,
     'rectify_node': None,
+    'vision_pipeline': None,  # its namespaced parameters: test_pipeline_parameters_are_...
 }
 
 COMMON = {name: ('ros/node_base.py',) for name in COMMON_NAMES}
 # node -> parameter -> the modules (under cl_vision_nodes/) that read it by name
 NODE_LEVEL = {
-    'flow_node': {**COMMON, 'max_flow': ('ros/flow_node.py', 'tools/flow_cli.py')},
+    'flow_node': {**COMMON, 'max_flow': ('ros/flow_capability.py', 'tools/flow_cli.py')},
     'surf_node': COMMON,
-    'disparity_node': {**COMMON, **{name: ('ros/disparity_node.py',) for name in (
-        'approximate_sync', 'queue_size', 'approximate_sync_tolerance_seconds', 'rectify',
-        'use_color', 'avoid_point_cloud_padding', 'dense_points')},
-        'interpolation': ('ros/disparity_node.py', 'tools/disparity_cli.py')},
+    'disparity_node': {**COMMON, **{name: ('ros/stereo_inputs.py',) for name in (
+        'approximate_sync', 'queue_size', 'approximate_sync_tolerance_seconds')},
+        **{name: ('ros/disparity_capability.py',) for name in (
+            'use_color', 'avoid_point_cloud_padding', 'dense_points')},
+        'rectify': ('ros/stereo_inputs.py', 'ros/disparity_capability.py'),
+        'interpolation': ('ros/disparity_capability.py', 'tools/disparity_cli.py'),
+        **{name: ('elas/colormap.py',) for name in ('color_min', 'color_max')}},
     'convert_node': {**COMMON, 'output_encoding': ('ros/convert_node.py',),
                      'gain': ('ros/convert_node.py',)},
     'rectify_node': {**COMMON, 'interpolation': ('ros/rectify_node.py', 'tools/rectify_cli.py')},
+    'vision_pipeline': {**COMMON, 'stereo': ('ros/pipeline_node.py', 'schemas.py')},
 }
 
 
@@ -62,7 +67,22 @@ def test_every_node_is_listed():
     assert set(SETTINGS) == set(NODE_SCHEMAS) == set(NODE_LEVEL)
 
 
-@pytest.mark.parametrize('node', sorted(NODE_SCHEMAS))
+def test_pipeline_parameters_are_its_capabilities_parameters():
+    """
+    The pipeline's parameters: its own, then each capability's switch and node's parameters.
+
+    Those are placed by the separate node's entries above; the pipeline hands each capability
+    its namespace (params.section), and reads the switches by name.
+    """
+    own = set(NODE_LEVEL['vision_pipeline'])
+    expected = own | {f'{name}.enabled' for name in CAPABILITIES} | {
+        f'{name}.{spec.name}' for name, schema in CAPABILITIES.items() for spec in schema
+        if spec.name not in COMMON_NAMES}
+    assert set(NODE_SCHEMAS['vision_pipeline'].specs) == expected
+    assert "f'{name}.enabled'" in (PACKAGE / 'ros' / 'pipeline_node.py').read_text()
+
+
+@pytest.mark.parametrize('node', sorted(set(NODE_SCHEMAS) - {'vision_pipeline'}))
 def test_every_parameter_is_a_settings_field_or_read_by_the_node(node):
     names, node_level = set(NODE_SCHEMAS[node].specs), set(NODE_LEVEL[node])
     settings_fields: set[str] = set()

@@ -22,10 +22,9 @@ the vision nodes on its own: useful to feed mono8 to consumers of a Bayer or YUV
 """
 from __future__ import annotations
 
-from cl_vision_nodes.imaging.device_image import DeviceImages
 from cl_vision_nodes.imaging.schema import CONVERT_SCHEMA
-from cl_vision_nodes.ros.image_conversion import image_msg_to_raw, raw_to_msg
-from cl_vision_nodes.ros.node_base import main_for, VisionNode
+from cl_vision_nodes.ros.cdr import serialize_image
+from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
 from sensor_msgs.msg import Image
 
 
@@ -33,17 +32,18 @@ class ConvertNode(VisionNode):
     SCHEMA = CONVERT_SCHEMA
 
     def build(self) -> None:
-        self.images = DeviceImages(self.runtime)
+        """Nothing beyond the node's DeviceImages: its programs build with the runtime."""
 
     def connect(self) -> None:
         self.publisher = self.output_publisher(Image, 'image_out')
-        self.subscribe_images(Image, 'image', self.on_image)
+        self.subscribe_images('image', self.on_image)
 
-    def on_image(self, msg: Image) -> None:
-        raw = image_msg_to_raw(msg)
-        with self.compute():
-            out = self.images.convert(raw, self.params['output_encoding'], self.params['gain'])
-        self.publisher.publish(raw_to_msg(out, msg.header))
+    def on_image(self, frame: ImageFrame) -> None:
+        with self.device_stage('compute'):
+            out = self.images.convert(frame.raw, self.params['output_encoding'],
+                                      self.params['gain'])
+        with self.stage('publish'):
+            self.publisher.publish(serialize_image(frame.header, out))
 
 
 def main() -> None:

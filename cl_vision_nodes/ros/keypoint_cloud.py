@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-SURF keypoints <-> sensor_msgs/PointCloud2 (one point per keypoint, DESIGN.md layout).
+SURF keypoints in sensor_msgs/PointCloud2 (one point per keypoint, DESIGN.md layout).
 
 Fields: x, y, size, angle (degrees), response (float32), octave (int32), laplacian (int8),
 descriptor (float32, count 64 or 128), little-endian, height 1. ``cloud_to_array`` is the
@@ -23,10 +23,9 @@ a NumPy structured array without copying the data.
 from __future__ import annotations
 
 from cl_vision_nodes.errors import ImageFormatError
-from cl_vision_nodes.surf.keypoints import Keypoints, point_dtype
+from cl_vision_nodes.surf.keypoints import Keypoints
 import numpy as np
 from sensor_msgs.msg import PointCloud2, PointField
-from std_msgs.msg import Header
 
 POINT_FIELD_TYPES = {PointField.INT8: 'i1', PointField.UINT8: 'u1', PointField.INT16: 'i2',
                      PointField.UINT16: 'u2', PointField.INT32: 'i4', PointField.UINT32: 'u4',
@@ -35,7 +34,8 @@ NUMPY_TO_POINT_FIELD = {np.dtype(code).newbyteorder('<').str.lstrip('<|'): datat
                         for datatype, code in POINT_FIELD_TYPES.items()}
 
 
-def _fields(dtype: np.dtype) -> list[PointField]:
+def point_fields(dtype: np.dtype) -> list[PointField]:
+    """Return the PointFields of a structured point dtype (names, offsets, types, counts)."""
     fields = []
     for name in dtype.names:
         sub, offset = dtype.fields[name][:2]
@@ -43,16 +43,6 @@ def _fields(dtype: np.dtype) -> list[PointField]:
         fields.append(PointField(name=name, offset=offset, count=count,
                                  datatype=NUMPY_TO_POINT_FIELD[base.str.lstrip('<|')]))
     return fields
-
-
-def keypoints_to_cloud(keypoints: Keypoints, header: Header) -> PointCloud2:
-    records = keypoints.to_structured()
-    dtype = point_dtype(keypoints.descriptor.shape[1])
-    msg = PointCloud2(header=header, height=1, width=len(records), fields=_fields(dtype),
-                      is_bigendian=False, point_step=dtype.itemsize,
-                      row_step=dtype.itemsize * len(records), is_dense=True)
-    msg.data.frombytes(records.view(np.uint8))
-    return msg
 
 
 def cloud_to_array(msg: PointCloud2) -> np.ndarray:

@@ -24,6 +24,7 @@ input raises a ``CLVisionError``: the base logs it (throttled), counts it and ke
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 import os
 import re
 import sys
@@ -31,13 +32,17 @@ import time
 from typing import Any, Callable, ClassVar, Iterator
 
 from cl_vision_nodes.errors import CLVisionError, ParameterError
+from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages
+from cl_vision_nodes.imaging.encodings import RawImage
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, Value
+from cl_vision_nodes.ros.allocator import configure_allocator
+from cl_vision_nodes.ros.cdr import CdrHeader, Framing, image_framing, parse_image
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
-from cl_vision_nodes.ros.frame_stats import FrameStats, FrameTiming
-from cl_vision_nodes.ros.image_conversion import converter_backend
+from cl_vision_nodes.ros.frame_stats import FrameStats, FrameTiming, receive_seconds
 from cl_vision_nodes.ros.parameters import ParameterBinding
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+import numpy as np
 import rclpy
 from rclpy._rclpy_pybind11 import RCLError
 from rclpy.executors import ExternalShutdownException
@@ -47,6 +52,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.subscription import Subscription
 from rclpy.timer import Timer
+from sensor_msgs.msg import Image
 
 # Sensor-data semantics with depth 1: a slow device always gets the newest frame.
 IMAGE_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST,
@@ -54,6 +60,23 @@ IMAGE_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=Histor
 SHUTDOWN_GRACE_S = 1.0
 BAD_INPUT_LOG_PERIOD_S = 5.0
 EXIT_CANNOT_START = 2
+
+
+@dataclass(frozen=True)
+class ImageFrame:
+    """
+    A received image, read in place: its header, pixels viewing the message bytes, its timing.
+
+    Outputs reuse ``header`` verbatim (the input's stamp and frame).
+    """
+
+    header: CdrHeader
+    raw: RawImage
+    timing: FrameTiming
+
+    @property
+    def stamp_ns(self) -> int:
+        return self.header.sec * 1_000_000_000 + self.header.nanosec
 
 
 class VisionNode(Node):
@@ -64,7 +87,7 @@ class VisionNode(Node):
     def __init__(self, **node_kwargs: Any):
         super().__init__(self.SCHEMA.node_name, **node_kwargs)
         self.stats = FrameStats()
-        self._timing = FrameTiming()
+        self.timing = FrameTiming()
         self._diag_timer: Timer | None = None
 
     def start(self) -> None:
@@ -78,6 +101,7 @@ class VisionNode(Node):
         self.binding = ParameterBinding(self, self.SCHEMA, self._on_parameters_changed)
         self.runtime = ClRuntime(str(self.params['device']), profile=bool(self.params['profile']),
                                  warn=log.warning)
+        self.images = DeviceImages(self.runtime)
         log.info(f'compiling OpenCL kernels for {self.runtime.describe()} ...')
         started = time.perf_counter()
         self.build()
@@ -85,7 +109,6 @@ class VisionNode(Node):
         self._schedule_diagnostics(float(self.params['diagnostics_period']))
         self.connect()
         log.info(f'ready in {time.perf_counter() - started:.1f} s')
-        log.info(f'image conversion: {converter_backend()}')
 
     def build(self) -> None:
         """
@@ -117,26 +140,35 @@ class VisionNode(Node):
         self.on_parameters_changed(values, changed)
 
     # -- topics --------------------------------------------------------------------------------
-    def subscribe_images(self, msg_type: type, topic: str,
-                         handler: Callable[[Any], None]) -> Subscription:
-        """Best-effort keep-last-1 subscription whose QoS users can override from YAML."""
+    def subscribe_images(self, topic: str, handler: Callable[[ImageFrame], None]) -> Subscription:
+        """
+        Subscribe best-effort, keep-last 1, to sensor_msgs/Image read in place as a frame.
+
+        The message arrives serialized and is read without a Python-level copy of its pixels;
+        users can override the QoS from YAML. ``handler`` runs as one frame (``run_frame``).
+        """
+        def on_message(data: bytes, info: Any) -> None:
+            self.note_sequence(info)
+            timing = FrameTiming(receive_seconds(info))
+            self.run_frame(lambda: handler(self.read_image(data, timing)), timing)
         return self.create_subscription(
-            msg_type, topic, self._guarded(handler), IMAGE_QOS,
+            Image, topic, on_message, IMAGE_QOS, raw=True,
             qos_overriding_options=QoSOverridingOptions.with_default_policies())
 
-    def subscribe_stream(self, msg_type: type, topic: str, callback: Callable[[Any], None],
-                         depth: int = 1) -> Subscription:
+    def subscribe_stream(self, msg_type: type, topic: str, callback: Callable[[Any, Any], None],
+                         depth: int = 1, raw: bool = False) -> Subscription:
         """
         Subscribe best-effort to an input that is one part of a frame.
 
-        A stereo side, a camera_info: the caller assembles frames and runs them through
+        A stereo side, a camera_info: ``callback(msg, info)`` gets the message (its bytes with
+        ``raw``) and rclpy's MessageInfo; the caller assembles frames and runs them through
         ``run_frame``.
         """
         qos = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
                          history=HistoryPolicy.KEEP_LAST, depth=depth,
                          durability=DurabilityPolicy.VOLATILE)
         return self.create_subscription(
-            msg_type, topic, callback, qos,
+            msg_type, topic, callback, qos, raw=raw,
             qos_overriding_options=QoSOverridingOptions.with_default_policies())
 
     def output_publisher(self, msg_type: type, topic: str) -> Publisher:
@@ -150,40 +182,74 @@ class VisionNode(Node):
         """Visual topics are computed only when someone listens."""
         return publisher.get_subscription_count() > 0
 
-    # -- per-frame accounting ------------------------------------------------------------------
+    # -- per-frame work ------------------------------------------------------------------------
+    @staticmethod
+    def read_image(data: bytes, timing: FrameTiming) -> ImageFrame:
+        """Read a serialized Image in place (ImageFormatError for a malformed one)."""
+        with timing.stage('upload'):
+            header, raw = parse_image(data)
+        return ImageFrame(header, raw, timing)
+
+    def decode(self, frame: ImageFrame, role: str = 'gray') -> DeviceGray:
+        """Upload and decode a frame on the device: the ``upload`` stage."""
+        with self.device_stage('upload'):
+            return self.images.decode(frame.raw, role)
+
     @contextlib.contextmanager
-    def compute(self) -> Iterator[None]:
-        """Wrap the device work of a frame so that it is reported as compute time."""
-        with self._timing.stage('compute'):
+    def stage(self, name: str) -> Iterator[None]:
+        """Count the host time of the ``with`` block as stage ``name`` of the current frame."""
+        with self.timing.stage(name):
             yield
 
-    def run_frame(self, work: Callable[[], None]) -> None:
+    @contextlib.contextmanager
+    def device_stage(self, name: str) -> Iterator[None]:
+        """Count the block and the device work it enqueued (waited for) as stage ``name``."""
+        with self.timing.stage(name):
+            yield
+            self.runtime.finish()
+
+    def publish_serialized(self, publisher: Publisher, framing: Framing, payload: Any,
+                           stage: str = 'publish') -> None:
+        """Publish a message serialized around ``payload`` (one copy of it) as stage ``stage``."""
+        with self.timing.stage(stage):
+            publisher.publish(framing.join(payload))
+
+    def publish_image(self, publisher: Publisher, header: CdrHeader, encoding: str,
+                      pixels: np.ndarray, stage: str = 'publish') -> None:
+        """Publish HxW[xC] host-order ``pixels`` as a packed sensor_msgs/Image of ``encoding``."""
+        if not pixels.flags.c_contiguous:
+            raise ValueError('publish_image needs a C-contiguous array')
+        height, width = pixels.shape[:2]
+        framing = image_framing(header, encoding, height, width, pixels.nbytes // max(height, 1))
+        self.publish_serialized(publisher, framing, pixels, stage)
+
+    def run_frame(self, work: Callable[[], None], timing: FrameTiming | None = None) -> None:
         """
         Process one frame: time it, and count a CLVisionError instead of raising it.
 
         A CLVisionError becomes a throttled log line and a rejected-frame count instead of an
         exception, so the next frame is served.
         """
-        self._timing = FrameTiming()
+        self.timing = timing or FrameTiming()
         try:
             work()
         except CLVisionError as exc:
-            self.stats.frame_rejected()
-            self.get_logger().warning(f'frame skipped: {exc}',
-                                      throttle_duration_sec=BAD_INPUT_LOG_PERIOD_S)
+            self.reject_frame(exc)
             return
-        self.stats.frame_done(self._timing, self.runtime.profiler.collect())
+        self.stats.frame_done(self.timing, self.runtime.profiler.collect())
 
-    def _guarded(self, handler: Callable[[Any], None]) -> Callable[[Any, Any], None]:
-        def on_message(msg: Any, info: Any) -> None:
-            self._note_sequence(info)
-            self.run_frame(lambda: handler(msg))
-        return on_message
+    def reject_frame(self, exc: CLVisionError) -> None:
+        """Count a frame skipped for bad input and say why (throttled)."""
+        self.stats.frame_rejected()
+        self.runtime.profiler.collect()  # its device events, if any, belong to no frame
+        self.get_logger().warning(f'frame skipped: {exc}',
+                                  throttle_duration_sec=BAD_INPUT_LOG_PERIOD_S)
 
-    def _note_sequence(self, info: Any) -> None:
+    def note_sequence(self, info: Any, stream: str = '') -> None:
+        """Count the messages of ``stream`` lost between the publisher and this node."""
         gid = info.get('publisher_gid') or {}
         self.stats.note_sequence(bytes(gid.get('data', b'')),
-                                 info.get('publication_sequence_number'))
+                                 info.get('publication_sequence_number'), stream)
 
     # -- diagnostics ---------------------------------------------------------------------------
     def _schedule_diagnostics(self, period: float) -> None:
@@ -222,6 +288,7 @@ def spin_node(node_class: type[VisionNode], args: list[str] | None = None) -> in
     is no longer valid, that is the shutdown asked for, not an error.
     """
     use_large_image_profile()
+    allocator = configure_allocator()
     try:
         check_params_files(args or [])
         rclpy.init(args=args)
@@ -232,6 +299,7 @@ def spin_node(node_class: type[VisionNode], args: list[str] | None = None) -> in
     node = node_class()
     try:
         try:
+            node.get_logger().info(allocator.line())
             node.start()
         except CLVisionError as exc:
             node.get_logger().fatal(f'cannot start: {exc}')

@@ -35,8 +35,8 @@ from cl_vision_nodes.camera.calibration import CalibrationError
 from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.camera.schema import RECTIFY_SCHEMA
 from cl_vision_nodes.ros.camera_info import calibration_from_msg
-from cl_vision_nodes.ros.image_conversion import image_msg_to_raw, raw_to_msg
-from cl_vision_nodes.ros.node_base import main_for, VisionNode
+from cl_vision_nodes.ros.cdr import serialize_image
+from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
 from sensor_msgs.msg import CameraInfo, Image
 
 
@@ -50,12 +50,12 @@ class RectifyNode(VisionNode):
         self.rect_pub = self.output_publisher(Image, 'image_rect')
         self._info: CameraInfo | None = None
         self.subscribe_stream(CameraInfo, 'camera_info', self.on_camera_info)
-        self.subscribe_images(Image, 'image_raw', self.on_image)
+        self.subscribe_images('image_raw', self.on_image)
 
-    def on_camera_info(self, msg: CameraInfo) -> None:
+    def on_camera_info(self, msg: CameraInfo, info: object) -> None:
         self._info = msg
 
-    def on_image(self, msg: Image) -> None:
+    def on_image(self, frame: ImageFrame) -> None:
         if self._info is None:
             raise CalibrationError(
                 f'no camera_info yet on {self.resolve_topic_name("camera_info")}: the image '
@@ -63,10 +63,10 @@ class RectifyNode(VisionNode):
         calibration = calibration_from_msg(self._info)
         if self.rectifier.set_calibration(calibration):
             self.get_logger().info(f'rectification maps of {calibration.describe()}')
-        with self.compute():
-            rectified = self.rectifier.rectify(image_msg_to_raw(msg),
-                                               str(self.params['interpolation']))
-        self.rect_pub.publish(raw_to_msg(rectified, msg.header))
+        with self.device_stage('compute'):
+            rectified = self.rectifier.rectify(frame.raw, str(self.params['interpolation']))
+        with self.stage('publish'):
+            self.rect_pub.publish(serialize_image(frame.header, rectified))
 
 
 def main() -> None:

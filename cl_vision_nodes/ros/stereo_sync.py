@@ -66,7 +66,11 @@ class StereoSynchronizer:
     @property
     def dropped(self) -> int:
         """Messages discarded so far without being part of an emitted set."""
-        return self._policy.dropped
+        return sum(self._policy.dropped)
+
+    def dropped_of(self, stream: int) -> int:
+        """Messages of ``stream`` discarded so far (a node counts its left images as frames)."""
+        return self._policy.dropped[stream]
 
 
 class _ExactTime:
@@ -76,14 +80,14 @@ class _ExactTime:
         self._queues: list[deque[Stamped]] = [deque() for _ in range(streams)]
         self._emit = emit
         self._queue_size = queue_size
-        self.dropped = 0
+        self.dropped = [0] * streams
 
     def add(self, stream: int, stamp_ns: int, msg: Any) -> None:
         queue = self._queues[stream]
         queue.append((stamp_ns, msg))
         if len(queue) > self._queue_size:
             queue.popleft()
-            self.dropped += 1
+            self.dropped[stream] += 1
         matched = [next((m for t, m in q if t == stamp_ns), None) for q in self._queues]
         if any(m is None for m in matched):
             return
@@ -98,7 +102,7 @@ class _ExactTime:
         """
         for index, stamp in enumerate(stamps):
             queue = self._queues[index]
-            self.dropped += sum(1 for t, _ in queue if t < stamp)
+            self.dropped[index] += sum(1 for t, _ in queue if t < stamp)
             self._queues[index] = deque(item for item in queue if item[0] > stamp)
 
 
@@ -143,12 +147,12 @@ class _ApproximateTime:
         # it cannot be the pivot until another stream's head is the latest
         self._overflowed = [False] * streams
         self._given_up: list[int | None] = [None] * streams  # newest stamp emitted or dropped
-        self.dropped = 0
+        self.dropped = [0] * streams
 
     def add(self, stream: int, stamp_ns: int, msg: Any) -> None:
         given_up = self._given_up[stream]
         if given_up is not None and stamp_ns < given_up:
-            self.dropped += 1  # too late: emitting it would cross sets already decided
+            self.dropped[stream] += 1  # too late: emitting it would cross sets already decided
             return
         queue, passed = self._queues[stream], self._passed[stream]
         newest = queue[-1] if queue else passed[-1] if passed else None
@@ -254,6 +258,6 @@ class _ApproximateTime:
         self._give_up(stream, stamp)
 
     def _give_up(self, stream: int, stamp: int) -> None:
-        self.dropped += 1
+        self.dropped[stream] += 1
         previous = self._given_up[stream]
         self._given_up[stream] = stamp if previous is None else max(previous, stamp)

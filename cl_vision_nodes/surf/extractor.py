@@ -32,9 +32,9 @@ Images smaller than the first filter (9x9) give zero keypoints, not an error.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
-from cl_vision_nodes.imaging.device_image import DeviceImages
+from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages
 from cl_vision_nodes.imaging.encodings import gray_to_raw, RawImage
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
@@ -45,6 +45,21 @@ from cl_vision_nodes.surf.keypoints import Keypoints, KP_FIELDS
 from cl_vision_nodes.surf.schema import SURF_SCHEMA, SurfSettings
 import numpy as np
 import pyopencl as cl
+
+
+class DeviceFrame(NamedTuple):
+    """
+    The last frame's gray and keypoint records where they lie on the device.
+
+    The arguments of ``KeypointPainter.draw`` in its order; overwritten by the next frame.
+    """
+
+    gray: cl.Buffer
+    height: int
+    width: int
+    records: cl.Buffer
+    count: int
+    record_floats: int
 
 
 class SurfExtractor:
@@ -62,6 +77,7 @@ class SurfExtractor:
         self._detector = HessianDetector(runtime, self.buffers, self.images)
         self._describer = Describer(runtime)
         self._frame: tuple[cl.Buffer, tuple[int, int]] | None = None
+        self._records: tuple[cl.Buffer, int, int] | None = None  # of _frame, once detected
 
     def configure(self, params: Mapping[str, Value]) -> None:
         """Apply changed parameters from the next frame on; ParameterError leaves all unchanged."""
@@ -75,19 +91,34 @@ class SurfExtractor:
         The message may have any supported encoding; the array is uint8, or float on 0..255.
         """
         raw = image if isinstance(image, RawImage) else gray_to_raw(np.asarray(image))
+        return self.download_keypoints(self.detect_gray(self.images.decode(raw)))
+
+    def detect_gray(self, gray: DeviceGray) -> int:
+        """
+        Detect and describe the keypoints of a decoded frame on the device; return their count.
+
+        The records stay on the device (``last_device_frame``) until ``download_keypoints``.
+        """
         settings = self.settings
-        height, width = raw.height, raw.width
-        gray = self.images.upload_gray(raw)
-        self._frame = (gray, (height, width))
-        integ = self._integral.compute(gray, height, width)
+        height, width = gray.height, gray.width
+        self._frame, self._records = (gray.buffer, (height, width)), None
+        integ = self._integral.compute(gray.buffer, height, width)
         keypoints, count = self._detector.detect(integ, height, width, settings)
+        self._records = (keypoints, count, KP_FIELDS + settings.descriptor_length)
+        if count:
+            self._describer.describe(integ, height, width, keypoints, count, settings.upright,
+                                     settings.extended)
+        return count
+
+    def download_keypoints(self, count: int) -> Keypoints:
+        """Return the ``count`` keypoints of the last ``detect_gray``, strongest first."""
+        if self._records is None:
+            raise RuntimeError('download_keypoints before the first detect_gray')
+        records, _, record_floats = self._records
         if count == 0:
-            return Keypoints.empty(settings.descriptor_length)
-        self._describer.describe(integ, height, width, keypoints, count, settings.upright,
-                                 settings.extended)
-        records = self.images.download(
-            keypoints, (count, KP_FIELDS + settings.descriptor_length), np.dtype(np.float32))
-        return Keypoints.from_records(records)
+            return Keypoints.empty(record_floats - KP_FIELDS)
+        return Keypoints.from_records(
+            self.images.download(records, (count, record_floats), np.dtype(np.float32)))
 
     def frame_gray(self) -> np.ndarray:
         """
@@ -99,3 +130,16 @@ class SurfExtractor:
             raise RuntimeError('frame_gray before the first detect_and_describe')
         gray, shape = self._frame
         return self.images.download(gray, shape, np.dtype(np.float32))
+
+    @property
+    def last_device_frame(self) -> DeviceFrame:
+        """
+        Return the last frame's decoded gray and keypoint records on the device (read-only).
+
+        What the keypoints/image picture is drawn from without a download:
+        ``KeypointPainter(runtime).draw(*extractor.last_device_frame, out=...)``.
+        """
+        if self._frame is None or self._records is None:
+            raise RuntimeError('last_device_frame before the first detect_and_describe')
+        gray, (height, width) = self._frame
+        return DeviceFrame(gray, height, width, *self._records)

@@ -1,0 +1,217 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+What disparity_node does with a stereo set, for disparity_node and the pipeline node alike.
+
+The pair is rectified (decoded on the device) or raw (``rectify``: rectified on the device with
+the camera_infos' K, D, R, P; maps built when a calibration changes): one upload per image, the
+gray written straight into the matcher's inputs. The left image may be colour (bgr8, rgb8,
+bgra8, rgba8, Bayer): matching runs on its gray, the cloud takes its colours.
+
+Publishes, every output with the left image's header (its optical frame and the pair's stamp):
+- ``disparity`` (stereo_msgs/DisparityImage: 32FC1 in pixels, ``f`` = fx of the left camera,
+  ``T`` = baseline from the right P, invalid pixels below ``min_disparity``, ``valid_window`` =
+  the bounding box of valid pixels) and ``disparity/color`` (drawn on the device, only when
+  subscribed; its range follows the data or ``color_min``/``color_max``);
+- ``depth`` (32FC1 metres, REP 118: NaN where there is no depth, +inf at infinity) and
+  ``points`` (PointCloud2 x, y, z float32 [+ rgb] in the left rectified camera frame, as
+  stereo_image_proc's point_cloud_node packs it): computed on the device from the map where it
+  lies, each only while subscribed. Depth uses f, T and the principal-point difference of the
+  two P matrices, as stereo_image_proc.
+
+With ``subsampling`` the published map is W/2 x H/2 and the DisparityImage describes that image:
+its disparities, ``f``, ``min_disparity``, ``max_disparity`` and ``delta_d`` are in its pixels
+(half those of the input), ``T`` is unchanged, so ``depth = f * T / d`` still holds and ``f``
+matches the image as a camera_info with binning 2 would; ``depth`` and ``points`` are of the
+half-size map too. A camera_info whose K or P is not finite is refused frame by frame.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from cl_vision_nodes.camera.rectify import Rectifier
+from cl_vision_nodes.elas.colormap import color_range, DisparityColorizer
+from cl_vision_nodes.elas.matcher import ElasMatcher
+from cl_vision_nodes.errors import ImageFormatError
+from cl_vision_nodes.imaging.device_image import DeviceGray
+from cl_vision_nodes.imaging.encodings import RawImage, validate
+from cl_vision_nodes.params import Value
+from cl_vision_nodes.ros.camera_info import calibration_from_msg
+from cl_vision_nodes.ros.cdr import cloud_framing, disparity_framing
+from cl_vision_nodes.ros.node_base import ImageFrame, VisionNode
+from cl_vision_nodes.stereo.geometry import StereoGeometry
+from cl_vision_nodes.stereo.point_cloud import CloudLayout
+from cl_vision_nodes.stereo.reproject import COLOR_KINDS, DisparityMap, Reprojector
+import numpy as np
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from stereo_msgs.msg import DisparityImage
+
+# ELAS disparities are continuous after its adaptive-mean / interpolation steps; 1/16 px is
+# the step stereo_image_proc reports for SGBM, which consumers already handle.
+DELTA_D = 1.0 / 16.0
+SUBSAMPLED_SCALE = 0.5  # subsampling computes pixel (2i, 2j) of the input as pixel (i, j)
+SIDES = ('left', 'right')
+
+
+def stereo_geometry(left: CameraInfo, right: CameraInfo) -> tuple[float, float]:
+    """(f, T): fx of the left camera and the baseline T = -P_right[0,3] / P_right[0,0]."""
+    for side, info in zip(SIDES, (left, right)):
+        for name, matrix in (('K', info.k), ('P', info.p)):
+            if not np.isfinite(matrix).all():
+                raise ImageFormatError(f'{side} camera_info {name} is not finite '
+                                       f'({np.asarray(matrix).tolist()}): bad calibration')
+    fx, tx = right.p[0], right.p[3]
+    if left.p[0] <= 0 or fx <= 0:
+        raise ImageFormatError('camera_info has no projection matrix P (fx = 0): the images '
+                               'must be rectified and the camera calibrated')
+    return float(left.p[0]), float(-tx / fx)
+
+
+def valid_window(disparity: np.ndarray, invalid_below: float):
+    """(x_offset, y_offset, width, height) of the smallest box holding every valid pixel."""
+    valid = disparity >= invalid_below
+    rows, cols = np.flatnonzero(valid.any(axis=1)), np.flatnonzero(valid.any(axis=0))
+    if rows.size == 0:
+        return 0, 0, 0, 0
+    return int(cols[0]), int(rows[0]), int(cols[-1] - cols[0] + 1), int(rows[-1] - rows[0] + 1)
+
+
+def check_cloud_colour(raw: RawImage) -> None:
+    """
+    Raise ImageFormatError for a left image that cannot colour a cloud.
+
+    It is checked before anything of the frame is published.
+    """
+    info = validate(raw)
+    if info.kind not in COLOR_KINDS:
+        raise ImageFormatError(f'left image is {info.name}, which cannot colour the points; '
+                               'expected mono, bgr8, rgb8, bgra8, rgba8 or Bayer (or set '
+                               'use_color to false)')
+
+
+class DisparityCapability:
+    """ELAS disparity of synchronised pairs, with depth, points and the colour map."""
+
+    def __init__(self, node: VisionNode, values: Mapping[str, Value], prefix: str = ''):
+        """Build matcher, reprojector and (with ``rectify``) rectifiers on the node's runtime."""
+        self.node = node
+        self.prefix = prefix
+        self.values = dict(values)
+        runtime = node.runtime
+        self.matcher = ElasMatcher(runtime, values)
+        self.reprojector = Reprojector(runtime)
+        self.colorizer = DisparityColorizer(runtime)
+        self.staging = runtime.buffers()
+        self.rectifiers: tuple[Rectifier, Rectifier] | None = \
+            (Rectifier(runtime), Rectifier(runtime)) if values['rectify'] else None
+
+    def connect(self) -> None:
+        node = self.node
+        self.disparity_pub = node.output_publisher(DisparityImage, 'disparity')
+        self.color_pub = node.output_publisher(Image, 'disparity/color')
+        self.depth_pub = node.output_publisher(Image, 'depth')
+        self.points_pub = node.output_publisher(PointCloud2, 'points')
+
+    def configure(self, values: Mapping[str, Value]) -> None:
+        """Apply changed parameters from the next frame on (CLVisionError refuses them)."""
+        self.matcher.configure(values)
+        self.values = dict(values)
+
+    def decode_pair(self, left: ImageFrame, right: ImageFrame, left_info: CameraInfo,
+                    right_info: CameraInfo) -> tuple[DeviceGray, DeviceGray]:
+        """Return the pair as gray on the device (``decode``), after checking that it matches."""
+        if self.rectifiers is None and (left.raw.width, left.raw.height) != \
+                (right.raw.width, right.raw.height):
+            raise ImageFormatError(
+                f'left is {left.raw.width}x{left.raw.height} {left.raw.encoding} but right is '
+                f'{right.raw.width}x{right.raw.height} {right.raw.encoding}; expected a '
+                'rectified pair of one size')
+        return self.decode(left, left_info, 0), self.decode(right, right_info, 1)
+
+    def decode(self, frame: ImageFrame, info: CameraInfo, side: int) -> DeviceGray:
+        """
+        Return one image of the pair as gray on the device: decoded, or rectified with ``info``.
+
+        ``side`` is 0 (left) or 1 (right); the node times this as its ``upload`` stage.
+        """
+        raw = frame.raw
+        if self.rectifiers is None:
+            return self.node.images.decode(raw, SIDES[side])
+        calibration = calibration_from_msg(info, SIDES[side])
+        rectifier = self.rectifiers[side]
+        if rectifier.set_calibration(calibration):
+            self.node.get_logger().info(
+                f'{SIDES[side]}: rectification maps of {calibration.describe()}')
+        gray = rectifier.rectify_gray(raw, interpolation=str(self.values['interpolation']))
+        return DeviceGray(gray, calibration.height, calibration.width)
+
+    def process(self, left: ImageFrame, pair: tuple[DeviceGray, DeviceGray],
+                left_info: CameraInfo, right_info: CameraInfo) -> None:
+        """Match a decoded pair; publish disparity and whatever else is subscribed."""
+        node, prefix, values = self.node, self.prefix, self.values
+        f, baseline = stereo_geometry(left_info, right_info)
+        want_depth, want_points = node.wanted(self.depth_pub), node.wanted(self.points_pub)
+        colour = want_points and bool(values['use_color'])
+        if colour:
+            colour_image = left.raw if self.rectifiers is None else \
+                self.rectifiers[0].rectify(left.raw, str(values['interpolation']))
+            check_cloud_colour(colour_image)
+        with node.device_stage(prefix + 'compute'):
+            self.matcher.match(*pair)
+        with node.stage(prefix + 'download'):
+            disparity = self.matcher.download_last()
+        self._publish_disparity(disparity, f, baseline, left)
+        if not (want_depth or want_points):
+            return
+        geometry = StereoGeometry.from_projections(left_info.p, right_info.p)
+        rows, cols = disparity.shape
+        device_map = DisparityMap(self.matcher.last_output, cols, rows,
+                                  float(values['disp_min']), bool(values['subsampling']))
+        if want_depth:
+            with node.device_stage(prefix + 'depth'):
+                depth = self.reprojector.depth(device_map, geometry)
+            node.publish_image(self.depth_pub, left.header, '32FC1', depth, prefix + 'publish')
+        if want_points:
+            with node.device_stage(prefix + 'points'):
+                cloud = self.reprojector.points(
+                    device_map, geometry,
+                    CloudLayout(colour, bool(values['avoid_point_cloud_padding'])),
+                    dense=bool(values['dense_points']), color=colour_image if colour else None)
+            framing = cloud_framing(left.header, cloud.height, cloud.width, cloud.layout.fields,
+                                    cloud.point_step, cloud.row_step, cloud.is_dense)
+            node.publish_serialized(self.points_pub, framing, cloud.data, prefix + 'publish')
+
+    def _publish_disparity(self, disparity: np.ndarray, f: float, baseline: float,
+                           left: ImageFrame) -> None:
+        node, prefix, values = self.node, self.prefix, self.values
+        with node.stage(prefix + 'publish'):
+            scale = SUBSAMPLED_SCALE if values['subsampling'] else 1.0  # to the map's pixels
+            disparity *= np.float32(scale)
+            d_min = scale * float(values['disp_min'])
+            d_max = scale * float(values['disp_max'])
+            disparity[disparity < d_min] = d_min - 1.0  # invalid: below min_disparity
+            rows, cols = disparity.shape
+            framing = disparity_framing(left.header, rows, cols, f=scale * f, t=baseline,
+                                        valid_window=valid_window(disparity, d_min),
+                                        min_disparity=d_min, max_disparity=d_max,
+                                        delta_d=scale * DELTA_D)
+            self.disparity_pub.publish(framing.join(disparity))
+        if node.wanted(self.color_pub):
+            with node.device_stage(prefix + 'visual'):
+                picture = self.colorizer.draw(
+                    self.matcher.last_output, rows, cols, float(values['disp_min']),
+                    color_range(values), out=self.staging.pinned('color', (rows, cols, 3),
+                                                                 np.uint8))
+            node.publish_image(self.color_pub, left.header, 'bgr8', picture, prefix + 'publish')

@@ -1,0 +1,101 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+vision_pipeline: flow, SURF and ELAS disparity of one camera in one process and one OpenCL context.
+
+Each image crosses DDS and the bus once: the node reads it in place, decodes (or, with
+``disparity.rectify``, rectifies) it on the device once, and hands the same device frame to
+every enabled capability. It publishes the topics of the separate nodes (``flow``,
+``flow/color``, ``keypoints``, ``keypoints/image``, ``disparity``, ``disparity/color``, ``depth``,
+``points``) with their parameters under ``flow.``, ``surf.`` and ``disparity.``, and
+``<name>.enabled`` switches a capability off and on while running (flow starts a new stream when
+switched back on).
+
+Inputs: with ``stereo`` (default) those of disparity_node (``stereo_inputs``); flow and SURF run
+on the left image of each pair, which is published after disparity. Without it, one camera on
+``image`` and no disparity. Frame timing stages are named per capability (``flow.compute``...)
+beside the shared ``receive`` and ``upload``.
+"""
+from __future__ import annotations
+
+from cl_vision_nodes.imaging.device_image import DeviceGray
+from cl_vision_nodes.params import section, Value
+from cl_vision_nodes.ros.disparity_capability import DisparityCapability
+from cl_vision_nodes.ros.flow_capability import FlowCapability
+from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
+from cl_vision_nodes.ros.stereo_inputs import StereoInputs
+from cl_vision_nodes.ros.surf_capability import SurfCapability
+from cl_vision_nodes.schemas import CAPABILITIES, PIPELINE_SCHEMA
+from sensor_msgs.msg import CameraInfo
+
+
+class VisionPipeline(VisionNode):
+    SCHEMA = PIPELINE_SCHEMA
+
+    def build(self) -> None:
+        """Build every capability, enabled or not, so switching one on never compiles."""
+        values = self.params
+        parts = {name: section(values, name, schema) for name, schema in CAPABILITIES.items()}
+        self.flow = FlowCapability(self, parts['flow'], 'flow.')
+        self.surf = SurfCapability(self, parts['surf'], 'surf.')
+        self.disparity = DisparityCapability(self, parts['disparity'], 'disparity.')
+
+    def connect(self) -> None:
+        for capability in (self.flow, self.surf, self.disparity):
+            capability.connect()
+        if self.params['stereo']:
+            self.inputs = StereoInputs(self, section(self.params, 'disparity',
+                                                     CAPABILITIES['disparity']), self.on_stereo)
+        else:
+            self.subscribe_images('image', self.on_image)
+
+    def enabled(self, name: str) -> bool:
+        return bool(self.params[f'{name}.enabled'])
+
+    def on_parameters_changed(self, values: dict[str, Value], changed: set[str]) -> None:
+        capabilities = {'flow': self.flow, 'surf': self.surf, 'disparity': self.disparity}
+        for name, schema in CAPABILITIES.items():
+            if any(key.startswith(f'{name}.') and key != f'{name}.enabled' for key in changed):
+                capabilities[name].configure(section(values, name, schema))
+        if 'flow.enabled' in changed and values['flow.enabled']:
+            self.flow.reset()
+
+    def on_image(self, frame: ImageFrame) -> None:
+        self.run_capabilities(frame, self.decode(frame))
+
+    def on_stereo(self, left: ImageFrame, right: ImageFrame, left_info: CameraInfo,
+                  right_info: CameraInfo) -> None:
+        stereo = self.enabled('disparity')
+        with self.device_stage('upload'):
+            pair = self.disparity.decode_pair(left, right, left_info, right_info) if stereo \
+                else (self.disparity.decode(left, left_info, 0),)
+        if stereo:
+            self.disparity.process(left, pair, left_info, right_info)
+        self.run_capabilities(left, pair[0])
+
+    def run_capabilities(self, frame: ImageFrame, gray: DeviceGray) -> None:
+        """Run the enabled single-image capabilities on a decoded frame."""
+        if self.enabled('flow'):
+            self.flow.process(frame, gray)
+        if self.enabled('surf'):
+            self.surf.process(frame, gray)
+
+
+def main() -> None:
+    main_for(VisionPipeline)
+
+
+if __name__ == '__main__':
+    main()

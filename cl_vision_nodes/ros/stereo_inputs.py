@@ -1,0 +1,97 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The stereo inputs of disparity_node and the pipeline node: two images and two camera_infos.
+
+Subscribes ``left/image_rect`` and ``right/image_rect`` (``left/image_raw`` and
+``right/image_raw`` with ``rectify``), ``left/camera_info`` and ``right/camera_info``, best
+effort with ``queue_size``, and synchronises them exactly by stamp, or approximately with
+``approximate_sync`` as stereo_image_proc. The images arrive serialized and are read in place;
+each pair runs as one frame of the node, timed from the left image's arrival (waiting for its
+partner included). Left images lost before the node (sequence gaps) and left images the
+synchroniser gave up count as the node's dropped frames.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from cl_vision_nodes.errors import CLVisionError
+from cl_vision_nodes.params import Value
+from cl_vision_nodes.ros.frame_stats import FrameTiming, receive_seconds
+from cl_vision_nodes.ros.node_base import ImageFrame, VisionNode
+from cl_vision_nodes.ros.stereo_sync import StereoSynchronizer
+from rclpy.time import Time
+from sensor_msgs.msg import CameraInfo, Image
+
+RECTIFIED_IMAGES = ('left/image_rect', 'right/image_rect')
+RAW_IMAGES = ('left/image_raw', 'right/image_raw')
+CAMERA_INFOS = ('left/camera_info', 'right/camera_info')
+UNMATCHED_REPORT_PERIOD_S = 5.0
+
+StereoHandler = Callable[[ImageFrame, ImageFrame, CameraInfo, CameraInfo], None]
+
+
+class StereoInputs:
+    """Four synchronised stereo inputs of a node; ``handler`` runs as one frame per set."""
+
+    def __init__(self, node: VisionNode, values: dict[str, Value], handler: StereoHandler):
+        """Subscribe the inputs that ``values`` (disparity_node's parameters) name."""
+        self.node = node
+        self.handler = handler
+        depth = int(values['queue_size'])
+        images = RAW_IMAGES if values['rectify'] else RECTIFIED_IMAGES
+        self.sync = StereoSynchronizer(
+            4, self._on_set, queue_size=depth, approximate=bool(values['approximate_sync']),
+            tolerance_ns=int(float(values['approximate_sync_tolerance_seconds']) * 1e9))
+        for index, topic in enumerate(images):
+            node.subscribe_stream(Image, topic, self._image(index, topic), depth, raw=True)
+        for index, topic in enumerate(CAMERA_INFOS, start=2):
+            node.subscribe_stream(CameraInfo, topic, self._info(index), depth)
+        self._unmatched = [0, 0, 0, 0]
+        node.create_timer(UNMATCHED_REPORT_PERIOD_S, self._report_unmatched)
+
+    def _image(self, index: int, topic: str) -> Callable[[bytes, Any], None]:
+        def add(data: bytes, info: Any) -> None:
+            timing = FrameTiming(receive_seconds(info))
+            if index == 0:
+                self.node.note_sequence(info, topic)
+            try:
+                frame = self.node.read_image(data, timing)
+            except CLVisionError as exc:  # a malformed message: that frame's error
+                self.node.reject_frame(exc)
+                return
+            self.sync.add(index, frame.stamp_ns, frame)
+        return add
+
+    def _info(self, index: int) -> Callable[[CameraInfo, Any], None]:
+        def add(msg: CameraInfo, info: Any) -> None:
+            self.sync.add(index, Time.from_msg(msg.header.stamp).nanoseconds, msg)
+        return add
+
+    def _on_set(self, left: ImageFrame, right: ImageFrame, left_info: CameraInfo,
+                right_info: CameraInfo) -> None:
+        self.node.run_frame(lambda: self.handler(left, right, left_info, right_info),
+                            left.timing)
+
+    def _report_unmatched(self) -> None:
+        dropped = [self.sync.dropped_of(stream) for stream in range(4)]
+        new = [now - before for now, before in zip(dropped, self._unmatched)]
+        self._unmatched = dropped
+        self.node.stats.frames_unmatched(new[0])
+        if any(new):
+            self.node.get_logger().warning(
+                f'{sum(new)} input messages found no partner in the last seconds: are '
+                'left/right images and camera_infos published with identical stamps? (else set '
+                'approximate_sync)', throttle_duration_sec=30.0)

@@ -1,0 +1,74 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+What surf_node does with a decoded frame, for surf_node and the pipeline node alike.
+
+Publishes ``keypoints`` (sensor_msgs/PointCloud2, one point per keypoint, strongest first; an
+empty cloud when a frame has none; layout in ``keypoint_cloud``) and ``keypoints/image`` (the
+frame with its keypoints, drawn on the device from the records where they lie and downloaded
+finished, only while subscribed).
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from cl_vision_nodes.imaging.device_image import DeviceGray
+from cl_vision_nodes.params import Value
+from cl_vision_nodes.ros.cdr import cloud_framing
+from cl_vision_nodes.ros.keypoint_cloud import point_fields
+from cl_vision_nodes.ros.node_base import ImageFrame, VisionNode
+from cl_vision_nodes.surf.draw import KeypointPainter
+from cl_vision_nodes.surf.extractor import SurfExtractor
+from cl_vision_nodes.surf.keypoints import point_dtype
+import numpy as np
+from sensor_msgs.msg import Image, PointCloud2
+
+
+class SurfCapability:
+    """SURF keypoints and descriptors of decoded frames, published with their picture."""
+
+    def __init__(self, node: VisionNode, values: Mapping[str, Value], prefix: str = ''):
+        """Build the extractor and painter on the node's runtime; stages named ``prefix*``."""
+        self.node = node
+        self.prefix = prefix
+        self.extractor = SurfExtractor(node.runtime, values)
+        self.painter = KeypointPainter(node.runtime)
+        self.staging = node.runtime.buffers()
+
+    def connect(self) -> None:
+        self.keypoints_pub = self.node.output_publisher(PointCloud2, 'keypoints')
+        self.image_pub = self.node.output_publisher(Image, 'keypoints/image')
+
+    def configure(self, values: Mapping[str, Value]) -> None:
+        """Apply changed parameters from the next frame on (CLVisionError refuses them)."""
+        self.extractor.configure(values)
+
+    def process(self, frame: ImageFrame, gray: DeviceGray) -> None:
+        """Detect and describe the keypoints of a decoded frame and publish them."""
+        node, prefix = self.node, self.prefix
+        with node.device_stage(prefix + 'compute'):
+            count = self.extractor.detect_gray(gray)
+        with node.stage(prefix + 'download'):
+            records = self.extractor.download_keypoints(count).to_structured()
+        dtype = point_dtype(self.extractor.settings.descriptor_length)
+        framing = cloud_framing(frame.header, 1, len(records), point_fields(dtype),
+                                dtype.itemsize, dtype.itemsize * len(records))
+        node.publish_serialized(self.keypoints_pub, framing, records, prefix + 'publish')
+        if node.wanted(self.image_pub):
+            shape = (gray.height, gray.width, 3)
+            with node.device_stage(prefix + 'visual'):
+                picture = self.painter.draw(*self.extractor.last_device_frame,
+                                            out=self.staging.pinned('picture', shape, np.uint8))
+            node.publish_image(self.image_pub, frame.header, 'bgr8', picture, prefix + 'publish')

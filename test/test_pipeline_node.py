@@ -1,0 +1,197 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+vision_pipeline over real Fast DDS, against the separate nodes fed the same frames.
+
+One publisher feeds a pipeline node (namespace /pipe) and flow_node, surf_node and
+disparity_node (namespace /sep, their inputs remapped to the pipeline's). Their outputs must be
+the same: disparity and keypoints exactly, flow within float tolerance. Capabilities switch off
+and on while running; parameters live in their capability's namespace; without stereo inputs
+disparity cannot be enabled.
+"""
+from __future__ import annotations
+
+from cl_vision_nodes.dataio.synthetic import stereo_pair
+from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
+from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
+import numpy as np
+from plane_scene import Clock
+import pytest
+from rosutil import NodeProcess, RosHarness
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from stereo_msgs.msg import DisparityImage
+
+pytestmark = pytest.mark.ros
+
+H, W = 96, 128
+PAIR = stereo_pair(H, W, seed=5, max_disparity=12.0)
+FRAMES = [(np.roll(PAIR.left, shift, axis=1), np.roll(PAIR.right, shift, axis=1))
+          for shift in (0, 2, 4, 6, 8, 10)]
+FX, BASELINE = 100.0, 0.25
+INPUTS = ('left/image_rect', 'right/image_rect', 'left/camera_info', 'right/camera_info')
+PIPELINE = '/pipe/vision_pipeline'
+OUTPUTS = {'flow': Image, 'flow/color': Image, 'keypoints': PointCloud2,
+           'keypoints/image': Image, 'disparity': DisparityImage, 'disparity/color': Image}
+
+
+def info(right: bool) -> CameraInfo:
+    msg = CameraInfo(width=W, height=H)
+    msg.p = [FX, 0.0, W / 2, -FX * BASELINE if right else 0.0,
+             0.0, FX, H / 2, 0.0, 0.0, 0.0, 1.0, 0.0]
+    return msg
+
+
+def frame_msgs(tag: str, index: int) -> list:
+    left, right = FRAMES[index]
+    msgs = [numpy_to_image(left, 'mono8'), numpy_to_image(right, 'mono8'), info(False),
+            info(True)]
+    stamp = Clock.tick()
+    for msg in msgs:
+        msg.header.frame_id = tag
+        msg.header.stamp.sec = stamp
+    return msgs
+
+
+@pytest.fixture(scope='module')
+def ros():
+    harness = RosHarness('pipeline_test_harness')
+    yield harness
+    harness.close()
+
+
+@pytest.fixture(scope='module')
+def setup(ros):
+    inputs = [a for topic in INPUTS for a in ('-r', f'{topic}:=/pipe/{topic}')]
+    procs = [NodeProcess('cl_vision_nodes.ros.pipeline_node',
+                         ['-r', '__ns:=/pipe', '-p', 'disparity.disp_max:=32']),
+             NodeProcess('cl_vision_nodes.ros.flow_node',
+                         ['-r', '__ns:=/sep', '-r', 'image:=/pipe/left/image_rect']),
+             NodeProcess('cl_vision_nodes.ros.surf_node',
+                         ['-r', '__ns:=/sep', '-r', 'image:=/pipe/left/image_rect']),
+             NodeProcess('cl_vision_nodes.ros.disparity_node',
+                         ['-r', '__ns:=/sep', '-p', 'disp_max:=32', *inputs])]
+    pubs = [ros.publisher(Image if 'image' in t else CameraInfo, f'/pipe/{t}') for t in INPUTS]
+    out = {(ns, topic): ros.collect(msg_type, f'/{ns}/{topic}')
+           for ns in ('pipe', 'sep') for topic, msg_type in OUTPUTS.items()}
+    assert ros.wait_until(lambda: pubs[0].get_subscription_count() >= 3
+                          and all(p.get_subscription_count() >= 2 for p in pubs[1:]), 60.0), \
+        '\n'.join(p.output() for p in procs)
+    yield procs, pubs, out
+    for proc in procs:
+        assert proc.stop() == 0, proc.output()
+        assert 'Traceback' not in proc.output()
+
+
+def send(setup, tag: str, index: int, wait_for: list[tuple[str, str]]) -> dict:
+    """Publish frame ``index`` tagged ``tag`` until every (ns, topic) answered; the answers."""
+    procs, pubs, out = setup
+    for _ in range(5):
+        for pub, msg in zip(pubs, frame_msgs(tag, index)):
+            pub.publish(msg)
+        got = {key: out[key].wait_for(lambda msgs: next(
+            (m for m in msgs if m.header.frame_id == tag), None), timeout=15.0)
+            for key in wait_for}
+        if all(got.values()):
+            return got
+    raise AssertionError(f'{tag}: no answer on {[k for k, v in got.items() if not v]}\n'
+                         + '\n'.join(p.output() for p in procs))
+
+
+def published(setup, key: tuple[str, str], tag: str) -> bool:
+    return any(m.header.frame_id == tag for m in setup[2][key].messages)
+
+
+EVERY = [(ns, topic) for ns in ('pipe', 'sep') for topic in ('flow', 'keypoints', 'disparity')]
+
+
+def test_outputs_equal_the_separate_nodes(setup):
+    send(setup, 'first', 0, [('pipe', 'disparity'), ('sep', 'disparity'), ('pipe', 'keypoints'),
+                             ('sep', 'keypoints')])
+    got = send(setup, 'second', 1, EVERY + [('pipe', 'flow/color'), ('pipe', 'keypoints/image'),
+                                            ('pipe', 'disparity/color')])
+    pipe_flow, sep_flow = (image_to_numpy(got[(ns, 'flow')]) for ns in ('pipe', 'sep'))
+    assert pipe_flow.shape == (H, W, 2)
+    np.testing.assert_array_equal(np.isnan(pipe_flow), np.isnan(sep_flow))
+    np.testing.assert_allclose(pipe_flow, sep_flow, atol=1e-4, equal_nan=True)
+    assert np.nanmedian(pipe_flow[..., 0]) > 1.0  # the 2 px pan is seen
+    pipe_kp, sep_kp = (cloud_to_array(got[(ns, 'keypoints')]) for ns in ('pipe', 'sep'))
+    assert len(pipe_kp) > 5
+    assert pipe_kp.tobytes() == sep_kp.tobytes()
+    pipe_d, sep_d = (image_to_numpy(got[(ns, 'disparity')].image) for ns in ('pipe', 'sep'))
+    np.testing.assert_array_equal(pipe_d, sep_d)
+    for field in ('f', 't', 'min_disparity', 'max_disparity', 'delta_d'):
+        assert getattr(got[('pipe', 'disparity')], field) == \
+            getattr(got[('sep', 'disparity')], field)
+    for topic in ('flow/color', 'keypoints/image', 'disparity/color'):
+        picture = got[('pipe', topic)]
+        assert (picture.encoding, picture.height, picture.width) == ('bgr8', H, W)
+
+
+def test_capabilities_switch_off_and_on_while_running(ros, setup):
+    send(setup, 'warm', 2, [('pipe', 'flow'), ('pipe', 'keypoints')])
+    with ros.changed_parameters(PIPELINE, **{'surf.enabled': False}) as results:
+        assert all(r.successful for r in results)
+        send(setup, 'surf-off', 3, [('pipe', 'disparity'), ('pipe', 'flow')])
+    send(setup, 'surf-on', 4, [('pipe', 'keypoints')])
+    # one reliable publisher, in order: keypoints of surf-off would have come before surf-on's
+    assert not published(setup, ('pipe', 'keypoints'), 'surf-off')
+    with ros.changed_parameters(PIPELINE, **{'flow.enabled': False, 'disparity.enabled': False}):
+        send(setup, 'flow-off', 5, [('pipe', 'keypoints')])
+    send(setup, 'restart', 0, [('pipe', 'disparity'), ('pipe', 'keypoints')])
+    send(setup, 'flow-on', 1, [('pipe', 'flow'), ('pipe', 'disparity')])
+    for tag in ('flow-off', 'restart'):  # off, then the first frame of a new stream
+        assert not published(setup, ('pipe', 'flow'), tag)
+    assert not published(setup, ('pipe', 'disparity'), 'flow-off')
+
+
+def test_parameters_are_namespaced_per_capability(ros, setup):
+    described = ros.describe_parameters(PIPELINE)
+    assert {'flow.method', 'surf.hessian_threshold', 'disparity.disp_max', 'flow.enabled',
+            'stereo', 'device'} <= set(described)
+    assert 'method' not in described and described['stereo'].read_only
+    with ros.changed_parameters(PIPELINE, **{'flow.method': 'lk'}) as results:
+        assert results[0].successful, results[0].reason
+        assert ros.get_parameters(PIPELINE, ['flow.method']) == {'flow.method': 'lk'}
+    refused = ros.set_parameters(PIPELINE, {'surf.hessian_threshold': -1.0})[0]
+    assert not refused.successful and 'hessian_threshold' in refused.reason
+    refused = ros.set_parameters(PIPELINE, {'disparity.disp_min': 40})[0]
+    assert not refused.successful and 'disp_max' in refused.reason, refused.reason
+
+
+def test_mono_inputs_refuse_disparity_at_start():
+    proc = NodeProcess('cl_vision_nodes.ros.pipeline_node',
+                       ['-r', '__ns:=/mono_refused', '-p', 'stereo:=false'])
+    assert proc.proc.wait(60) == 2, proc.output()
+    assert 'disparity.enabled needs stereo inputs' in proc.output()
+
+
+def test_mono_inputs_run_flow_and_surf(ros):
+    proc = NodeProcess('cl_vision_nodes.ros.pipeline_node',
+                       ['-r', '__ns:=/mono', '-p', 'stereo:=false', '-p',
+                        'disparity.enabled:=false'])
+    try:
+        pub = ros.publisher(Image, '/mono/image')
+        flow = ros.collect(Image, '/mono/flow')
+        keypoints = ros.collect(PointCloud2, '/mono/keypoints')
+        assert ros.wait_until(lambda: pub.get_subscription_count() > 0, 60.0), proc.output()
+        for index in range(8):
+            msg = numpy_to_image(FRAMES[index % 2][0], 'mono8')
+            msg.header.frame_id = f'mono{index}'
+            pub.publish(msg)
+            if flow.wait_for(lambda msgs: msgs, timeout=2.0):
+                break
+        assert flow.messages and keypoints.messages, proc.output()
+    finally:
+        assert proc.stop() == 0, proc.output()
