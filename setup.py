@@ -27,7 +27,7 @@ NODES = {
     'surf_node': 'cl_vision_nodes.ros.surf_node:main',
     'disparity_node': 'cl_vision_nodes.ros.disparity_node:main',
     'rectify_node': 'cl_vision_nodes.ros.rectify_node:main',
-    'vision_pipeline': 'cl_vision_nodes.ros.pipeline_node:main',
+    'vision_pipeline': 'cl_vision_nodes.ros.vision_pipeline:main',
 }
 
 setup(

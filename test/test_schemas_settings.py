@@ -59,7 +59,7 @@ NODE_LEVEL = {
     'convert_node': {**COMMON, 'output_encoding': ('ros/convert_node.py',),
                      'gain': ('ros/convert_node.py',)},
     'rectify_node': {**COMMON, 'interpolation': ('ros/rectify_node.py', 'tools/rectify_cli.py')},
-    'vision_pipeline': {**COMMON, 'stereo': ('ros/pipeline_node.py', 'schemas.py')},
+    'vision_pipeline': {**COMMON, 'stereo': ('ros/vision_pipeline.py', 'schemas.py')},
 }
 
 
@@ -79,7 +79,7 @@ def test_pipeline_parameters_are_its_capabilities_parameters():
         f'{name}.{spec.name}' for name, schema in CAPABILITIES.items() for spec in schema
         if spec.name not in COMMON_NAMES}
     assert set(NODE_SCHEMAS['vision_pipeline'].specs) == expected
-    assert "f'{name}.enabled'" in (PACKAGE / 'ros' / 'pipeline_node.py').read_text()
+    assert "f'{name}.enabled'" in (PACKAGE / 'ros' / 'vision_pipeline.py').read_text()
 
 
 @pytest.mark.parametrize('node', sorted(set(NODE_SCHEMAS) - {'vision_pipeline'}))

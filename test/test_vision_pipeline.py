@@ -74,7 +74,7 @@ def ros():
 @pytest.fixture(scope='module')
 def setup(ros):
     inputs = [a for topic in INPUTS for a in ('-r', f'{topic}:=/pipe/{topic}')]
-    procs = [NodeProcess('cl_vision_nodes.ros.pipeline_node',
+    procs = [NodeProcess('cl_vision_nodes.ros.vision_pipeline',
                          ['-r', '__ns:=/pipe', '-p', 'disparity.disp_max:=32']),
              NodeProcess('cl_vision_nodes.ros.flow_node',
                          ['-r', '__ns:=/sep', '-r', 'image:=/pipe/left/image_rect']),
@@ -171,14 +171,14 @@ def test_parameters_are_namespaced_per_capability(ros, setup):
 
 
 def test_mono_inputs_refuse_disparity_at_start():
-    proc = NodeProcess('cl_vision_nodes.ros.pipeline_node',
+    proc = NodeProcess('cl_vision_nodes.ros.vision_pipeline',
                        ['-r', '__ns:=/mono_refused', '-p', 'stereo:=false'])
     assert proc.proc.wait(60) == 2, proc.output()
     assert 'disparity.enabled needs stereo inputs' in proc.output()
 
 
 def test_mono_inputs_run_flow_and_surf(ros):
-    proc = NodeProcess('cl_vision_nodes.ros.pipeline_node',
+    proc = NodeProcess('cl_vision_nodes.ros.vision_pipeline',
                        ['-r', '__ns:=/mono', '-p', 'stereo:=false', '-p',
                         'disparity.enabled:=false'])
     try:
