@@ -25,3 +25,14 @@ def setup_executables() -> list[str]:
     nodes = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
                  and any(getattr(t, 'id', None) == 'NODES' for t in node.targets))
     return [*ast.literal_eval(nodes), 'cl-vision']
+
+
+def flat(params: dict, prefix: str = '') -> dict:
+    """Return YAML parameters with nested namespaces as dotted names, as rcl reads them."""
+    names = {}
+    for key, value in params.items():
+        if isinstance(value, dict):
+            names.update(flat(value, f'{prefix}{key}.'))
+        else:
+            names[f'{prefix}{key}'] = value
+    return names

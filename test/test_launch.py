@@ -28,7 +28,7 @@ import xml.etree.ElementTree as ET
 from cl_vision_nodes.ros.allocator import SETTINGS
 from cl_vision_nodes.schemas import NODE_SCHEMAS
 from cl_vision_nodes.tools.gen_config import config_files
-from packageutil import setup_executables
+from packageutil import flat, setup_executables
 import pytest
 import yaml
 
@@ -64,17 +64,6 @@ def launch_nodes(path: Path):
                  if p.get('from')]
         names = [p.get('name') for p in node.findall('param') if p.get('name')]
         yield node, files, names
-
-
-def flat(params: dict, prefix: str = '') -> dict:
-    """Return YAML parameters with nested namespaces as dotted names, as rcl reads them."""
-    names = {}
-    for key, value in params.items():
-        if isinstance(value, dict):
-            names.update(flat(value, f'{prefix}{key}.'))
-        else:
-            names[f'{prefix}{key}'] = value
-    return names
 
 
 @pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)

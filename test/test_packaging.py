@@ -20,7 +20,7 @@ import sys
 
 from cl_vision_nodes.schemas import NODE_SCHEMAS
 from cl_vision_nodes.tools.gen_config import config_files, expected_files
-from packageutil import setup_executables
+from packageutil import flat, setup_executables
 import pytest
 from rosutil import REPO
 import yaml
@@ -86,7 +86,7 @@ def test_config_yaml_holds_exactly_the_declared_parameters(path):
     (key, section), = doc.items()
     assert key == '/**'  # any namespace, any node name
     schema, _ = config_files(REPO)[path]
-    params = section['ros__parameters']
+    params = flat(section['ros__parameters'])
     assert set(params) == set(schema.specs)
     for name, value in params.items():
         assert type(value) is schema.specs[name].type, name
