@@ -65,7 +65,7 @@ def test_flow_truth_maps_each_frame_onto_the_next(drive):
 def test_disparity_truth_maps_the_left_view_onto_the_right(drive):
     for frame in drive.frames:
         score = quality.disparity_photometric_error(frame.left, frame.right, frame.disparity)
-        assert score.error < 5.0, score  # measured 3.7 to 3.9: the real pair's own differences
+        assert score.error < 5.0, score  # measured 3.5 to 3.9: the real pair's own differences
         assert score.unwarped > 3 * score.error
         off = quality.disparity_photometric_error(frame.left, frame.right, frame.disparity + 2)
         assert off.error > 2 * score.error
@@ -89,10 +89,17 @@ def test_first_disparity_is_scikit_images_ground_truth(drive):
 def test_the_motion_is_a_turn_forward_with_parallax(drive):
     flow = drive.frames[1].flow
     u, v = flow[..., 0], flow[..., 1]
-    assert np.nanmedian(np.hypot(u, v)) > 2.5  # px per frame: far from a still scene
-    assert np.nanmedian(u) < -2.5  # turning right: the scene moves left
+    assert np.nanmedian(np.hypot(u, v)) > 3.0  # px per frame (4.3 measured): not a still scene
+    assert np.nanmedian(u) < -3.0  # turning right: the scene moves left
     assert np.nanmedian(v[-60:]) - np.nanmedian(v[:60]) > 1.0  # forward: spreads from the middle
-    assert np.nanstd(u) > 0.5  # nearer points move more: the flow shows the scene's depth
+    # Parallax: nearer points move differently, so no affine field explains the flow (a turn
+    # about the camera, or a plane far away, would leave about 0; measured 0.42 px).
+    known = np.isfinite(u)
+    y, x = np.nonzero(known)
+    design = np.stack([np.ones(len(x)), x, y], axis=1)
+    residual = [w[known] - design @ np.linalg.lstsq(design, w[known], rcond=None)[0]
+                for w in (u, v)]
+    assert np.sqrt(np.mean(residual[0] ** 2 + residual[1] ** 2)) > 0.3
     assert all(np.nanmax(f.disparity) < 64 for f in drive.frames)  # the demo's disp_max
 
 

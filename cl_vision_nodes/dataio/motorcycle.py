@@ -32,9 +32,11 @@ background beside it where the left camera does not see.
 
 The rig. A virtual rectified pair of focal ``scale * f`` and baseline B with the principal point
 at the image centre; its view covers ``SOURCE_VIEW`` source pixels around the source principal
-point (``scale`` = the output size over that). Frame k has turned right by k * ``yaw_deg`` about
-the vertical axis and has driven ``forward_m`` along its heading between frames, as a car does
-through a bend. The right camera sits at B along the left camera's x axis, so the disparity of a
+point (``scale`` = the output size over that). Between frames it drives ``forward_m`` along its
+heading and turns right by ``yaw_deg`` about a vertical axis ``pivot_m`` behind the left camera,
+as a camera on the front of a car turns about the rear axle through a bend: the turn moves the
+camera sideways too, so near and far points move differently (parallax) besides the rotation's
+shift of the whole view. The right camera sits at B along the left camera's x axis, so the disparity of a
 point at depth Z is ``scale * f * B / Z`` and ``x_R = x_L - d``. Left views are rendered from the
 left source, right views from the right source: the pair shows the real left/right differences
 (exposure, specularities) that a matcher meets.
@@ -54,7 +56,9 @@ four pixels around it known, and its depth within ``VISIBLE_DEPTH`` (relative) o
 frame k + 1 shows there (otherwise it is occluded). The disparity is the same correspondence into
 the right view of the same frame. Warping frame k + 1 by the flow reproduces frame k to about
 1.3 grey levels at 320x240 (bilinear resampling); the right view by the disparity reproduces the
-left to about 4 (the real pair's own differences).
+left to about 4 (the real pair's own differences). Consecutive frames differ by the motion and
+resampling only, without a camera's noise or exposure changes, which makes flow easier than in
+real video.
 """
 from __future__ import annotations
 
@@ -71,8 +75,9 @@ SOURCE_DOFFS_PX = 31.086  # principal point x of the right view minus that of th
 BASELINE_M = 0.193001
 SOURCE_VIEW = (400.0, 533.0)  # (height, width) in source pixels the virtual camera covers
 FORWARD_M = 0.025
-YAW_DEG = 0.3
-MAX_FRAMES = 20  # the view turns by 5.7 degrees, 99 of the 164 source px right of it
+YAW_DEG = 0.2
+PIVOT_M = 3.0
+MAX_FRAMES = 20  # the view turns by 3.8 degrees, 66 of the 164 source px right of it
 CONVERGED_PX = 0.01
 VISIBLE_DEPTH = 0.01
 _ITERATIONS = 6
@@ -291,7 +296,7 @@ def _uint8(image: np.ndarray) -> np.ndarray:
 
 
 def sequence(n_frames: int, height: int = 240, width: int = 320, *, forward_m: float = FORWARD_M,
-             yaw_deg: float = YAW_DEG) -> Sequence:
+             yaw_deg: float = YAW_DEG, pivot_m: float = PIVOT_M) -> Sequence:
     """
     Render ``n_frames`` stereo frames of the drive through the Motorcycle scene (module docstring).
 
@@ -325,5 +330,6 @@ def sequence(n_frames: int, height: int = 240, width: int = 320, *, forward_m: f
         frames.append(StereoFrame(_uint8(left.image), _uint8(right.image),
                                   disparity.astype(np.float32), flow))
         previous = left
-        centre = centre + rotation[:, 2] * forward_m
+        pivot = centre + rotation[:, 2] * (forward_m - pivot_m)
+        centre = pivot + _yaw((k + 1) * yaw_deg)[:, 2] * pivot_m
     return Sequence(frames, focal, BASELINE_M)
