@@ -21,6 +21,7 @@ rosbags with exact ground truth.
 from __future__ import annotations
 
 from bagutil import pixels, read_bag, ReadBag, stamp_ns
+from cl_vision_nodes.dataio import motorcycle
 from cl_vision_nodes.dataio.formats import (read_flo, read_homography, read_image,
                                             read_kitti_disparity, read_kitti_flow,
                                             read_scaled_disparity_png, write_kitti_disparity,
@@ -230,6 +231,25 @@ def test_synthetic_stereo_pans_over_one_scene(tmp_path):
     assert right_baseline(bag) == pytest.approx(layout.DEFAULT_BASELINE_M)
 
 
+def test_motorcycle_drive_with_its_rig_and_truth(tmp_path):
+    bag, stdout = make_bag(tmp_path, 'motorcycle:3:60x80')
+    assert 'Middlebury Motorcycle drive, 3 frames at 10 Hz' in stdout
+    assert bag.counts() == {**dict.fromkeys(STEREO, 3), layout.GT_DISPARITY: 3,
+                            layout.GT_FLOW: 2}  # no homography: a 3-D scene has none
+    assert_consistent_frames(bag)
+    drive = motorcycle.sequence(3, 60, 80)
+    for k, frame in enumerate(drive.frames):
+        np.testing.assert_array_equal(pixels(bag.messages[layout.LEFT_IMAGE][k][1]), frame.left)
+        np.testing.assert_array_equal(pixels(bag.messages[layout.RIGHT_IMAGE][k][1]),
+                                      frame.right)
+        assert_same_truth(pixels(bag.messages[layout.GT_DISPARITY][k][1]), frame.disparity)
+    for k, (_, truth) in enumerate(bag.messages[layout.GT_FLOW]):
+        assert_same_truth(pixels(truth), drive.frames[k + 1].flow)
+    assert bag.stamps(layout.GT_FLOW) == bag.stamps(layout.LEFT_IMAGE)[1:]
+    assert bag.messages[layout.LEFT_INFO][0][1].p[0] == pytest.approx(drive.focal_px)
+    assert right_baseline(bag) == pytest.approx(motorcycle.BASELINE_M)
+
+
 # --- bad input ---------------------------------------------------------------------------------
 
 
@@ -240,6 +260,9 @@ def test_synthetic_stereo_pans_over_one_scene(tmp_path):
     ('synthetic:flow:1:32x32', [], 'needs at least 2 frames'),
     ('synthetic:flow:2:32x32', ['--rate', '0'], "argument --rate: must be > 0, got '0'"),
     ('synthetic:flow:2:32x32', ['EXISTS'], 'exists already, not overwriting'),
+    ('motorcycle:8', [], 'expected motorcycle or motorcycle:FRAMES:HxW'),
+    ('motorcycle:30:240x320', [], 'the motorcycle sequence has 2..20 frames'),
+    ('motorcycle:2:480x640', [], 'the motorcycle sequence is 16x16 to 400x533 pixels'),
 ])
 def test_bad_input_one_line_exit_2(tmp_path, source, extra, words):
     (tmp_path / 'NOTHING').mkdir()

@@ -35,7 +35,13 @@ DATASET is a folder whose layout is recognised from its files, or a generated se
 - ``synthetic:stereo:FRAMES:HxW``: a stereo rig panning right by 2 px per frame over a
   ``dataio.synthetic.stereo_pair`` scene (windows of one wide pair, so every frame has exact
   disparity, flow (-2, 0) and homography ground truth).
-Both synthetic kinds are deterministic for a given ``--seed``.
+- ``motorcycle`` or ``motorcycle:FRAMES:HxW`` (default 12 frames of 240x320): scikit-image's
+  Middlebury 2014 Motorcycle pair rendered into a drive through the scene, forward and turning
+  right (``dataio.motorcycle``): real images with exact disparity and flow ground truth from the
+  scene's depth, and the rig's focal length and baseline in camera_info. No homography: a 3-D
+  scene seen from a moving camera has none (SURF repeatability takes the flow as correspondence:
+  ``tools.quality.flow_repeatability``). A folder called ``motorcycle`` is ``./motorcycle``.
+Both synthetic kinds are deterministic for a given ``--seed``; the motorcycle drive has no seed.
 """
 from __future__ import annotations
 
@@ -60,6 +66,9 @@ SYNTHETIC_PREFIX = 'synthetic:'
 SYNTHETIC_STEREO_PAN_PX = 2
 SYNTHETIC_MAX_DISPARITY = 16.0
 SYNTHETIC_MAX_PIXELS = 10**8  # frames x height x width: a sequence is generated in memory (~1 GB)
+MOTORCYCLE = 'motorcycle'
+MOTORCYCLE_FRAMES = 12
+MOTORCYCLE_SIZE = (240, 320)
 
 
 @dataclass(frozen=True)
@@ -243,14 +252,36 @@ def parse_synthetic(spec: str, seed: int) -> Dataset:
     return SYNTHETIC[kind](frames, height, width, seed)
 
 
+def motorcycle(n_frames: int = MOTORCYCLE_FRAMES, height: int = MOTORCYCLE_SIZE[0],
+               width: int = MOTORCYCLE_SIZE[1]) -> Dataset:
+    """dataio.motorcycle's drive: stereo frames with disparity and flow truth, no homography."""
+    from cl_vision_nodes.dataio.motorcycle import sequence
+    drive = sequence(n_frames, height, width)
+    frames = (Frame(f.left, f.right, f.disparity, f.flow) for f in drive.frames)
+    return Dataset('Middlebury Motorcycle drive', StereoCamera(drive.focal_px, drive.baseline_m),
+                   frames)
+
+
+def parse_motorcycle(spec: str) -> Dataset:
+    match = re.fullmatch(rf'{MOTORCYCLE}(?::(\d+):(\d+)x(\d+))?', spec)
+    if not match:
+        raise DataFormatError(f'{spec!r}: expected {MOTORCYCLE} or {MOTORCYCLE}:FRAMES:HxW, e.g. '
+                              f'{MOTORCYCLE}:12:240x320')
+    if match.group(1) is None:
+        return motorcycle()
+    return motorcycle(*(int(g) for g in match.groups()))
+
+
 def open_dataset(source: str, disparity_scale: float = 1.0, seed: int = 0) -> Dataset:
     """
-    Open the data set named by ``source`` (a folder or a synthetic spec).
+    Open the data set named by ``source`` (a folder, a synthetic spec or the motorcycle drive).
 
-    Its kind is told by its files' layout.
+    A folder's kind is told by its files' layout.
     """
     if source.startswith(SYNTHETIC_PREFIX):
         return parse_synthetic(source, seed)
+    if source == MOTORCYCLE or source.startswith(f'{MOTORCYCLE}:'):
+        return parse_motorcycle(source)
     root = Path(source)
     if not root.is_dir():
         raise DataFormatError(f'{root}: no such folder')
@@ -381,7 +412,8 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser('make-bag', help='convert a data set with ground truth to a rosbag2',
                             description=__doc__.strip().split('\n\n')[0])
-    parser.add_argument('dataset', help='data set folder, or synthetic:{flow,stereo}:FRAMES:HxW')
+    parser.add_argument('dataset', help='data set folder, synthetic:{flow,stereo}:FRAMES:HxW, or '
+                                        'motorcycle[:FRAMES:HxW]')
     parser.add_argument('--out', required=True, type=output_folder, help='bag folder to create')
     parser.add_argument('--storage', choices=['mcap', 'sqlite3'], default='mcap')
     parser.add_argument('--rate', type=positive_number, default=10.0,
