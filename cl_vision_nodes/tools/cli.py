@@ -28,7 +28,8 @@ from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.ros.allocator import configure_allocator
 from cl_vision_nodes.tools import (demo, disparity_cli, doctor, evaluate, flow_cli, make_bag,
                                    rectify_cli, replay, surf_cli)
-from cl_vision_nodes.tools.cli_common import add_device_option, integer_in
+from cl_vision_nodes.tools.cli_common import (add_device_option, integer_in, output_file,
+                                              positive_number)
 
 EXIT_BAD_INPUT = 2
 
@@ -67,7 +68,31 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.what in ('elas', 'all'):
         from cl_vision_nodes.tools import bench_elas
         bench_elas.main(args)
+    if args.what == 'transport':
+        from cl_vision_nodes.tools import transport_floor
+        transport_floor.bench(args)
+    if args.what == 'node':
+        from cl_vision_nodes.tools import bench_node
+        bench_node.main(args)
     return 0
+
+
+def frame_sizes(text: str) -> list[tuple[int, int]]:
+    """Parse ``640x480,1280x720`` (argparse type): frame sizes, width first."""
+    sizes = []
+    for item in text.split(','):
+        width, x, height = item.strip().partition('x')
+        if not (x and width.isdigit() and height.isdigit() and int(width) >= 16
+                and int(height) >= 16):
+            raise argparse.ArgumentTypeError(f'expected WIDTHxHEIGHT[,WIDTHxHEIGHT...] of at '
+                                             f'least 16x16, got {text!r}')
+        sizes.append((int(width), int(height)))
+    return sizes
+
+
+def names(text: str) -> list[str]:
+    """Parse a comma-separated list (argparse type)."""
+    return [n.strip() for n in text.split(',') if n.strip()]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,13 +104,36 @@ def build_parser() -> argparse.ArgumentParser:
     devices.set_defaults(run=cmd_devices)
 
     bench = sub.add_parser('bench', help='benchmarks with same-run comparisons')
-    bench.add_argument('what', choices=['conversion', 'flow', 'surf', 'elas', 'all'])
+    bench.add_argument('what', choices=['conversion', 'flow', 'surf', 'elas', 'all', 'node',
+                                        'transport'],
+                       help='node: latency of the nodes over DDS against compute and transport '
+                            'floor; transport: the floor under allocator and Fast DDS settings '
+                            '(neither is part of all)')
     bench.add_argument('--repeats', type=integer_in(1), default=20, help='timed runs per case')
     bench.add_argument('--image', help='surf: resize this image instead of a generated texture')
     bench.add_argument('--left', help='elas: left image of a rectified pair (with --right)')
     bench.add_argument('--right', help='elas: right image of the pair')
     bench.add_argument('--preset', choices=['robotics', 'middlebury'], default='robotics',
                        help='elas: libelas setting')
+    bench.add_argument('--sizes', type=frame_sizes, default=[(640, 480), (1280, 720)],
+                       help='node, transport: frame sizes (default 640x480,1280x720)')
+    bench.add_argument('--frames', type=integer_in(1), help='node, transport: measured frames '
+                       'per case after the warm-up (default 30 for node, 100 for transport)')
+    bench.add_argument('--nodes', type=names, default=None,
+                       help='node: comma-separated nodes (default: every one)')
+    bench.add_argument('--encodings', type=names, default=['32FC2', 'bgr8'],
+                       help='transport: image encodings (default 32FC2,bgr8)')
+    bench.add_argument('--variants', type=names, default=[],
+                       help='transport: Fast DDS profile variants beside the allocator '
+                            'comparison (names in transport_floor.VARIANTS; "all" for every one)')
+    bench.add_argument('--rate', type=positive_number, default=30.0,
+                       help='transport: images per second')
+    bench.add_argument('--timeout', type=positive_number, default=120.0,
+                       help='node, transport: seconds to wait for processes to connect and for '
+                            'each answer (the first includes kernel builds)')
+    bench.add_argument('--domain-id', type=integer_in(0, 232),
+                       help='node, transport: ROS_DOMAIN_ID (default: a random one)')
+    bench.add_argument('--json', type=output_file, help='node, transport: write the rows here')
     add_device_option(bench)
     bench.set_defaults(run=cmd_bench)
 

@@ -1,0 +1,330 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+`cl-vision bench node`: a node's latency through real DDS, against its compute and the floor.
+
+Per node and frame size, with and without its visual topics subscribed: a publisher process
+sends generated frames (a synthetic stereo scene, two frames alternating, so flow sees motion)
+to the node process, node defaults, and a subscriber process takes its answers raw
+(tools/transport_floor.py). Frames go in lockstep: the next one once every subscribed output of
+the previous one arrived, so nothing queues; warm-up frames (kernel builds, a flow node's first
+frame of a size) are not counted. Latency: the publish of a frame's first input message to the
+subscriber's callback for its last answer.
+
+In the same run, after the node stopped: the transport floor, the same input messages and the
+node's own last answers (same sizes) sent publisher -> subscriber without a node, floor = p50 of
+the inputs + p50 of the answers; then the compute time, the algorithm timed in this process on
+the same device as `cl-vision bench flow/surf/elas` time it (mean ms, upload and download
+included). Overhead = latency - compute - floor: what the node adds (message conversion, the
+executor, visual topics drawn on the host).
+
+Nodes are data: BENCH_NODES names evaluate.NODE_SPECS entries with their parameters and their
+in-process compute, so another node is one more entry.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict, dataclass
+import json
+import math
+import os
+from pathlib import Path
+import random
+import tempfile
+import time
+from typing import Callable
+
+from cl_vision_nodes.errors import CLVisionError, ParameterError
+from cl_vision_nodes.opencl.runtime import ClRuntime
+from cl_vision_nodes.params import Value
+from cl_vision_nodes.ros.allocator import configure_allocator
+from cl_vision_nodes.tools import bag_layout as layout
+from cl_vision_nodes.tools.bench_timing import time_ms
+from cl_vision_nodes.tools.evaluate import (node_environment, node_parameters, NODE_SPECS,
+                                            NodeSpec, start_node, stop_nodes)
+from cl_vision_nodes.tools.make_bag import Frame, MessageFactory, synthetic_stereo
+from cl_vision_nodes.tools.transport_floor import Link, Message
+
+FRAMES = 30
+WARMUP = 3
+COMPUTE_REPEATS = 20
+FIRST_FRAME_SETTLE_S = 0.5  # a node that answers from the second frame takes the first meanwhile
+FLOOR_PREFIX = '/cl_vision_floor'
+VISUAL_TOPICS = frozenset({layout.FLOW_COLOR_OUTPUT, layout.KEYPOINTS_IMAGE_OUTPUT,
+                           layout.DISPARITY_COLOR_OUTPUT})
+
+Prepare = Callable[[ClRuntime], Callable[[], object]]
+
+
+def flow_compute(parameters: dict[str, Value], frames: list[Frame]) -> Prepare:
+    from cl_vision_nodes.imaging.encodings import gray_to_raw
+    from cl_vision_nodes.tools.bench_flow import streaming
+    return streaming(str(parameters['method']), [gray_to_raw(f.left) for f in frames])
+
+
+def surf_compute(parameters: dict[str, Value], frames: list[Frame]) -> Prepare:
+    from cl_vision_nodes.imaging.encodings import gray_to_raw
+    from cl_vision_nodes.tools.bench_surf import extraction
+    return extraction(parameters, gray_to_raw(frames[0].left))
+
+
+def disparity_compute(parameters: dict[str, Value], frames: list[Frame]) -> Prepare:
+    from cl_vision_nodes.tools.bench_elas import matching
+    return matching(str(parameters.get('preset', 'robotics')), frames[0].left, frames[0].right)
+
+
+@dataclass(frozen=True)
+class BenchNode:
+    """
+    A node the bench runs.
+
+    ``spec`` names its evaluate.NODE_SPECS entry (process, namespace, inputs, outputs), beside
+    the node parameters that differ from the defaults and the in-process compute of the same
+    work (parameters, the two frames -> a prepare function as bench_timing.device_stages takes).
+    """
+
+    key: str
+    spec: str
+    parameters: dict[str, Value]
+    compute: Callable[[dict[str, Value], list[Frame]], Prepare]
+
+
+BENCH_NODES = {node.key: node for node in (
+    BenchNode('flow', 'flow', {'method': 'hs'}, flow_compute),
+    BenchNode('surf', 'surf', {}, surf_compute),
+    BenchNode('disparity', 'disparity', {}, disparity_compute),
+)}
+
+
+@dataclass
+class NodeRow:
+    """One line of the table: a node at a size, visual topics subscribed or not."""
+
+    node: str
+    size: str
+    visuals: bool
+    latency_p50_ms: float
+    latency_p90_ms: float
+    answered: int
+    unanswered: int
+    floor_in_ms: float = math.nan
+    floor_out_ms: float = math.nan
+    compute_ms: float = math.nan
+    input_bytes: int = 0
+    output_bytes: int = 0
+
+    @property
+    def floor_ms(self) -> float:
+        return self.floor_in_ms + self.floor_out_ms
+
+    @property
+    def overhead_ms(self) -> float:
+        return self.latency_p50_ms - self.compute_ms - self.floor_ms
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), 'floor_ms': self.floor_ms, 'overhead_ms': self.overhead_ms}
+
+
+@dataclass(frozen=True)
+class Scene:
+    """The two frames of one size and their input messages per node input topic."""
+
+    width: int
+    height: int
+    frames: list[Frame]
+    messages: list[dict[str, Message]]  # per frame: topic -> message
+
+    @property
+    def size(self) -> str:
+        return f'{self.width}x{self.height}'
+
+    def inputs(self, spec: NodeSpec, frame: int, prefix: str = '') -> list[Message]:
+        return [Message(prefix + t, m.msgtype, m.data) for t, m in self.messages[frame].items()
+                if t in spec.inputs]
+
+
+def make_scene(width: int, height: int) -> Scene:
+    """Render two frames of a stereo scene panning by 2 px, with camera infos, as CDR."""
+    from rosbags.typesys import get_typestore, Stores
+    dataset = synthetic_stereo(2, height, width, seed=0)
+    typestore = get_typestore(Stores.ROS2_KILTED)
+    factory = MessageFactory(typestore, dataset.camera)
+    frames = list(dataset.frames)
+    messages = []
+    for frame in frames:
+        messages.append({topic: Message(topic, layout.INPUT_TYPES[topic], bytes(
+            typestore.serialize_cdr(msg, layout.INPUT_TYPES[topic])))
+            for topic, msg in factory.frame_messages(frame, layout.START_NS)})
+    return Scene(width, height, frames, messages)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every node of the run shares."""
+
+    frames: int
+    timeout_s: float
+    env: dict[str, str]
+    workdir: Path
+    device: str
+
+
+def outputs_of(spec: NodeSpec, visuals: bool) -> dict[str, str]:
+    return {t: m for t, m in spec.outputs.items() if visuals or t not in VISUAL_TOPICS}
+
+
+def run_node(bench: BenchNode, scenes: list[Scene],
+             settings: Settings) -> tuple[list[NodeRow], dict[tuple[str, bool], dict]]:
+    """
+    Measure one node process at every size, without then with its visual topics.
+
+    Returns the rows and the node's last answers per (size, visuals), for the floor.
+    """
+    spec = NODE_SPECS[bench.spec]
+    assignments = [f'{spec.key}.{name}={value}' for name, value in bench.parameters.items()]
+    parameters = node_parameters([spec], assignments, settings.device)[spec.key]
+    logs = settings.workdir / bench.key
+    logs.mkdir(parents=True)
+    node = start_node(spec, parameters, logs, settings.env)
+    rows, answers = [], {}
+    try:
+        for visuals in (False, True):
+            outputs = outputs_of(spec, visuals)
+            expected = set(outputs)
+            sets = {f'{s.size} {k}': s.inputs(spec, k) for s in scenes for k in (0, 1)}
+            link = Link(sets, outputs, logs / f'visuals_{visuals}', settings.env)
+            try:
+                link.wait_ready(settings.timeout_s, [node])
+                for scene in scenes:
+                    names = [f'{scene.size} 0', f'{scene.size} 1']
+                    if spec.needs_previous_frame:
+                        link.send(names[1])
+                        time.sleep(FIRST_FRAME_SETTLE_S)
+                    warmup = link.lockstep(names, WARMUP, expected, settings.timeout_s, [node])
+                    if not warmup.latency_ms:
+                        raise CLVisionError(f'{bench.key} answered none of {WARMUP} warm-up '
+                                            f'frames at {scene.size} (log: {node.log})')
+                    series = link.lockstep(names, settings.frames, expected, settings.timeout_s,
+                                           [node])
+                    answers[scene.size, visuals] = link.save(
+                        logs / f'answers_{scene.size}_{visuals}', names[0], expected,
+                        settings.timeout_s, [node])
+                    rows.append(NodeRow(
+                        bench.key, scene.size, visuals, series.p(50), series.p(90),
+                        len(series.latency_ms), series.lost,
+                        input_bytes=sum(len(m.data) for m in scene.inputs(spec, 0)),
+                        output_bytes=sum(map(len, answers[scene.size, visuals].values()))))
+                    print(f'  {bench.key} {scene.size} visuals {"yes" if visuals else "no"}: '
+                          f'latency p50 {series.p(50):.2f} ms', flush=True)
+            finally:
+                link.close()
+    finally:
+        stop_nodes([node])
+    return rows, answers
+
+
+def measure_floor(bench: BenchNode, scenes: list[Scene], rows: list[NodeRow],
+                  answers: dict[tuple[str, bool], dict], settings: Settings) -> None:
+    """Send the node's inputs and its answers publisher -> subscriber; fill the rows' floor."""
+    spec = NODE_SPECS[bench.spec]
+    sets = {}
+    for scene in scenes:
+        sets[f'{scene.size} in'] = scene.inputs(spec, 0, FLOOR_PREFIX)
+        for visuals in (False, True):
+            sets[f'{scene.size} out {visuals}'] = [
+                Message(FLOOR_PREFIX + t, spec.outputs[t], data)
+                for t, data in answers[scene.size, visuals].items()]
+    topics = {m.topic: m.msgtype for messages in sets.values() for m in messages}
+    link = Link(sets, topics, settings.workdir / bench.key / 'floor', settings.env)
+    try:
+        link.wait_ready(settings.timeout_s)
+        floor = {}
+        for name, messages in sets.items():
+            expected = {m.topic for m in messages}
+            link.lockstep([name], WARMUP, expected, settings.timeout_s)
+            floor[name] = link.lockstep([name], settings.frames, expected,
+                                        settings.timeout_s).p(50)
+    finally:
+        link.close()
+    for row in rows:
+        row.floor_in_ms = floor[f'{row.size} in']
+        row.floor_out_ms = floor[f'{row.size} out {row.visuals}']
+
+
+def measure_compute(bench: BenchNode, scenes: list[Scene], rows: list[NodeRow],
+                    runtime: ClRuntime) -> None:
+    """Time the node's algorithm in this process; fill the rows' compute (mean ms)."""
+    spec = NODE_SPECS[bench.spec]
+    parameters = {**spec.schema.defaults(), **bench.parameters}
+    for scene in scenes:
+        mean_ms, _ = time_ms(bench.compute(parameters, scene.frames)(runtime), COMPUTE_REPEATS)
+        for row in rows:
+            if row.size == scene.size:
+                row.compute_ms = mean_ms
+
+
+def format_table(rows: list[NodeRow]) -> str:
+    lines = [f'{"node":<10} {"size":>9} {"visuals":>7} {"latency p50":>11} {"compute":>8} '
+             f'{"floor":>7} {"overhead":>8}   {"p90":>7} {"answered":>8} {"in MB":>6} '
+             f'{"out MB":>6}']
+    for r in rows:
+        lines.append(f'{r.node:<10} {r.size:>9} {"yes" if r.visuals else "no":>7} '
+                     f'{r.latency_p50_ms:>11.2f} {r.compute_ms:>8.2f} {r.floor_ms:>7.2f} '
+                     f'{r.overhead_ms:>8.2f}   {r.latency_p90_ms:>7.2f} '
+                     f'{f"{r.answered}/{r.answered + r.unanswered}":>8} '
+                     f'{r.input_bytes / 1e6:>6.2f} {r.output_bytes / 1e6:>6.2f}')
+    return '\n'.join(lines)
+
+
+def select(names: list[str] | None) -> list[BenchNode]:
+    unknown = [n for n in names or () if n not in BENCH_NODES]
+    if unknown:
+        raise ParameterError(f"--nodes: unknown node {', '.join(unknown)}; choose from "
+                             f"{', '.join(BENCH_NODES)}")
+    chosen = [BENCH_NODES[n] for n in names or BENCH_NODES]
+    missing = [b.key for b in chosen if b.spec not in NODE_SPECS or
+               not NODE_SPECS[b.spec].available()]
+    if missing:
+        raise ParameterError(f"--nodes: {', '.join(missing)} not available in this version")
+    return chosen
+
+
+def run(args: argparse.Namespace) -> list[NodeRow]:
+    nodes = select(args.nodes)
+    domain_id = random.randint(1, 101) if args.domain_id is None else args.domain_id
+    runtime = ClRuntime(args.device)
+    print(f'Node latency through DDS, lockstep, {args.frames or FRAMES} frames after {WARMUP} '
+          f'warm-up; device {runtime.entry.name}; {os.cpu_count()} CPUs; ROS domain '
+          f'{domain_id}; {configure_allocator().line()}', flush=True)
+    scenes = [make_scene(width, height) for width, height in args.sizes]
+    rows: list[NodeRow] = []
+    with tempfile.TemporaryDirectory(prefix='cl_vision_bench_node_') as tmp:
+        settings = Settings(args.frames or FRAMES, args.timeout, node_environment(domain_id),
+                            Path(tmp), args.device)
+        for bench in nodes:
+            node_rows, answers = run_node(bench, scenes, settings)
+            measure_floor(bench, scenes, node_rows, answers, settings)
+            measure_compute(bench, scenes, node_rows, runtime)
+            rows += node_rows
+    return rows
+
+
+def main(args: argparse.Namespace) -> None:
+    rows = run(args)
+    print('overhead = latency p50 - compute (in-process mean) - floor (p50 inputs + p50 answers '
+          'publisher -> subscriber); ms')
+    print(format_table(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.as_dict() for r in rows], indent=2) + '\n')

@@ -1,0 +1,680 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Transport floor: what DDS alone costs to carry a frame's messages from one process to another.
+
+A publisher process and a subscriber process (``python -m cl_vision_nodes.tools.transport_floor
+publish|subscribe``) are driven by the calling process over their stdin and stdout. The
+publisher sends named sets of stored CDR messages, each set under one fresh header stamp; the
+subscriber takes every message raw (no Python deserialisation) and reports each arrival. The
+latency of a set runs from the publisher's clock just before its first publish to the
+subscriber's callback for its last message: when a consumer has it in hand (same host clock).
+The stamp is a sequence number, not the send time itself: writing the time into a message would
+put a copy of it inside the measured interval. Nodes keep their input's stamp on their outputs,
+so `cl-vision bench node` matches a node's answers to the frame sent the same way, with a node
+between the two processes instead of nothing.
+
+Both processes configure the allocator (unless told to keep glibc's defaults) and apply the
+package's Fast DDS profile unless the environment names one, as the nodes do.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+import json
+from pathlib import Path
+import queue
+import resource
+import struct
+import subprocess
+import sys
+import threading
+import time
+from typing import Sequence
+
+from cl_vision_nodes.errors import CLVisionError
+from cl_vision_nodes.ros.allocator import configure_allocator, SETTINGS
+from cl_vision_nodes.ros.dds_profile import use_large_image_profile
+from cl_vision_nodes.tools.evaluate import cdr_stamp
+from cl_vision_nodes.tools.replay import message_class
+import numpy as np
+
+MATCH_SETTLE_S = 0.3  # the other side of a DDS match lands right after ours
+POLL_S = 0.05
+STOP_TIMEOUT_S = 15.0
+FIRST_STAMP_NS = 1_000_000_000  # a zero stamp reads as "unset" to many tools
+LOG_TAIL_LINES = 5
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of a set: its topic, type and serialized CDR (header first)."""
+
+    topic: str
+    msgtype: str
+    data: bytes
+
+
+def with_stamp(data: bytes, stamp_ns: int) -> bytes:
+    """Return CDR bytes whose header stamp is ``stamp_ns`` (the header is the first field)."""
+    order = '<' if data[1] & 1 else '>'
+    sec, nanosec = divmod(stamp_ns, 1_000_000_000)
+    return data[:4] + struct.pack(order + 'iI', sec, nanosec) + data[12:]
+
+
+# --- the two processes -------------------------------------------------------------------------
+
+
+def qos_profile(best_effort: bool, depth: int):
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    return QoSProfile(depth=depth, reliability=(ReliabilityPolicy.BEST_EFFORT if best_effort
+                                                else ReliabilityPolicy.RELIABLE))
+
+
+def start_ros(default_allocator: bool):
+    """Configure the process as the package's processes are, then init rclpy."""
+    if not default_allocator:
+        configure_allocator()
+    use_large_image_profile()
+    import rclpy
+    rclpy.init()
+    return rclpy
+
+
+def say(line: str) -> None:
+    sys.stdout.write(line + '\n')
+    sys.stdout.flush()
+
+
+def publisher_process(args: argparse.Namespace) -> int:
+    """
+    Publish message sets on command.
+
+    Commands on stdin: ``send SET STAMP``, and ``pace SET COUNT PERIOD_NS FIRST_STAMP`` for
+    sets at a rate. Prints ``ready`` once every topic has a subscriber, ``sent STAMP NS`` per
+    set.
+    """
+    manifest = json.loads(Path(args.manifest).read_text())
+    rclpy = start_ros(args.default_allocator)
+    node = rclpy.create_node('cl_vision_floor_publisher')
+    qos = qos_profile(args.best_effort, args.depth)
+    publishers = {topic: node.create_publisher(message_class(msgtype), topic, qos)
+                  for topic, msgtype in manifest['topics'].items()}
+    sets = {name: [(publishers[topic], Path(path).read_bytes()) for topic, path in entries]
+            for name, entries in manifest['sets'].items()}
+    while any(p.get_subscription_count() < 1 for p in publishers.values()):
+        time.sleep(POLL_S)
+    time.sleep(MATCH_SETTLE_S)
+    say('ready')
+
+    def send(name: str, stamp: int) -> None:
+        stamped = [(publisher, with_stamp(data, stamp)) for publisher, data in sets[name]]
+        sent = time.time_ns()
+        for publisher, data in stamped:
+            publisher.publish(data)
+        say(f'sent {stamp} {sent}')
+
+    for line in sys.stdin:
+        command, name, *numbers = line.split()
+        if command == 'send':
+            send(name, int(numbers[0]))
+        else:  # pace
+            count, period_ns, first = (int(n) for n in numbers)
+            start = time.monotonic_ns()
+            for k in range(count):
+                time.sleep(max(0, start + k * period_ns - time.monotonic_ns()) / 1e9)
+                send(name, first + k)
+    node.destroy_node()
+    rclpy.try_shutdown()
+    return 0
+
+
+def subscriber_process(args: argparse.Namespace) -> int:
+    """
+    Take every message raw and print ``arrived TOPIC STAMP RECEIVED_NS DDS_NS BYTES``.
+
+    Prints ``ready`` once every topic has a publisher. Commands on stdin: ``save DIR`` writes the
+    next message of each topic there (then prints ``saved``): no message is held otherwise, as
+    holding the last one would change what the allocator does. End of input ends the process,
+    after ``rss MAX_KB NOW_KB FAULTS`` (resident memory, peak and at the end; minor page faults).
+    """
+    rclpy = start_ros(args.default_allocator)
+    node = rclpy.create_node('cl_vision_floor_subscriber')
+    qos = qos_profile(args.best_effort, args.depth)
+    names = [topic for topic, _ in args.topic]
+    saving: dict[str, Path] = {}
+
+    def arrived(topic: str, data: bytes, info: dict) -> None:
+        now = time.time_ns()
+        say(f'arrived {topic} {cdr_stamp(data)} {now} {info.get("received_timestamp", 0)} '
+            f'{len(data)}')
+        folder = saving.pop(topic, None)
+        if folder is not None:
+            (folder / f'{names.index(topic)}.cdr').write_bytes(data)
+            if not saving:
+                say('saved')
+
+    subscriptions = [node.create_subscription(
+        message_class(msgtype), topic, lambda data, info, t=topic: arrived(t, data, info), qos,
+        raw=True) for topic, msgtype in args.topic]
+    done = threading.Event()
+
+    def commands() -> None:
+        for line in sys.stdin:
+            saving.update(dict.fromkeys(names, Path(line.split(maxsplit=1)[1].strip())))
+        done.set()
+
+    from rclpy.executors import SingleThreadedExecutor
+    executor = SingleThreadedExecutor()  # holds the node, as rclpy.spin in a node process does
+    executor.add_node(node)
+    ready = False
+    threading.Thread(target=commands, daemon=True).start()
+    while not done.is_set():
+        executor.spin_once(timeout_sec=POLL_S)
+        if not ready and all(s.get_publisher_count() >= 1 for s in subscriptions):
+            ready = True
+            say('ready')
+    with open('/proc/self/status') as status:
+        now_kb = next(int(line.split()[1]) for line in status if line.startswith('VmRSS'))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    say(f'rss {usage.ru_maxrss} {now_kb} {usage.ru_minflt}')
+    executor.shutdown()
+    node.destroy_node()
+    rclpy.try_shutdown()
+    return 0
+
+
+# --- driving them ------------------------------------------------------------------------------
+
+
+class Child:
+    """One of the two processes: commands to its stdin, its stdout lines in a queue."""
+
+    def __init__(self, command: list[str], env: dict[str, str], log: Path):
+        self.log = log
+        with log.open('w') as stream:
+            self.process = subprocess.Popen(command, stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=stream, env=env,
+                                            text=True, start_new_session=True)
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.put(line.rstrip('\n'))
+
+    def command(self, text: str) -> None:
+        self.process.stdin.write(text + '\n')
+        self.process.stdin.flush()
+
+    def line(self, timeout_s: float) -> str | None:
+        """Return the next line, or None after ``timeout_s`` (raises if the process died)."""
+        try:
+            return self.lines.get(timeout=timeout_s)
+        except queue.Empty:
+            self.check_alive()
+            return None
+
+    def check_alive(self) -> None:
+        code = self.process.poll()
+        if code is not None and self.lines.empty():
+            tail = self.log.read_text(errors='replace').strip().splitlines()[-LOG_TAIL_LINES:]
+            raise CLVisionError(f'{self.log.stem} exited with code {code}: '
+                                + (' | '.join(tail) or 'no output') + f' (log: {self.log})')
+
+    def expect(self, word: str, timeout_s: float, alive: Sequence = ()) -> list[str]:
+        """
+        Wait for a line starting with ``word``; return its fields (other lines are kept).
+
+        ``alive``: processes (evaluate.NodeProcess) whose death ends the wait.
+        """
+        deadline = time.monotonic() + timeout_s
+        skipped = []
+        try:
+            while time.monotonic() < deadline:
+                for process in alive:
+                    process.check_alive()
+                line = self.line(min(POLL_S * 4, max(deadline - time.monotonic(), 0.0)))
+                if line is None:
+                    continue
+                if line.split()[0] == word:
+                    return line.split()[1:]
+                skipped.append(line)
+        finally:
+            for line in skipped:
+                self.lines.put(line)
+        raise CLVisionError(f'{self.log.stem}: no "{word}" within {timeout_s:g} s '
+                            f'(log: {self.log})')
+
+    def stop(self) -> list[str]:
+        """End its input, wait for it; return its remaining lines."""
+        if self.process.poll() is None:
+            self.process.stdin.close()
+            try:
+                self.process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        remaining = []
+        while not self.lines.empty():
+            remaining.append(self.lines.get())
+        return remaining
+
+
+@dataclass
+class Series:
+    """Latencies of the sets sent: to the last callback and to DDS' reception, and losses."""
+
+    latency_ms: list[float] = field(default_factory=list)
+    dds_ms: list[float] = field(default_factory=list)
+    lost: int = 0
+
+    def p(self, q: float, dds: bool = False) -> float:
+        values = self.dds_ms if dds else self.latency_ms
+        return float(np.percentile(values, q)) if values else float('nan')
+
+    def summary(self) -> dict[str, float | int]:
+        return {'p50_ms': self.p(50), 'p90_ms': self.p(90), 'dds_p50_ms': self.p(50, dds=True),
+                'received': len(self.latency_ms), 'lost': self.lost}
+
+
+@dataclass(frozen=True)
+class Arrival:
+    topic: str
+    stamp: int
+    received_ns: int
+    dds_ns: int
+
+
+class Link:
+    """
+    A publisher process and a subscriber process, with DDS (or a node) between them.
+
+    ``sets`` are what the publisher may send, by name; ``outputs`` what the subscriber takes
+    (topic -> type): the same topics for a floor, a node's outputs when a node sits between.
+    """
+
+    def __init__(self, sets: dict[str, list[Message]], outputs: dict[str, str], workdir: Path,
+                 env: dict[str, str], best_effort: bool = False, depth: int = 5,
+                 default_allocator: bool = False):
+        workdir.mkdir(parents=True, exist_ok=True)
+        topics: dict[str, str] = {}
+        manifest_sets: dict[str, list[tuple[str, str]]] = {}
+        self.set_ids = {name: str(index) for index, name in enumerate(sets)}  # names may hold spaces
+        for name, messages in sets.items():
+            entries = manifest_sets[self.set_ids[name]] = []
+            for k, message in enumerate(messages):
+                path = workdir / f'set{self.set_ids[name]}_{k}.cdr'
+                path.write_bytes(message.data)
+                topics[message.topic] = message.msgtype
+                entries.append((message.topic, str(path)))
+        (workdir / 'manifest.json').write_text(json.dumps({'topics': topics,
+                                                           'sets': manifest_sets}))
+        options = ['--depth', str(depth)] + (['--best-effort'] if best_effort else []) + (
+            ['--default-allocator'] if default_allocator else [])
+        if default_allocator:
+            env = {k: v for k, v in env.items() if k not in {s.variable for s in SETTINGS}}
+        module = [sys.executable, '-m', __name__]
+        self.outputs = outputs
+        self.subscriber = Child(module + ['subscribe', *options] + [
+            arg for topic, msgtype in outputs.items() for arg in ('--topic', topic, msgtype)],
+            env, workdir / 'subscriber.log')
+        self.publisher = Child(module + ['publish', *options, '--manifest',
+                                         str(workdir / 'manifest.json')],
+                               env, workdir / 'publisher.log')
+        self.stamp = FIRST_STAMP_NS
+        self.arrivals: dict[int, list[Arrival]] = {}
+        self.saved = False
+
+    def wait_ready(self, timeout_s: float, alive: Sequence = ()) -> None:
+        """Wait until both processes matched their topics (and a moment more)."""
+        self.subscriber.expect('ready', timeout_s, alive)
+        self.publisher.expect('ready', timeout_s, alive)
+
+    def _take(self, timeout_s: float) -> None:
+        """Move the subscriber's arrival lines into ``arrivals`` (waiting up to ``timeout_s``)."""
+        line = self.subscriber.line(timeout_s)
+        while line is not None:
+            kind, *fields = line.split()
+            if kind == 'arrived':
+                arrival = Arrival(fields[0], int(fields[1]), int(fields[2]), int(fields[3]))
+                self.arrivals.setdefault(arrival.stamp, []).append(arrival)
+            self.saved |= kind == 'saved'
+            try:
+                line = self.subscriber.lines.get_nowait()
+            except queue.Empty:
+                line = None
+
+    def _complete(self, stamp: int, expected: set[str]) -> bool:
+        return expected <= {a.topic for a in self.arrivals.get(stamp, [])}
+
+    def send(self, name: str) -> tuple[int, int]:
+        """Send one set; return its stamp and send time."""
+        stamp, self.stamp = self.stamp, self.stamp + 1
+        self.publisher.command(f'send {self.set_ids[name]} {stamp}')
+        fields = self.publisher.expect('sent', STOP_TIMEOUT_S)
+        return stamp, int(fields[1])
+
+    def wait_for(self, stamp: int, expected: set[str], timeout_s: float,
+                 alive: Sequence = ()) -> bool:
+        """Wait until every expected topic arrived with ``stamp``; ``alive`` are node processes."""
+        deadline = time.monotonic() + timeout_s
+        while not self._complete(stamp, expected):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            for process in alive:
+                process.check_alive()
+            self._take(min(POLL_S, remaining))
+        return True
+
+    def record(self, series: Series, stamp: int, sent_ns: int, expected: set[str]) -> None:
+        got = [a for a in self.arrivals.pop(stamp, []) if a.topic in expected]
+        if {a.topic for a in got} < expected or not got:
+            series.lost += 1
+            return
+        series.latency_ms.append((max(a.received_ns for a in got) - sent_ns) / 1e6)
+        series.dds_ms.append((max(a.dds_ns for a in got) - sent_ns) / 1e6)
+
+    def lockstep(self, names: list[str], count: int, expected: set[str], timeout_s: float,
+                 alive: Sequence = ()) -> Series:
+        """Send ``count`` sets, cycling through ``names``, each once the previous one arrived."""
+        series = Series()
+        for k in range(count):
+            stamp, sent = self.send(names[k % len(names)])
+            self.wait_for(stamp, expected, timeout_s, alive)
+            self.record(series, stamp, sent, expected)
+        return series
+
+    def paced(self, name: str, count: int, rate_hz: float, expected: set[str],
+              linger_s: float = 1.0) -> Series:
+        """Send ``count`` sets at ``rate_hz`` without waiting; late or lost ones are counted."""
+        first = self.stamp
+        self.stamp += count
+        self.publisher.command(f'pace {self.set_ids[name]} {count} {round(1e9 / rate_hz)} '
+                               f'{first}')
+        sent = {}
+        for _ in range(count):
+            fields = self.publisher.expect('sent', STOP_TIMEOUT_S + 1.0 / rate_hz)
+            sent[int(fields[0])] = int(fields[1])
+            self._take(0.0)
+        deadline = time.monotonic() + linger_s
+        while time.monotonic() < deadline and not all(self._complete(s, expected) for s in sent):
+            self._take(POLL_S)
+        series = Series()
+        for stamp, sent_ns in sent.items():
+            self.record(series, stamp, sent_ns, expected)
+        return series
+
+    def save(self, folder: Path, name: str, expected: set[str], timeout_s: float,
+             alive: Sequence = ()) -> dict[str, bytes]:
+        """Send set ``name`` once more and return what arrived on each output topic for it."""
+        folder.mkdir(parents=True, exist_ok=True)
+        self.saved = False
+        self.subscriber.command(f'save {folder}')
+        stamp, _ = self.send(name)
+        if not self.wait_for(stamp, expected, timeout_s, alive):
+            raise CLVisionError(f'no answer to the last {name} within {timeout_s:g} s')
+        self.arrivals.pop(stamp)
+        deadline = time.monotonic() + timeout_s
+        while not self.saved and time.monotonic() < deadline:
+            self._take(POLL_S)
+        if not self.saved:
+            raise CLVisionError(f'the subscriber saved no answer within {timeout_s:g} s '
+                                f'(log: {self.subscriber.log})')
+        topics = list(self.outputs)
+        return {topics[int(p.stem)]: p.read_bytes() for p in folder.glob('*.cdr')}
+
+    def close(self) -> dict[str, int]:
+        """
+        Stop both processes; return the subscriber's memory and page faults.
+
+        Resident kB at its peak and at the end, minor page faults over its life.
+        """
+        self.publisher.stop()
+        rss = next((line.split()[1:] for line in self.subscriber.stop()
+                    if line.startswith('rss ')), None)
+        return dict(zip(('rss_max_kb', 'rss_end_kb', 'page_faults'), map(int, rss or ())))
+
+
+# --- the study: `cl-vision bench transport` ----------------------------------------------------
+
+IMAGE_TYPE = 'sensor_msgs/msg/Image'
+STUDY_SIZES = ((640, 480), (1280, 720))
+STUDY_ENCODINGS = ('32FC2', 'bgr8')
+ENCODING_ARRAYS = {'32FC2': (2, np.float32), 'bgr8': (3, np.uint8), 'mono8': (1, np.uint8),
+                   '32FC1': (1, np.float32)}
+WARMUP = 10
+STUDY_FRAMES = 100
+MIB = 1 << 20
+
+
+def image_message(width: int, height: int, encoding: str, topic: str) -> Message:
+    """Return an Image of random pixels (sensor_msgs CDR, as a camera driver would send)."""
+    from cl_vision_nodes.tools.bag_layout import StereoCamera
+    from cl_vision_nodes.tools.make_bag import MessageFactory
+    from rosbags.typesys import get_typestore, Stores
+    channels, dtype = ENCODING_ARRAYS[encoding]
+    rng = np.random.default_rng(0)
+    shape = (height, width) if channels == 1 else (height, width, channels)
+    pixels = (rng.random(shape, np.float32) if dtype == np.float32
+              else rng.integers(0, 256, shape, np.uint8))
+    typestore = get_typestore(Stores.ROS2_KILTED)
+    factory = MessageFactory(typestore, StereoCamera())
+    msg = factory.image(pixels, encoding, FIRST_STAMP_NS, 'camera')
+    return Message(topic, IMAGE_TYPE, bytes(typestore.serialize_cdr(msg, IMAGE_TYPE)))
+
+
+@dataclass(frozen=True)
+class Variant:
+    """
+    The package's Fast DDS profile, changed in one respect, for the study.
+
+    ``history``, ``data_sharing`` and ``publish_mode`` go into default data_writer/data_reader
+    profiles, which rmw_fastrtps reads only with RMW_FASTRTPS_USE_QOS_FROM_XML=1 (otherwise it
+    forces PREALLOCATED_WITH_REALLOC, data sharing off and asynchronous publishing itself).
+    """
+
+    name: str
+    segment_size: int = 0  # SHM segment bytes (largest message at most half); 0: the profile's
+    history: str = ''  # historyMemoryPolicy
+    data_sharing: str = ''  # AUTOMATIC or OFF
+    publish_mode: str = 'ASYNCHRONOUS'  # rmw_fastrtps' own choice, kept unless studied
+    udp_only: bool = False
+    udp_buffer: int = -1  # UDP socket buffers; -1: the profile's, 0: Fast DDS' default
+    fastdds_defaults: bool = False  # no profile at all
+
+    def from_xml(self) -> bool:
+        return bool(self.history or self.data_sharing)
+
+    def profile(self, base: str) -> str:
+        """Return the profile's XML text."""
+        import xml.etree.ElementTree as ET
+        ns = 'http://www.eprosima.com'
+        ET.register_namespace('', ns)
+        root = ET.fromstring(base)
+        profiles = root.find(f'{{{ns}}}profiles')
+        if self.fastdds_defaults:  # a profile that changes nothing (an empty one is an error)
+            for child in list(profiles):
+                profiles.remove(child)
+            ET.SubElement(ET.SubElement(profiles, f'{{{ns}}}participant', profile_name='defaults',
+                                        is_default_profile='true'), f'{{{ns}}}rtps')
+        for descriptor in root.iter(f'{{{ns}}}transport_descriptor'):
+            kind = descriptor.find(f'{{{ns}}}type').text
+            if kind == 'SHM' and self.segment_size:
+                descriptor.find(f'{{{ns}}}segment_size').text = str(self.segment_size)
+                largest = descriptor.find(f'{{{ns}}}maxMessageSize')  # Fast DDS: <= segment
+                largest.text = str(min(int(largest.text), self.segment_size // 2))
+            if kind == 'UDPv4' and self.udp_buffer >= 0:
+                for tag in ('sendBufferSize', 'receiveBufferSize'):
+                    element = descriptor.find(f'{{{ns}}}{tag}')
+                    if self.udp_buffer:
+                        element.text = str(self.udp_buffer)
+                    else:
+                        descriptor.remove(element)
+        if self.udp_only:
+            for transports in root.iter(f'{{{ns}}}userTransports'):
+                for entry in list(transports):
+                    if entry.text == 'shm_large':
+                        transports.remove(entry)
+        if self.from_xml():
+            for tag in ('data_writer', 'data_reader'):
+                endpoint = ET.SubElement(profiles, f'{{{ns}}}{tag}',
+                                         profile_name=f'study_{tag}', is_default_profile='true')
+                qos = ET.SubElement(endpoint, f'{{{ns}}}qos')
+                if tag == 'data_writer':
+                    mode = ET.SubElement(ET.SubElement(qos, f'{{{ns}}}publishMode'),
+                                         f'{{{ns}}}kind')
+                    mode.text = self.publish_mode
+                sharing = ET.SubElement(ET.SubElement(qos, f'{{{ns}}}data_sharing'),
+                                        f'{{{ns}}}kind')
+                sharing.text = self.data_sharing or 'OFF'
+                ET.SubElement(endpoint, f'{{{ns}}}historyMemoryPolicy').text = (
+                    self.history or 'PREALLOCATED_WITH_REALLOC')
+        return ET.tostring(root, encoding='unicode')
+
+
+VARIANTS = {v.name: v for v in (
+    Variant('package'),
+    Variant('fastdds-defaults', fastdds_defaults=True),
+    Variant('shm-8mib', segment_size=8 * MIB),
+    Variant('shm-128mib', segment_size=128 * MIB),
+    Variant('history-realloc', history='PREALLOCATED_WITH_REALLOC'),
+    Variant('history-dynamic', history='DYNAMIC'),
+    Variant('history-reusable', history='DYNAMIC_REUSABLE'),
+    Variant('data-sharing', data_sharing='AUTOMATIC'),
+    Variant('synchronous', history='PREALLOCATED_WITH_REALLOC', publish_mode='SYNCHRONOUS'),
+    Variant('udp-16mib', udp_only=True),
+    Variant('udp-default-buffers', udp_only=True, udp_buffer=0),
+)}
+"""The package's profile (``package``) and one change each: no profile, SHM segment size,
+history memory policy from XML (realloc is rmw_fastrtps' own choice, through the XML path), data
+sharing on, synchronous publishing, UDP alone with the profile's and with Fast DDS' buffers."""
+
+
+def variant_environment(variant: Variant, env: dict[str, str], workdir: Path) -> dict[str, str]:
+    """Return ``env`` with the variant's profile file (and the XML QoS switch) set."""
+    from cl_vision_nodes.ros.dds_profile import profile_path, PROFILE_VARIABLES
+    path = workdir / 'profile.xml'
+    path.write_text(variant.profile(Path(profile_path()).read_text()))
+    env = {k: v for k, v in env.items() if k not in PROFILE_VARIABLES}
+    env['FASTDDS_DEFAULT_PROFILES_FILE'] = str(path)
+    if variant.from_xml():
+        env['RMW_FASTRTPS_USE_QOS_FROM_XML'] = '1'
+    return env
+
+
+@dataclass(frozen=True)
+class StudyCase:
+    """One run: a profile variant, reliability and allocator, over every image set."""
+
+    variant: str
+    best_effort: bool
+    default_allocator: bool
+
+
+def measure(case: StudyCase, images: dict[str, Message], frames: int, rate_hz: float,
+            env: dict[str, str], workdir: Path, timeout_s: float) -> list[dict]:
+    """Pace ``frames`` of every image through one publisher/subscriber pair; rows per image."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = variant_environment(VARIANTS[case.variant], env, workdir)
+    link = Link({name: [m] for name, m in images.items()},
+                {m.topic: m.msgtype for m in images.values()}, workdir, env,
+                best_effort=case.best_effort, default_allocator=case.default_allocator)
+    rows = []
+    try:
+        link.wait_ready(timeout_s)
+        for name, message in images.items():
+            link.paced(name, WARMUP, rate_hz, {message.topic})
+            series = link.paced(name, frames, rate_hz, {message.topic})
+            rows.append({'image': name, 'bytes': len(message.data), **series.summary()})
+    finally:
+        memory = link.close()
+    for row in rows:
+        row.update(variant=case.variant, reliability='best effort' if case.best_effort
+                   else 'reliable', allocator='glibc default' if case.default_allocator
+                   else 'configured', **memory)
+    return rows
+
+
+def study_cases(variants: list[str]) -> list[StudyCase]:
+    """Return the allocator comparison under the package profile, then each variant."""
+    cases = [StudyCase('package', best_effort, default)
+             for best_effort in (False, True) for default in (True, False)]
+    return cases + [StudyCase(v, best_effort, False) for v in variants if v != 'package'
+                    for best_effort in (False, True)]
+
+
+STUDY_HEADER = (f'{"profile":<20} {"reliability":<12} {"allocator":<13} {"image":<15} '
+                f'{"p50 ms":>7} {"p90 ms":>7} {"dds p50":>7} {"lost":>5} {"RSS MiB":>8}')
+
+
+def study_line(r: dict) -> str:
+    """Format one row of the study (RSS: the subscriber's peak)."""
+    return (f'{r["variant"]:<20} {r["reliability"]:<12} {r["allocator"]:<13} {r["image"]:<15} '
+            f'{r["p50_ms"]:>7.2f} {r["p90_ms"]:>7.2f} {r["dds_p50_ms"]:>7.2f} {r["lost"]:>5} '
+            f'{r.get("rss_max_kb", 0) / 1024:>8.0f}')
+
+
+def bench(args: argparse.Namespace) -> None:
+    """Run `cl-vision bench transport`: the allocator and Fast DDS profile variants."""
+    import random
+    import tempfile
+    from cl_vision_nodes.tools.evaluate import node_environment
+    variants = list(VARIANTS) if args.variants == ['all'] else args.variants
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise CLVisionError(f"unknown variant {', '.join(unknown)}; choose from "
+                            f"{', '.join(VARIANTS)}")
+    unknown = [e for e in args.encodings if e not in ENCODING_ARRAYS]
+    if unknown:
+        raise CLVisionError(f"unknown encoding {', '.join(unknown)}; choose from "
+                            f"{', '.join(ENCODING_ARRAYS)}")
+    images = {f'{w}x{h} {enc}': image_message(w, h, enc, f'/cl_vision_floor/image_{w}x{h}_'
+                                              f'{enc.lower()}')
+              for w, h in args.sizes for enc in args.encodings}
+    env = node_environment(random.randint(1, 101) if args.domain_id is None else args.domain_id)
+    frames = args.frames or STUDY_FRAMES
+    print(f'Transport floor: publisher process -> subscriber process, {frames} images at '
+          f'{args.rate:g} Hz after {WARMUP} warm-up, raw take; latency = publish call -> '
+          'subscriber callback (dds: -> DDS reception)')
+    print(STUDY_HEADER)
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix='cl_vision_transport_') as tmp:
+        for k, case in enumerate(study_cases(variants)):
+            for row in measure(case, images, frames, args.rate, env, Path(tmp) / str(k),
+                               args.timeout):
+                print(study_line(row), flush=True)
+                rows.append(row)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2) + '\n')
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument('role', choices=['publish', 'subscribe'])
+    parser.add_argument('--topic', nargs=2, action='append', default=[],
+                        metavar=('TOPIC', 'TYPE'), help='subscribe: a topic to take')
+    parser.add_argument('--manifest', help='publish: JSON of the topics and sets')
+    parser.add_argument('--best-effort', action='store_true')
+    parser.add_argument('--depth', type=int, default=5)
+    parser.add_argument('--default-allocator', action='store_true',
+                        help="keep glibc's malloc defaults (for comparison)")
+    args = parser.parse_args(argv)
+    return publisher_process(args) if args.role == 'publish' else subscriber_process(args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
