@@ -178,7 +178,7 @@ class ParameterSchema:
 
 
 def common_specs() -> list[ParamSpec]:
-    """Parameters every node has: device choice, profiling and output queue depth."""
+    """Parameters every node has: device, profiling, queue depth, diagnostics, image transport."""
     return [
         ParamSpec('device', 'auto',
                   'OpenCL device: auto (first GPU, else CPU), gpu, cpu, P:D indices or a name '
@@ -191,6 +191,12 @@ def common_specs() -> list[ParamSpec]:
         ParamSpec('diagnostics_period', 5.0,
                   'Seconds between timing log lines and /diagnostics messages (0 disables)',
                   min=0.0, max=3600.0),
+        ParamSpec('image_transport', 'raw',
+                  "How image inputs arrive, as image_transport's transports: raw "
+                  '(sensor_msgs/Image on the image topic) or compressed '
+                  '(sensor_msgs/CompressedImage, JPEG or PNG, on the image topic plus '
+                  '/compressed, e.g. image/compressed)',
+                  choices=('raw', 'compressed'), read_only=True),
     ]
 
 

@@ -31,13 +31,15 @@ import sys
 import time
 from typing import Any, Callable, ClassVar, Iterator
 
+from cl_vision_nodes.dataio.compressed import decode_compressed
 from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages
 from cl_vision_nodes.imaging.encodings import RawImage
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, Value
 from cl_vision_nodes.ros.allocator import configure_allocator
-from cl_vision_nodes.ros.cdr import CdrHeader, Framing, image_framing, parse_image
+from cl_vision_nodes.ros.cdr import (CdrHeader, Framing, image_framing,
+                                     parse_compressed_image, parse_image)
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
 from cl_vision_nodes.ros.frame_stats import FrameStats, FrameTiming, receive_seconds
 from cl_vision_nodes.ros.parameters import ParameterBinding
@@ -52,7 +54,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.subscription import Subscription
 from rclpy.timer import Timer
-from sensor_msgs.msg import Image
+from sensor_msgs.msg import CompressedImage, Image
 
 # Sensor-data semantics with depth 1: a slow device always gets the newest frame.
 IMAGE_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST,
@@ -140,19 +142,32 @@ class VisionNode(Node):
         self.on_parameters_changed(values, changed)
 
     # -- topics --------------------------------------------------------------------------------
+    def image_input(self, topic: str) -> tuple[type, str]:
+        """
+        Return the message type and topic name of image input ``topic`` (``image_transport``).
+
+        As image_transport: with ``compressed`` the CompressedImage topic is the resolved (so
+        remapped) image topic plus ``/compressed``.
+        """
+        if self.params['image_transport'] == 'compressed':
+            return CompressedImage, f'{self.resolve_topic_name(topic)}/compressed'
+        return Image, topic
+
     def subscribe_images(self, topic: str, handler: Callable[[ImageFrame], None]) -> Subscription:
         """
-        Subscribe best-effort, keep-last 1, to sensor_msgs/Image read in place as a frame.
+        Subscribe best-effort, keep-last 1, to image input ``topic`` read as a frame.
 
-        The message arrives serialized and is read without a Python-level copy of its pixels;
-        users can override the QoS from YAML. ``handler`` runs as one frame (``run_frame``).
+        The message arrives serialized; a raw Image is read without a Python-level copy of its
+        pixels, a CompressedImage decoded (``read_image``). Users can override the QoS from YAML.
+        ``handler`` runs as one frame (``run_frame``).
         """
         def on_message(data: bytes, info: Any) -> None:
             self.note_sequence(info)
             timing = FrameTiming(receive_seconds(info))
             self.run_frame(lambda: handler(self.read_image(data, timing)), timing)
+        msg_type, name = self.image_input(topic)
         return self.create_subscription(
-            Image, topic, on_message, IMAGE_QOS, raw=True,
+            msg_type, name, on_message, IMAGE_QOS, raw=True,
             qos_overriding_options=QoSOverridingOptions.with_default_policies())
 
     def subscribe_stream(self, msg_type: type, topic: str, callback: Callable[[Any, Any], None],
@@ -162,8 +177,11 @@ class VisionNode(Node):
 
         A stereo side, a camera_info: ``callback(msg, info)`` gets the message (its bytes with
         ``raw``) and rclpy's MessageInfo; the caller assembles frames and runs them through
-        ``run_frame``.
+        ``run_frame``. A raw Image stream follows ``image_transport`` (``image_input``): its
+        bytes are for ``read_image``.
         """
+        if msg_type is Image and raw:
+            msg_type, topic = self.image_input(topic)
         qos = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
                          history=HistoryPolicy.KEEP_LAST, depth=depth,
                          durability=DurabilityPolicy.VOLATILE)
@@ -183,11 +201,19 @@ class VisionNode(Node):
         return publisher.get_subscription_count() > 0
 
     # -- per-frame work ------------------------------------------------------------------------
-    @staticmethod
-    def read_image(data: bytes, timing: FrameTiming) -> ImageFrame:
-        """Read a serialized Image in place (ImageFormatError for a malformed one)."""
+    def read_image(self, data: bytes, timing: FrameTiming) -> ImageFrame:
+        """
+        Read a serialized image input as a frame (ImageFormatError for a malformed one).
+
+        A raw Image is read in place; a CompressedImage is decoded to the publisher's encoding,
+        which is host time in the ``upload`` stage.
+        """
         with timing.stage('upload'):
-            header, raw = parse_image(data)
+            if self.params['image_transport'] == 'compressed':
+                header, compressed = parse_compressed_image(data)
+                raw = decode_compressed(compressed.format, compressed.data)
+            else:
+                header, raw = parse_image(data)
         return ImageFrame(header, raw, timing)
 
     def decode(self, frame: ImageFrame, role: str = 'gray') -> DeviceGray:
