@@ -26,6 +26,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from cl_vision_nodes.ros.allocator import SETTINGS
+from cl_vision_nodes.ros.topics import node_topics
 from cl_vision_nodes.schemas import NODE_SCHEMAS
 from cl_vision_nodes.tools.gen_config import config_files
 from packageutil import flat, setup_executables
@@ -243,17 +244,12 @@ def started(path: Path, overrides: dict[str, str] | None = None,
 
 
 def topics(node: Started) -> tuple[set[str], set[str]]:
-    """Return the (inputs, outputs) of a started node, absolute."""
-    from cl_vision_nodes.ros import stereo_inputs
-    if node.exe == 'rectify_node':
-        return ({node.topic('image_raw'), node.topic('camera_info')},
-                {node.topic('image_rect')})
-    if node.exe == 'disparity_node':
-        raw = node.params.get('rectify', 'false').lower() in TRUE
-        images = stereo_inputs.RAW_IMAGES if raw else stereo_inputs.RECTIFIED_IMAGES
-        return ({node.topic(t) for t in (*images, *stereo_inputs.CAMERA_INFOS)},
-                {node.topic(t) for t in ('disparity', 'disparity/color', 'depth', 'points')})
-    return {node.topic('image')}, set()
+    """Return the (inputs, outputs) of a started node, absolute, as the node declares them."""
+    schema = NODE_SCHEMAS[node.exe]
+    values = schema.parse_assignments(f'{k}={v}' for k, v in node.params.items())
+    declared = node_topics(node.exe, values)
+    return ({node.topic(t.name) for t in declared.inputs},
+            {node.topic(t.name) for t in declared.outputs})
 
 
 STEREO = REPO / 'launch' / 'stereo.launch.xml'
@@ -306,3 +302,18 @@ def test_two_stereo_pairs_in_two_namespaces_share_no_topic():
     front, rear = ([t for n in started(STEREO, {'namespace': ns}) for t in set.union(*topics(n))]
                    for ns in ('front', 'rear'))
     assert not set(front) & set(rear)
+
+
+def test_stereo_launch_with_pipeline_publishes_what_the_separate_nodes_publish():
+    """pipeline:=true starts one vision_pipeline with the inputs and outputs of the three nodes."""
+    arguments = {'namespace': 'front', 'launch_image_proc': 'false', 'flow': 'true',
+                 'surf': 'true'}
+    separate = started(STEREO, arguments)
+    assert sorted(n.exe for n in separate) == ['disparity_node', 'flow_node', 'surf_node']
+    pipeline = started(STEREO, {**arguments, 'pipeline': 'true'})
+    assert [n.exe for n in pipeline] == ['vision_pipeline']
+    assert pipeline[0].params['flow.enabled'] == pipeline[0].params['surf.enabled'] == 'true'
+    inputs, outputs = topics(pipeline[0])
+    separate_inputs = set().union(*(topics(n)[0] for n in separate))
+    separate_outputs = set().union(*(topics(n)[1] for n in separate))
+    assert inputs == separate_inputs and outputs == separate_outputs

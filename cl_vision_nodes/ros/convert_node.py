@@ -22,20 +22,29 @@ the vision nodes on its own: useful to feed mono8 to consumers of a Bayer or YUV
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 from cl_vision_nodes.imaging.schema import CONVERT_SCHEMA
+from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.cdr import serialize_image
 from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
+from cl_vision_nodes.ros.topics import image_input, NodeTopics, Topic
 from sensor_msgs.msg import Image
 
 
 class ConvertNode(VisionNode):
     SCHEMA = CONVERT_SCHEMA
+    OUTPUTS = (Topic('image_out', Image),)
+
+    @classmethod
+    def topics(cls, values: Mapping[str, Value]) -> NodeTopics:
+        return NodeTopics((image_input('image', values),), cls.OUTPUTS)
 
     def build(self) -> None:
         """Nothing beyond the node's DeviceImages: its programs build with the runtime."""
 
     def connect(self) -> None:
-        self.publisher = self.output_publisher(Image, 'image_out')
+        self.publisher, = (self.output_publisher(t.msg_type, t.name) for t in self.OUTPUTS)
         self.subscribe_images('image', self.on_image)
 
     def on_image(self, frame: ImageFrame) -> None:

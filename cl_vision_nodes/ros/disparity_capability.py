@@ -51,6 +51,7 @@ from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.camera_info import calibration_from_msg
 from cl_vision_nodes.ros.cdr import cloud_framing, disparity_framing
 from cl_vision_nodes.ros.node_base import ImageFrame, VisionNode
+from cl_vision_nodes.ros.topics import Topic
 from cl_vision_nodes.stereo.geometry import StereoGeometry
 from cl_vision_nodes.stereo.point_cloud import CloudLayout
 from cl_vision_nodes.stereo.reproject import COLOR_KINDS, DisparityMap, Reprojector
@@ -104,6 +105,9 @@ def check_cloud_colour(raw: RawImage) -> None:
 class DisparityCapability:
     """ELAS disparity of synchronised pairs, with depth, points and the colour map."""
 
+    OUTPUTS = (Topic('disparity', DisparityImage), Topic('disparity/color', Image),
+               Topic('depth', Image), Topic('points', PointCloud2))
+
     def __init__(self, node: VisionNode, values: Mapping[str, Value], prefix: str = ''):
         """Build matcher, reprojector and (with ``rectify``) rectifiers on the node's runtime."""
         self.node = node
@@ -118,11 +122,8 @@ class DisparityCapability:
             (Rectifier(runtime), Rectifier(runtime)) if values['rectify'] else None
 
     def connect(self) -> None:
-        node = self.node
-        self.disparity_pub = node.output_publisher(DisparityImage, 'disparity')
-        self.color_pub = node.output_publisher(Image, 'disparity/color')
-        self.depth_pub = node.output_publisher(Image, 'depth')
-        self.points_pub = node.output_publisher(PointCloud2, 'points')
+        self.disparity_pub, self.color_pub, self.depth_pub, self.points_pub = (
+            self.node.output_publisher(t.msg_type, t.name) for t in self.OUTPUTS)
 
     def configure(self, values: Mapping[str, Value]) -> None:
         """Apply changed parameters from the next frame on (CLVisionError refuses them)."""

@@ -22,16 +22,23 @@ camera_infos, synchronised exactly or approximately); outputs: ``disparity_capab
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.disparity_capability import DisparityCapability
 from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
 from cl_vision_nodes.ros.stereo_inputs import StereoInputs
+from cl_vision_nodes.ros.topics import NodeTopics
 from sensor_msgs.msg import CameraInfo
 
 
 class DisparityNode(VisionNode):
     SCHEMA = ELAS_SCHEMA
+
+    @classmethod
+    def topics(cls, values: Mapping[str, Value]) -> NodeTopics:
+        return NodeTopics(StereoInputs.topics(values), DisparityCapability.OUTPUTS)
 
     def build(self) -> None:
         self.disparity = DisparityCapability(self, self.params)

@@ -30,12 +30,15 @@ from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.imaging.device_image import DeviceGray
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.node_base import ImageFrame, VisionNode
+from cl_vision_nodes.ros.topics import Topic
 import numpy as np
 from sensor_msgs.msg import Image
 
 
 class FlowCapability:
     """Dense optical flow of a stream of decoded frames, published with its picture."""
+
+    OUTPUTS = (Topic('flow', Image), Topic('flow/color', Image))
 
     def __init__(self, node: VisionNode, values: Mapping[str, Value], prefix: str = ''):
         """Build the estimator and colour wheel on the node's runtime; stages named ``prefix*``."""
@@ -49,8 +52,8 @@ class FlowCapability:
         self._last_stamp = 0
 
     def connect(self) -> None:
-        self.flow_pub = self.node.output_publisher(Image, 'flow')
-        self.color_pub = self.node.output_publisher(Image, 'flow/color')
+        self.flow_pub, self.color_pub = (self.node.output_publisher(t.msg_type, t.name)
+                                         for t in self.OUTPUTS)
 
     def configure(self, values: Mapping[str, Value]) -> None:
         """Apply changed parameters from the next frame on (CLVisionError refuses them)."""

@@ -20,14 +20,21 @@ publishes ``flow`` and ``flow/color`` (see ``flow_capability``).
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.flow_capability import FlowCapability
 from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
+from cl_vision_nodes.ros.topics import image_input, NodeTopics
 
 
 class FlowNode(VisionNode):
     SCHEMA = FLOW_SCHEMA
+
+    @classmethod
+    def topics(cls, values: Mapping[str, Value]) -> NodeTopics:
+        return NodeTopics((image_input('image', values),), FlowCapability.OUTPUTS)
 
     def build(self) -> None:
         self.flow = FlowCapability(self, self.params)

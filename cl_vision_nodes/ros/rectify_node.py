@@ -31,23 +31,33 @@ binning, ROI) are skipped with a throttled warning.
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 from cl_vision_nodes.camera.calibration import CalibrationError
 from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.camera.schema import RECTIFY_SCHEMA
+from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.camera_info import calibration_from_msg
 from cl_vision_nodes.ros.cdr import serialize_image
 from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
+from cl_vision_nodes.ros.topics import image_input, NodeTopics, Topic
 from sensor_msgs.msg import CameraInfo, Image
 
 
 class RectifyNode(VisionNode):
     SCHEMA = RECTIFY_SCHEMA
+    OUTPUTS = (Topic('image_rect', Image),)
+
+    @classmethod
+    def topics(cls, values: Mapping[str, Value]) -> NodeTopics:
+        return NodeTopics((image_input('image_raw', values), Topic('camera_info', CameraInfo)),
+                          cls.OUTPUTS)
 
     def build(self) -> None:
         self.rectifier = Rectifier(self.runtime)
 
     def connect(self) -> None:
-        self.rect_pub = self.output_publisher(Image, 'image_rect')
+        self.rect_pub, = (self.output_publisher(t.msg_type, t.name) for t in self.OUTPUTS)
         self._info: CameraInfo | None = None
         self.subscribe_stream(CameraInfo, 'camera_info', self.on_camera_info)
         self.subscribe_images('image_raw', self.on_image)

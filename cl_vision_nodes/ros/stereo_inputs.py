@@ -25,13 +25,14 @@ synchroniser gave up count as the node's dropped frames.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from cl_vision_nodes.errors import CLVisionError
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.frame_stats import FrameTiming, receive_seconds
 from cl_vision_nodes.ros.node_base import ImageFrame, VisionNode
 from cl_vision_nodes.ros.stereo_sync import StereoSynchronizer
+from cl_vision_nodes.ros.topics import image_input, Topic
 from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, Image
 
@@ -45,6 +46,13 @@ StereoHandler = Callable[[ImageFrame, ImageFrame, CameraInfo, CameraInfo], None]
 
 class StereoInputs:
     """Four synchronised stereo inputs of a node; ``handler`` runs as one frame per set."""
+
+    @staticmethod
+    def topics(values: Mapping[str, Value]) -> tuple[Topic, ...]:
+        """Return the inputs for disparity_node's parameter ``values``, left image first."""
+        images = RAW_IMAGES if values['rectify'] else RECTIFIED_IMAGES
+        return (*(image_input(name, values) for name in images),
+                *(Topic(name, CameraInfo) for name in CAMERA_INFOS))
 
     def __init__(self, node: VisionNode, values: dict[str, Value], handler: StereoHandler):
         """Subscribe the inputs that ``values`` (disparity_node's parameters) name."""

@@ -29,6 +29,7 @@ from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.cdr import cloud_framing
 from cl_vision_nodes.ros.keypoint_cloud import point_fields
 from cl_vision_nodes.ros.node_base import ImageFrame, VisionNode
+from cl_vision_nodes.ros.topics import Topic
 from cl_vision_nodes.surf.draw import KeypointPainter
 from cl_vision_nodes.surf.extractor import SurfExtractor
 from cl_vision_nodes.surf.keypoints import point_dtype
@@ -39,6 +40,8 @@ from sensor_msgs.msg import Image, PointCloud2
 class SurfCapability:
     """SURF keypoints and descriptors of decoded frames, published with their picture."""
 
+    OUTPUTS = (Topic('keypoints', PointCloud2), Topic('keypoints/image', Image))
+
     def __init__(self, node: VisionNode, values: Mapping[str, Value], prefix: str = ''):
         """Build the extractor and painter on the node's runtime; stages named ``prefix*``."""
         self.node = node
@@ -48,8 +51,8 @@ class SurfCapability:
         self.staging = node.runtime.buffers()
 
     def connect(self) -> None:
-        self.keypoints_pub = self.node.output_publisher(PointCloud2, 'keypoints')
-        self.image_pub = self.node.output_publisher(Image, 'keypoints/image')
+        self.keypoints_pub, self.image_pub = (self.node.output_publisher(t.msg_type, t.name)
+                                              for t in self.OUTPUTS)
 
     def configure(self, values: Mapping[str, Value]) -> None:
         """Apply changed parameters from the next frame on (CLVisionError refuses them)."""

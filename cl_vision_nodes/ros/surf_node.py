@@ -20,14 +20,21 @@ publishes ``keypoints`` and ``keypoints/image`` (see ``surf_capability``).
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
 from cl_vision_nodes.ros.surf_capability import SurfCapability
+from cl_vision_nodes.ros.topics import image_input, NodeTopics
 from cl_vision_nodes.surf.schema import SURF_SCHEMA
 
 
 class SurfNode(VisionNode):
     SCHEMA = SURF_SCHEMA
+
+    @classmethod
+    def topics(cls, values: Mapping[str, Value]) -> NodeTopics:
+        return NodeTopics((image_input('image', values),), SurfCapability.OUTPUTS)
 
     def build(self) -> None:
         self.surf = SurfCapability(self, self.params)

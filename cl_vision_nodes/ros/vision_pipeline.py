@@ -30,6 +30,8 @@ beside the shared ``receive`` and ``upload``.
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 from cl_vision_nodes.imaging.device_image import DeviceGray
 from cl_vision_nodes.params import section, Value
 from cl_vision_nodes.ros.disparity_capability import DisparityCapability
@@ -37,12 +39,20 @@ from cl_vision_nodes.ros.flow_capability import FlowCapability
 from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
 from cl_vision_nodes.ros.stereo_inputs import StereoInputs
 from cl_vision_nodes.ros.surf_capability import SurfCapability
+from cl_vision_nodes.ros.topics import image_input, NodeTopics
 from cl_vision_nodes.schemas import CAPABILITIES, PIPELINE_SCHEMA
 from sensor_msgs.msg import CameraInfo
 
 
 class VisionPipeline(VisionNode):
     SCHEMA = PIPELINE_SCHEMA
+
+    @classmethod
+    def topics(cls, values: Mapping[str, Value]) -> NodeTopics:
+        inputs = StereoInputs.topics(section(values, 'disparity', CAPABILITIES['disparity'])) \
+            if values['stereo'] else (image_input('image', values),)
+        return NodeTopics(inputs, FlowCapability.OUTPUTS + SurfCapability.OUTPUTS
+                          + DisparityCapability.OUTPUTS)
 
     def build(self) -> None:
         """Build every capability, enabled or not, so switching one on never compiles."""
