@@ -21,7 +21,8 @@ settings). ``ElasMatcher`` reads them per frame, so a change applies to the next
 stereo synchronisation parameters are those of stereo_image_proc's disparity_node and need a
 restart (the node builds its subscriptions from them), as does ``rectify`` (raw inputs, which
 the node rectifies itself). The point cloud parameters are those of stereo_image_proc's
-point_cloud_node, plus ``dense_points``.
+point_cloud_node, plus ``dense_points``. ``color_min`` / ``color_max`` choose the range of
+disparity/color, fixed or following the data (``colormap.color_range``).
 
 Ranges: disparities are matched on 8-bit descriptors with int32 energies, so nothing in libelas
 caps ``disp_max`` at 255; the device grid stores candidate disparities as bit masks and the
@@ -137,13 +138,23 @@ ELAS_SCHEMA = ParameterSchema('disparity_node', [
     ParamSpec('dense_points', False,
               'points: only the valid points, in image order, as one row (is_dense) instead '
               "of the organised cloud of the disparity map's shape with NaN where no point"),
+    ParamSpec('color_min', 0.0,
+              'disparity/color: disparity drawn in the first jet colour (dark blue), px; smaller '
+              'valid ones take it too. color_max <= color_min (the defaults 0, 0) = the range '
+              'follows the data: each frame from its smallest to its largest valid disparity',
+              min=0.0, max=float(MAX_DISPARITY)),
+    ParamSpec('color_max', 0.0,
+              'disparity/color: disparity drawn in the last jet colour (dark red), px; larger '
+              'ones take it too. color_max <= color_min = follow the data (see color_min)',
+              min=0.0, max=float(MAX_DISPARITY)),
 ], checks=[_disparity_range, _finite])
 
 NODE_PARAMETERS: frozenset[str] = COMMON_NAMES | {
     'approximate_sync', 'queue_size', 'approximate_sync_tolerance_seconds', 'rectify',
-    'interpolation', 'use_color', 'avoid_point_cloud_padding', 'dense_points'}
+    'interpolation', 'use_color', 'avoid_point_cloud_padding', 'dense_points', 'color_min',
+    'color_max'}
 """Read by disparity_node (synchronisation, rectification, points) and ``cl-vision disparity``
-themselves, not by the matcher."""
+themselves, not by the matcher; color_min and color_max through ``colormap.color_range``."""
 
 
 @dataclass(frozen=True)
