@@ -100,12 +100,13 @@ def test_children_inherit_the_setting_through_the_environment(default_faults):
 def test_the_users_variables_win(default_faults):
     """A user who pins the mmap threshold at 128 KiB keeps it, and its page faults."""
     got = run_child(1, {'MALLOC_MMAP_THRESHOLD_': '131072',
-                        'GLIBC_TUNABLES': 'glibc.malloc.top_pad=0'})
+                        'GLIBC_TUNABLES': 'glibc.malloc.trim_threshold=262144'})
     setup = got['setups'][0]
-    assert setup['kept'] == {'MALLOC_MMAP_THRESHOLD_': '131072', 'MALLOC_TOP_PAD_': '0'}
-    assert setup['applied'] == {'MALLOC_TRIM_THRESHOLD_': 512 << 20}
+    assert setup['kept'] == {'MALLOC_MMAP_THRESHOLD_': '131072',
+                             'MALLOC_TRIM_THRESHOLD_': '262144'}
+    assert setup['applied'] == {}
     assert got['environ']['MALLOC_MMAP_THRESHOLD_'] == '131072'
-    assert got['environ']['MALLOC_TOP_PAD_'] is None  # the tunable stays the user's way to say it
+    assert got['environ']['MALLOC_TRIM_THRESHOLD_'] is None  # the tunable stays the user's way
     assert got['faults'] > default_faults / 2
 
 

@@ -171,7 +171,7 @@ class DisparityCapability:
             check_cloud_colour(colour_image)
         with node.device_stage(prefix + 'compute'):
             self.matcher.match(*pair)
-        with node.stage(prefix + 'download'):
+        with node.download_stage(prefix + 'download'):
             disparity = self.matcher.download_last()
         self._publish_disparity(disparity, f, baseline, left)
         if not (want_depth or want_points):
@@ -197,7 +197,7 @@ class DisparityCapability:
     def _publish_disparity(self, disparity: np.ndarray, f: float, baseline: float,
                            left: ImageFrame) -> None:
         node, prefix, values = self.node, self.prefix, self.values
-        with node.stage(prefix + 'publish'):
+        with node.stage(prefix + 'download'):  # the host's part: the published map's pixels
             scale = SUBSAMPLED_SCALE if values['subsampling'] else 1.0  # to the map's pixels
             disparity *= np.float32(scale)
             d_min = scale * float(values['disp_min'])
@@ -208,7 +208,7 @@ class DisparityCapability:
                                         valid_window=valid_window(disparity, d_min),
                                         min_disparity=d_min, max_disparity=d_max,
                                         delta_d=scale * DELTA_D)
-            self.disparity_pub.publish(framing.join(disparity))
+        node.publish_serialized(self.disparity_pub, framing, disparity, prefix + 'publish')
         if node.wanted(self.color_pub):
             with node.device_stage(prefix + 'visual'):
                 picture = self.colorizer.draw(

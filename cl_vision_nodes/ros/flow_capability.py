@@ -73,7 +73,7 @@ class FlowCapability:
             flow = self.estimator.push_gray(gray)
         if flow is None:
             return
-        with node.stage(prefix + 'download'):
+        with node.download_stage(prefix + 'download'):
             host = self.estimator.download(flow)
         node.publish_image(self.flow_pub, frame.header, '32FC2', host, prefix + 'publish')
         if node.wanted(self.color_pub):

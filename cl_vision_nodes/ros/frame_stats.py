@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections import deque
 import contextlib
 from dataclasses import dataclass, field
+import threading
 import time
 from typing import Iterator
 
@@ -142,40 +143,46 @@ class FrameStats:
         self.window = FrameWindow()
         self.total_frames = 0
         self._last_sequence: dict[tuple[str, bytes], int] = {}
+        self._lock = threading.Lock()  # frames end on the node's publishing thread
 
     def note_sequence(self, publisher: bytes, sequence: int | None, stream: str = '') -> None:
         """Count the gap before ``sequence`` of ``publisher`` on input ``stream`` as lost."""
         if not sequence:  # 0 or None: the rmw does not provide sequence numbers
             return
         key = (stream, publisher)
-        last = self._last_sequence.get(key)
-        if last is not None and sequence > last + 1:
-            self.window.lost_in_transport += sequence - last - 1
-        self._last_sequence[key] = sequence
+        with self._lock:
+            last = self._last_sequence.get(key)
+            if last is not None and sequence > last + 1:
+                self.window.lost_in_transport += sequence - last - 1
+            self._last_sequence[key] = sequence
 
     def frame_done(self, timing: FrameTiming, device_ms: dict[str, float] | None = None) -> None:
         """Count a published frame; ``device_ms`` are device times from profiling events."""
         latency_ms = timing.latency_s() * 1e3
-        self.total_frames += 1
-        w = self.window
-        w.frames += 1
-        w.latency_sum_ms += latency_ms
-        w.recent_latencies_ms.append(latency_ms)
-        for stage, seconds in timing.stages.items():
-            w.stage_sums_ms[stage] = w.stage_sums_ms.get(stage, 0.0) + seconds * 1e3
-        for stage, ms in (device_ms or {}).items():
-            sums = w.device_sums_ms.setdefault(stage, [0.0, 0])
-            sums[0] += ms
-            sums[1] += 1
+        with self._lock:
+            self.total_frames += 1
+            w = self.window
+            w.frames += 1
+            w.latency_sum_ms += latency_ms
+            w.recent_latencies_ms.append(latency_ms)
+            for stage, seconds in timing.stages.items():
+                w.stage_sums_ms[stage] = w.stage_sums_ms.get(stage, 0.0) + seconds * 1e3
+            for stage, ms in (device_ms or {}).items():
+                sums = w.device_sums_ms.setdefault(stage, [0.0, 0])
+                sums[0] += ms
+                sums[1] += 1
 
     def frame_rejected(self) -> None:
-        self.window.rejected += 1
+        with self._lock:
+            self.window.rejected += 1
 
     def frames_unmatched(self, count: int) -> None:
-        self.window.unmatched += count
+        with self._lock:
+            self.window.unmatched += count
 
     def report(self) -> FrameReport:
-        w, self.window = self.window, FrameWindow()
+        with self._lock:
+            w, self.window = self.window, FrameWindow()
         elapsed = max(time.monotonic() - w.started, 1e-9)
         frames = max(w.frames, 1)
         recent = np.asarray(w.recent_latencies_ms) if w.recent_latencies_ms else np.zeros(1)

@@ -42,7 +42,9 @@ from cl_vision_nodes.ros.cdr import (CdrHeader, Framing, image_framing,
                                      parse_compressed_image, parse_image)
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
 from cl_vision_nodes.ros.frame_stats import FrameStats, FrameTiming, receive_seconds
+from cl_vision_nodes.ros.output_queue import OutputQueue
 from cl_vision_nodes.ros.parameters import ParameterBinding
+from cl_vision_nodes.ros.topics import image_input
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 import numpy as np
 import rclpy
@@ -54,7 +56,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.subscription import Subscription
 from rclpy.timer import Timer
-from sensor_msgs.msg import CompressedImage, Image
+from sensor_msgs.msg import Image
 
 # Sensor-data semantics with depth 1: a slow device always gets the newest frame.
 IMAGE_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST,
@@ -104,6 +106,7 @@ class VisionNode(Node):
         self.runtime = ClRuntime(str(self.params['device']), profile=bool(self.params['profile']),
                                  warn=log.warning)
         self.images = DeviceImages(self.runtime)
+        self.outputs = OutputQueue(f'{self.get_name()} publisher', self._publish_failed)
         log.info(f'compiling OpenCL kernels for {self.runtime.describe()} ...')
         started = time.perf_counter()
         self.build()
@@ -149,9 +152,10 @@ class VisionNode(Node):
         As image_transport: with ``compressed`` the CompressedImage topic is the resolved (so
         remapped) image topic plus ``/compressed``.
         """
-        if self.params['image_transport'] == 'compressed':
-            return CompressedImage, f'{self.resolve_topic_name(topic)}/compressed'
-        return Image, topic
+        declared = image_input(topic, self.params)
+        if declared.name == topic:
+            return declared.msg_type, topic
+        return declared.msg_type, self.resolve_topic_name(topic) + declared.name[len(topic):]
 
     def subscribe_images(self, topic: str, handler: Callable[[ImageFrame], None]) -> Subscription:
         """
@@ -234,11 +238,32 @@ class VisionNode(Node):
             yield
             self.runtime.finish()
 
+    @contextlib.contextmanager
+    def download_stage(self, name: str) -> Iterator[None]:
+        """
+        Count the block as stage ``name``: a download into a staging array.
+
+        Waits first until the previous frame's publishes, which may still read its staging
+        arrays, are done (``OutputQueue``).
+        """
+        with self.timing.stage(name):
+            self.outputs.drain()
+            yield
+
     def publish_serialized(self, publisher: Publisher, framing: Framing, payload: Any,
                            stage: str = 'publish') -> None:
-        """Publish a message serialized around ``payload`` (one copy of it) as stage ``stage``."""
-        with self.timing.stage(stage):
-            publisher.publish(framing.join(payload))
+        """
+        Publish a message serialized around ``payload`` (one copy of it) as stage ``stage``.
+
+        On the publishing thread, in order: the frame's next work, and the next frame's upload
+        and compute, go on meanwhile. ``payload`` must stay untouched until ``download_stage``.
+        """
+        timing = self.timing
+
+        def send() -> None:
+            with timing.stage(stage):
+                publisher.publish(framing.join(payload))
+        self.outputs.submit(send)
 
     def publish_image(self, publisher: Publisher, header: CdrHeader, encoding: str,
                       pixels: np.ndarray, stage: str = 'publish') -> None:
@@ -256,13 +281,14 @@ class VisionNode(Node):
         A CLVisionError becomes a throttled log line and a rejected-frame count instead of an
         exception, so the next frame is served.
         """
-        self.timing = timing or FrameTiming()
+        self.timing = timing = timing or FrameTiming()
         try:
             work()
         except CLVisionError as exc:
             self.reject_frame(exc)
             return
-        self.stats.frame_done(self.timing, self.runtime.profiler.collect())
+        device_ms = self.runtime.profiler.collect()
+        self.outputs.submit(lambda: self.stats.frame_done(timing, device_ms))  # after publishing
 
     def reject_frame(self, exc: CLVisionError) -> None:
         """Count a frame skipped for bad input and say why (throttled)."""
@@ -270,6 +296,18 @@ class VisionNode(Node):
         self.runtime.profiler.collect()  # its device events, if any, belong to no frame
         self.get_logger().warning(f'frame skipped: {exc}',
                                   throttle_duration_sec=BAD_INPUT_LOG_PERIOD_S)
+
+    def _publish_failed(self, exc: BaseException) -> None:
+        """Report a publish that failed on the publishing thread, unless shutting down."""
+        if not shutdown_under_way():
+            self.get_logger().error(f'publishing failed: {type(exc).__name__}: {exc}')
+
+    def destroy_node(self) -> None:
+        """Finish the queued publishes (briefly), then destroy the node."""
+        outputs = getattr(self, 'outputs', None)
+        if outputs is not None:
+            outputs.close()
+        super().destroy_node()
 
     def note_sequence(self, info: Any, stream: str = '') -> None:
         """Count the messages of ``stream`` lost between the publisher and this node."""

@@ -63,7 +63,7 @@ class SurfCapability:
         node, prefix = self.node, self.prefix
         with node.device_stage(prefix + 'compute'):
             count = self.extractor.detect_gray(gray)
-        with node.stage(prefix + 'download'):
+        with node.download_stage(prefix + 'download'):
             records = self.extractor.download_keypoints(count).to_structured()
         dtype = point_dtype(self.extractor.settings.descriptor_length)
         framing = cloud_framing(frame.header, 1, len(records), point_fields(dtype),
