@@ -113,7 +113,7 @@ def test_every_profile_variant_is_read_by_fast_dds(tmp_path, name):
 
 
 def test_with_stamp_rewrites_only_the_header_stamp():
-    from cl_vision_nodes.tools.evaluate import cdr_stamp
+    from cl_vision_nodes.tools.evaluation.frames import cdr_stamp
     data = bytes([0, 1, 0, 0]) + bytes(8) + b'rest of the message'
     stamped = with_stamp(data, 12_345_678_901)
     assert cdr_stamp(stamped) == 12_345_678_901

@@ -31,7 +31,8 @@ import re
 from bagutil import pixels, read_bag, stamp_ns
 from cl_vision_nodes.flow.metrics import flow_errors
 from cl_vision_nodes.tools import bag_layout as layout
-from cl_vision_nodes.tools.evaluate import disparity_errors, read_frames
+from cl_vision_nodes.tools.evaluation.frames import read_frames, Streams
+from cl_vision_nodes.tools.evaluation.scorers import disparity_errors
 from cl_vision_nodes.tools.make_bag import parse_synthetic, write_bag
 from cl_vision_nodes.tools.replay import Bag
 from cliutil import cl_vision
@@ -201,7 +202,8 @@ def test_frames_are_grouped_by_stamp_even_when_logged_late(tmp_path):
             data=np.eye(3).ravel())
         writer.write(conns[layout.GT_HOMOGRAPHY], 200 * ms,
                      TS.serialize_cdr(homography, layout.HOMOGRAPHY_TYPE))
-    frames = list(read_frames(Bag(tmp_path / 'bag')))
+    streams = Streams(layout.LEFT_IMAGE, layout.RIGHT_IMAGE, truth=(layout.GT_HOMOGRAPHY,))
+    frames = list(read_frames(Bag(tmp_path / 'bag'), streams))
     assert [(f.index, f.stamp_ns // ms, sorted(f.messages)) for f in frames] == [
         (0, 100, [layout.LEFT_IMAGE, layout.RIGHT_IMAGE]),
         (1, 200, [layout.GT_HOMOGRAPHY, layout.LEFT_IMAGE, layout.RIGHT_IMAGE]),
@@ -225,7 +227,7 @@ def other_bag(path):
 
 
 @pytest.mark.parametrize('args, words', [
-    (['eval', 'OTHER', '--out', 'OUT'], f'no {layout.LEFT_IMAGE} topic'),
+    (['eval', 'OTHER', '--out', 'OUT'], 'no usable image topic'),
     (['eval', 'MISSING', '--out', 'OUT'], 'no such bag'),
     (['eval', 'BAG', '--out', 'OUT', '--nodes', 'flow,cubes'], 'unknown node cubes'),
     (['eval', 'BAG', '--out', 'OUT', '--param', 'flow.nope=1'], "unknown parameter 'nope'"),
@@ -251,4 +253,5 @@ def test_stereo_node_on_a_mono_bag_is_refused(tmp_path, small_bag):
     result = cl_vision('eval', str(small_bag), '--out', str(tmp_path / 'out'),
                        '--nodes', 'disparity')
     assert result.returncode == 2
-    assert f'disparity needs {layout.RIGHT_IMAGE}' in result.stderr.strip()
+    assert 'disparity needs a stereo pair with camera_info; ' \
+        f"the bag's camera is mono ({layout.LEFT_IMAGE})" in result.stderr.strip()

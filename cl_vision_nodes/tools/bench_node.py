@@ -52,8 +52,8 @@ from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.allocator import configure_allocator
 from cl_vision_nodes.tools import bag_layout as layout
 from cl_vision_nodes.tools.bench_timing import time_ms
-from cl_vision_nodes.tools.evaluate import (node_environment, node_parameters, NODE_SPECS,
-                                            NodeSpec, start_node, stop_nodes)
+from cl_vision_nodes.tools.evaluation.nodes import (node_environment, node_parameters,
+                                                    NODE_SPECS, NodeSpec, start_node, stop_nodes)
 from cl_vision_nodes.tools.make_bag import Frame, MessageFactory, synthetic_stereo
 from cl_vision_nodes.tools.transport_floor import Link, Message
 

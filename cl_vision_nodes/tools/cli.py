@@ -26,10 +26,11 @@ from typing import Callable, NoReturn, Sequence
 
 from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.ros.allocator import configure_allocator
-from cl_vision_nodes.tools import (demo, disparity_cli, doctor, evaluate, flow_cli, make_bag,
-                                   rectify_cli, replay, surf_cli)
+from cl_vision_nodes.tools import (demo, disparity_cli, doctor, flow_cli, make_bag, rectify_cli,
+                                   replay, surf_cli)
 from cl_vision_nodes.tools.cli_common import (add_device_option, integer_in, output_file,
                                               positive_number)
+from cl_vision_nodes.tools.evaluation import command as evaluate
 
 EXIT_BAD_INPUT = 2
 

@@ -36,7 +36,8 @@ DEMO_PARAMS = ('disparity.disp_max=64',)
 
 
 def run(args: argparse.Namespace) -> int:
-    from cl_vision_nodes.tools import evaluate, make_bag
+    from cl_vision_nodes.tools import make_bag
+    from cl_vision_nodes.tools.evaluation import command as evaluate
     out = Path(args.out or f'demo-output/{time.strftime("%Y%m%d-%H%M%S")}')
     out.mkdir(parents=True, exist_ok=True)
     height, width = DEMO_SIZE

@@ -21,6 +21,11 @@ best-effort subscribers (the nodes' image subscriptions) accept. ``--clock`` als
 bag time on /clock for nodes running with use_sim_time. The replay node is spun in a thread
 while the main thread publishes, so it answers parameter and graph queries (``ros2 param list``
 waits on every node), and a progress line is printed every second.
+
+sensor_msgs/CompressedImage topics go out as recorded, JPEG or PNG bytes unchanged; the replay
+says how a node takes each one (``compressed_hint``): image_transport's convention, the
+parameter ``image_transport:=compressed`` and the image topic remapped to the base name (the
+topic without ``/compressed``).
 """
 from __future__ import annotations
 
@@ -38,6 +43,8 @@ from cl_vision_nodes.ros.dds_profile import use_large_image_profile
 from cl_vision_nodes.tools.cli_common import non_negative_number, positive_number
 
 REPLAY_DEPTH = 100
+COMPRESSED_TYPE = 'sensor_msgs/msg/CompressedImage'
+TRANSPORT = '/compressed'
 LINGER_S = 2.0
 PROGRESS_PERIOD_S = 1.0
 
@@ -91,12 +98,25 @@ class Bag:
                                   f"{', '.join(sorted(known))}")
         self.topics = {t: m for t, m in known.items() if not topics or t in topics}
 
-    def messages(self) -> Iterator[BagMessage]:
+    def messages(self, start_ns: int | None = None,
+                 stop_ns: int | None = None) -> Iterator[BagMessage]:
+        """Yield the selected topics' messages from ``start_ns`` (default: the start offset)."""
         with open_reader(self.path) as reader:
             connections = [c for c in reader.connections if c.topic in self.topics]
-            start = reader.start_time + int(self.start_offset_s * 1e9)
-            for connection, timestamp, data in reader.messages(connections, start=start):
+            start = reader.start_time + int(self.start_offset_s * 1e9) if start_ns is None \
+                else start_ns
+            for connection, timestamp, data in reader.messages(connections, start=start,
+                                                               stop=stop_ns):
                 yield BagMessage(connection.topic, timestamp, bytes(data))
+
+
+def compressed_hint(topic: str) -> str:
+    """Say how a node subscribes compressed image ``topic`` (one line)."""
+    if not topic.endswith(TRANSPORT):
+        return (f'{topic} is a CompressedImage topic not named <image>{TRANSPORT}: nodes with '
+                'image_transport:=compressed subscribe <image>/compressed and cannot take it')
+    return (f'{topic} is compressed: run nodes with -p image_transport:=compressed -r '
+            f'image:={topic[:-len(TRANSPORT)]}')
 
 
 def paced(bag: Bag, rate: float, loop: bool, stop: threading.Event) -> Iterator[BagMessage]:
@@ -177,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
+    for topic in sorted(t for t, m in bag.topics.items() if m == COMPRESSED_TYPE):
+        print(f'replay: {compressed_hint(topic)}', flush=True)
     use_large_image_profile()
     rclpy.init()
     node = rclpy.create_node('cl_vision_replay')

@@ -47,7 +47,7 @@ from typing import Sequence
 from cl_vision_nodes.errors import CLVisionError
 from cl_vision_nodes.ros.allocator import configure_allocator, SETTINGS
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
-from cl_vision_nodes.tools.evaluate import cdr_stamp
+from cl_vision_nodes.tools.evaluation.frames import cdr_stamp
 from cl_vision_nodes.tools.replay import message_class
 import numpy as np
 
@@ -632,7 +632,7 @@ def bench(args: argparse.Namespace) -> None:
     """Run `cl-vision bench transport`: the allocator and Fast DDS profile variants."""
     import random
     import tempfile
-    from cl_vision_nodes.tools.evaluate import node_environment
+    from cl_vision_nodes.tools.evaluation.nodes import node_environment
     variants = list(VARIANTS) if args.variants == ['all'] else args.variants
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:

@@ -1,0 +1,208 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+`cl-vision eval BAG --out DIR`: run the nodes as real ROS processes on any rosbag2 and report.
+
+It finds the bag's camera (cameras.py; ``--image``, ``--left``/``--right`` override), starts
+flow_node and surf_node on its left images and disparity_node on its pairs (each a ``python -m``
+process with its own log, inputs remapped to the bag's topics, ``image_transport:=compressed``
+for CompressedImage topics, raw images rectified on the way in), plays the selected frames in
+lockstep over DDS (player.py), records every answer into DIR/bag (rosbag2 MCAP) and writes
+DIR/report.json and DIR/report.md with pictures (report.py): latency, throughput, dropped
+frames, each node's per-stage timing from its /diagnostics, and accuracy where the bag holds
+bag_layout's ground truth (`cl-vision make-bag` writes such bags).
+"""
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+import math
+import os
+from pathlib import Path
+import random
+import sys
+from typing import Any
+
+from cl_vision_nodes.errors import DataFormatError
+from cl_vision_nodes.params import Value
+from cl_vision_nodes.tools.cli_common import (integer_in, non_negative_number, output_folder,
+                                              positive_number)
+
+DEFAULT_TIMEOUT_S = 120.0
+MAX_DOMAIN_ID = 232  # the largest ROS_DOMAIN_ID that DDS maps to valid UDP ports
+EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C; the partial report is still written
+
+
+def expected_frames(path: Path, topic: str, selection: Any) -> int:
+    """Return the frames the selection holds, from the bag's metadata (exact without times)."""
+    from cl_vision_nodes.tools.evaluation.frames import topic_counts
+    from cl_vision_nodes.tools.replay import Bag
+    count = topic_counts(path)[topic][1]
+    bag = Bag(path, [topic])
+    if bag.duration_ns > 0 and (selection.start_s or selection.duration_s is not None):
+        end_s = bag.duration_ns / 1e9 if selection.duration_s is None else \
+            selection.start_s + selection.duration_s
+        share = max(0.0, min(end_s, bag.duration_ns / 1e9) - selection.start_s) / \
+            (bag.duration_ns / 1e9)
+        count = round(count * share)
+    return math.ceil(count / selection.every)
+
+
+def build_report(args: argparse.Namespace, domain_id: int, cameras: Any, selection: Any,
+                 restamped: int, runs: list[Any], parameters: dict[str, dict[str, Value]],
+                 outcome: Any, notes: list[str]) -> dict[str, Any]:
+    def node_row(run: Any) -> dict[str, Any]:
+        return {**run.summary(), 'parameters': parameters[run.spec.key],
+                'eval_parameters': run.spec.parameters,
+                'exit_code': outcome.exit_codes[run.spec.key],
+                'stages': outcome.timing.summary(run.spec.key)}
+
+    right = cameras.right
+    return {
+        'bag': str(args.bag), 'output_bag': str(Path(args.out) / 'bag'), 'device': args.device,
+        'domain_id': domain_id, 'timeout_s': args.timeout, 'interrupted': outcome.interrupted,
+        'frames_sent': outcome.sent, 'wall_s': outcome.wall_s,
+        'wall_fps': outcome.sent / outcome.wall_s if outcome.wall_s else None,
+        'input': {'cameras': cameras.describe(), 'left': cameras.left.topic,
+                  'right': right and right.topic, 'left_info': cameras.left.info,
+                  'right_info': right and right.info, 'compressed': cameras.compressed,
+                  'raw': cameras.raw, 'rectification': cameras.rectification,
+                  'ground_truth': list(cameras.truth), 'selection': selection.describe(),
+                  'restamped_frames': restamped},
+        'nodes': {run.spec.key: node_row(run) for run in runs if run.scorer is not None},
+        'helpers': {run.spec.key: node_row(run) for run in runs if run.scorer is None},
+        'topics': {t: {'type': m, 'received': outcome.received[t], 'expected': len(run.due)}
+                   for run in runs for t, m in run.spec.outputs.items()},
+        'notes': notes + [f'{key} node exited with code {code} on SIGINT (see logs/{key}.log)'
+                          for key, code in outcome.exit_codes.items() if code != 0],
+    }
+
+
+def counted(frames: Iterator[Any], restamped: list[int]) -> Iterator[Any]:
+    """Pass the frames on, counting in ``restamped[0]`` those with re-stamped partners."""
+    for frame in frames:
+        restamped[0] += bool(frame.restamped)
+        yield frame
+
+
+def run(args: argparse.Namespace) -> int:
+    from cl_vision_nodes.tools.evaluation.cameras import find_cameras, Overrides
+    from cl_vision_nodes.tools.evaluation.frames import read_frames, Selection
+    from cl_vision_nodes.tools.evaluation.nodes import (NODE_SPECS, node_environment,
+                                                        node_parameters, SCHEMAS, wire)
+    from cl_vision_nodes.tools.evaluation.player import evaluate_bag, NodeRun, Progress
+    from cl_vision_nodes.tools.evaluation.report import fmt, write_report
+    from cl_vision_nodes.tools.evaluation.scorers import SCORERS
+    from cl_vision_nodes.tools.replay import Bag
+    args = argparse.Namespace(**{**defaults(), **vars(args)})
+    path = Path(args.bag)
+    cameras = find_cameras(path, Overrides(args.image, args.left, args.right, args.left_info,
+                                           args.right_info))
+    explicit = node_parameters([NODE_SPECS[k] for k in args.nodes or SCHEMAS], args.param,
+                               args.device)
+    wiring = wire(cameras, args.nodes, explicit)
+    parameters = {**node_parameters(wiring.helpers, [], args.device),
+                  **{spec.key: explicit[spec.key] for spec in wiring.scored}}
+    notes = wiring.notes + [f'--param for {key} ignored: that node does not run' for key in
+                            sorted({a.partition('.')[0] for a in args.param} - parameters.keys())]
+    selection = Selection(args.start, args.duration, args.every)
+    streams = cameras.streams(selection)
+    bag = Bag(path, streams.topics)
+    if selection.start_s and selection.start_s * 1e9 >= bag.duration_ns:
+        raise DataFormatError(f'--start {selection.start_s:g}: the bag lasts only '
+                              f'{bag.duration_ns / 1e9:g} s')
+    out = Path(args.out)
+    if (out / 'bag').exists():
+        raise DataFormatError(f'{out / "bag"} exists already, not overwriting')
+    (out / 'logs').mkdir(parents=True, exist_ok=True)
+    for line in cameras.describe():
+        print(f'cl-vision eval: {line}', flush=True)
+    for note in notes:
+        print(f'cl-vision eval: {note}', file=sys.stderr)
+    domain_id = random.randint(1, 101) if args.domain_id is None else args.domain_id
+    env = node_environment(domain_id)
+    os.environ.update(ROS_DOMAIN_ID=env['ROS_DOMAIN_ID'],
+                      ROS_AUTOMATIC_DISCOVERY_RANGE=env['ROS_AUTOMATIC_DISCOVERY_RANGE'])
+    played = cameras.played()
+    inputs = {played.get(t, t): bag.topics[t] for t in streams.topics}
+    runs = [NodeRun(spec, None) for spec in wiring.helpers] + \
+        [NodeRun(spec, SCORERS[spec.key]()) for spec in wiring.scored]
+    restamped = [0]
+    outcome = evaluate_bag(
+        counted(read_frames(bag, streams, selection), restamped), inputs, played, runs,
+        parameters, out, env, args.timeout,
+        Progress(expected_frames(path, cameras.left.topic, selection), args.status_lines),
+        lambda frame: frame.size(cameras.left.topic), preroll=bool(wiring.helpers))
+    report = build_report(args, domain_id, cameras, selection, restamped[0], runs, parameters,
+                          outcome, notes)
+    write_report(out, report, runs)
+    for key, node in report['nodes'].items():
+        print(f"{key}: {node['answered']}/{node['frames_due']} answered, latency mean "
+              f"{fmt((node['latency_ms'] or {}).get('mean'), 1)} ms")
+    print(f'report: {(out / "report.md").resolve()}')
+    return EXIT_INTERRUPTED if outcome.interrupted else 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from cl_vision_nodes.tools.evaluation.nodes import parse_nodes
+    parser.add_argument('bag', help='any rosbag2 folder (mcap or sqlite3) with camera images')
+    parser.add_argument('--out', required=True, type=output_folder,
+                        help='output folder: bag/, logs/, report.md, report.json, pictures')
+    camera = parser.add_argument_group('camera (default: found in the bag, printed)')
+    camera.add_argument('--image', metavar='TOPIC',
+                        help='a mono camera: Image or CompressedImage topic')
+    camera.add_argument('--left', metavar='TOPIC', help='left image topic of a stereo pair')
+    camera.add_argument('--right', metavar='TOPIC', help='right image topic of a stereo pair')
+    camera.add_argument('--left-info', metavar='TOPIC',
+                        help='camera_info of the left (or mono) camera')
+    camera.add_argument('--right-info', metavar='TOPIC', help='camera_info of the right camera')
+    frames = parser.add_argument_group("frames (by the left image's bag time)")
+    frames.add_argument('--start', type=non_negative_number, default=0.0, metavar='SECONDS',
+                        help="skip the bag's first SECONDS")
+    frames.add_argument('--duration', type=positive_number, metavar='SECONDS',
+                        help='play only SECONDS of the bag')
+    frames.add_argument('--every', type=integer_in(1), default=1, metavar='N',
+                        help='play every Nth frame (flow then runs between frames N apart)')
+    parser.add_argument('--nodes', type=parse_nodes,
+                        help='comma-separated subset of flow,surf,disparity (default: every '
+                             'node the camera can feed)')
+    parser.add_argument('--device', default='auto', help='OpenCL device of every node')
+    parser.add_argument('--param', action='append', default=[], metavar='NODE.NAME=VALUE',
+                        help='a node parameter, e.g. flow.method=lk (repeatable)')
+    parser.add_argument('--timeout', type=positive_number, default=DEFAULT_TIMEOUT_S,
+                        help='seconds to wait for the nodes to connect, and for the answers to '
+                             'each frame (the first includes kernel builds)')
+    parser.add_argument('--domain-id', type=integer_in(0, MAX_DOMAIN_ID),
+                        help='ROS_DOMAIN_ID of the run (default: a random one, so that live '
+                             'camera traffic cannot mix in)')
+    parser.add_argument('--status-lines', action='store_true',
+                        help='one status line a second (frames, fps and accuracy per node) '
+                             'instead of a progress bar')
+
+
+def defaults() -> dict[str, Any]:
+    """Return every option's default: callers such as the demo give only what they change."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return {k: v for k, v in vars(parser.parse_args(['BAG', '--out', '.'])).items()
+            if k not in ('bag', 'out')}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser('eval', help='run the nodes over DDS on any rosbag2, record and '
+                                         'report timing and quality',
+                            description=__doc__.strip().split('\n\n')[0])
+    add_arguments(parser)
+    parser.set_defaults(run=run)

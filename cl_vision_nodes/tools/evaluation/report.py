@@ -1,0 +1,205 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The report of an eval run: report.json (every number), report.md (the same as tables), pictures.
+
+Timing per node: latency from the input's publish to the DDS receive of the node's main output
+(mean, p50, p95, max), throughput (answered frames over the summed latencies: the rate when fed
+back to back), dropped frames; beside it the node's own split of a frame into stages from its
+/diagnostics (receive, upload, compute, download, publish, visual...), frame-weighted means.
+Accuracy where the bag has ground truth (scorers.py), the nodes' last pictures as published and
+a latency plot.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from cl_vision_nodes.dataio.formats import write_png
+from cl_vision_nodes.ros.frame_stats import STAGES
+from cl_vision_nodes.tools.evaluation.frames import image_array, topic_counts
+from cl_vision_nodes.tools.evaluation.player import NodeRun
+from cl_vision_nodes.tools.replay import Bag
+
+
+def json_ready(value: Any) -> Any:
+    """Turn NaN and inf into null: report.json must be strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    return value
+
+
+def last_messages(bag_path: Path, topics: list[str]) -> dict[str, bytes]:
+    """Read back the last recorded message of each topic from the output bag."""
+    present = [t for t in topics if t in topic_counts(bag_path)]
+    last: dict[str, bytes] = {}
+    if present:
+        for msg in Bag(bag_path, present).messages():
+            last[msg.topic] = msg.data
+    return last
+
+
+def node_pictures(bag_path: Path, out: Path, runs: list[NodeRun]) -> dict[str, str]:
+    """
+    Return the last frame of the nodes' own visual topics.
+
+    flow/color, keypoints/image, disparity/color: every output after a node's main answer.
+    """
+    visual = [t for run in runs for t in list(run.spec.outputs)[1:]]
+    pictures = {}
+    for topic, data in last_messages(bag_path, visual).items():
+        name = topic.strip('/').replace('/', '_') + '.png'
+        write_png(out / name, image_array(data))
+        pictures[f'{topic} (as published, last frame)'] = name
+    return pictures
+
+
+def latency_plot(out: Path, runs: list[NodeRun]) -> str:
+    import matplotlib
+    matplotlib.use('Agg')
+    from matplotlib import pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+    figure, axes = plt.subplots(figsize=(7, 3.5), dpi=100)
+    for run in runs:
+        frames = list(run.latency_ms)
+        axes.plot(frames, [run.latency_ms[i] for i in frames], marker='o', markersize=3,
+                  label=run.spec.key)
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set_xlabel('frame')
+    axes.set_ylabel('latency, ms (publish -> answer)')
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(out / 'latency.png')
+    plt.close(figure)
+    return 'latency.png'
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return 'n/a'
+    return f'{value:.{digits}f}' if isinstance(value, float) else str(value)
+
+
+ACCURACY_COLUMNS = {
+    'flow': [('epe', 'EPE px'), ('aae', 'AAE deg'), ('density', 'density')],
+    'surf': [('keypoints', 'keypoints/frame'), ('repeatability', 'repeatability vs first'),
+             ('matching_score', 'matching score vs first')],
+    'disparity': [('d1', 'D1 (>3 px and >5 %)'), ('bad2', 'bad > 2 px'), ('density', 'density')],
+}
+
+
+def _processes(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Return the scored nodes, then the helpers (labelled), for the timing tables."""
+    return list(report['nodes'].items()) + [(f'{key} (helper)', node)
+                                            for key, node in report['helpers'].items()]
+
+
+def _input_lines(report: dict[str, Any]) -> list[str]:
+    source = report['input']
+    lines = ['## Input', ''] + [f'- {line}' for line in source['cameras']]
+    lines.append(f"- frames: {source['selection']}")
+    if source['restamped_frames']:
+        lines.append(f"- {source['restamped_frames']} frames had partner messages re-stamped to "
+                     "the left image's stamp (camera infos, or a right image stamped apart)")
+    return lines + ['']
+
+
+def _stage_lines(report: dict[str, Any]) -> list[str]:
+    """Return the table of the nodes' own per-stage timing beside eval's DDS latency."""
+    timed = [(key, node) for key, node in _processes(report) if node.get('stages')]
+    if not timed:
+        return ['## Where the time goes', '', 'No /diagnostics from the nodes (diagnostics_period '
+                '0 or no frame answered).', '']
+    found = {stage for _, node in timed for stage in node['stages']['stage_ms']}
+    stages = [s for s in STAGES if s in found] + sorted(found - set(STAGES))
+    lines = ['## Where the time goes', '',
+             "Each node's own split of a frame (its /diagnostics, ms per frame, frame-weighted "
+             'means over the run; receive runs from the publish to the callback) beside the '
+             'latency eval measures to the DDS receive of its main answer.', '',
+             '| node | frames | ' + ' | '.join(stages) + ' | node latency mean | eval latency '
+             'mean |', '|---|---|' + '---|' * (len(stages) + 2)]
+    for key, node in timed:
+        split = node['stages']
+        lines.append(f"| {key} | {split['frames']} | "
+                     + ' | '.join(fmt(split['stage_ms'].get(s), 2) for s in stages)
+                     + f" | {fmt(split['node_latency_mean_ms'], 2)} | "
+                     f"{fmt((node['latency_ms'] or {}).get('mean'), 2)} |")
+    return lines + ['']
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [f"# cl-vision eval: {report['bag']}", '',
+             f"{report['frames_sent']} frames sent in lockstep in {report['wall_s']:.1f} s "
+             f"({fmt(report['wall_fps'], 2)} frames/s), device `{report['device']}`, ROS domain "
+             f"{report['domain_id']}, per-frame timeout {report['timeout_s']:g} s"
+             + (', **interrupted**' if report['interrupted'] else '') + '.', '']
+    lines += _input_lines(report)
+    lines += ['## Timing', '',
+              '| node | due | answered | dropped | latency mean ms | p50 | p95 | max | '
+              'throughput fps |', '|---|---|---|---|---|---|---|---|---|']
+    for key, node in _processes(report):
+        lat = node['latency_ms'] or {}
+        lines.append(f"| {key} | {node['frames_due']} | {node['answered']} | {node['dropped']} | "
+                     + ' | '.join(fmt(lat.get(k), 1) for k in ('mean', 'p50', 'p95', 'max'))
+                     + f" | {fmt(node['throughput_fps'], 2)} |")
+    lines += ['', "Latency: input publish to DDS receive of the node's main output. Throughput: "
+              'answered frames over the summed latencies (the rate when fed back to back). '
+              'Dropped: due frames without an answer within the timeout.', '',
+              '![latency per frame](latency.png)', '']
+    lines += _stage_lines(report)
+    lines += ['## Messages received', '', '| topic | type | received | expected |',
+              '|---|---|---|---|']
+    for topic, row in report['topics'].items():
+        lines.append(f"| `{topic}` | {row['type']} | {row['received']} | {row['expected']} |")
+    lines += ['', '## Accuracy', '']
+    for key, node in report['nodes'].items():
+        accuracy = node['accuracy']
+        columns = ACCURACY_COLUMNS[key]
+        lines += [f"### {key} ({accuracy['frames_scored']} frames scored)", '',
+                  '| ' + ' | '.join(title for _, title in columns) + ' |',
+                  '|' + '---|' * len(columns),
+                  '| ' + ' | '.join(fmt(accuracy.get(k)) for k, _ in columns) + ' |', '']
+    lines += ['## Pictures', '']
+    for caption, name in report['pictures'].items():
+        lines += [f'{caption}:', '', f'![{caption}]({name})', '']
+    lines += ['## Recorded bag', '', f"`{report['output_bag']}` (MCAP), read back:", '',
+              '| topic | type | messages |', '|---|---|---|']
+    for topic, row in report['recorded'].items():
+        lines.append(f"| `{topic}` | {row['type']} | {row['count']} |")
+    if report['notes']:
+        lines += ['', '## Notes', ''] + [f'- {note}' for note in report['notes']]
+    return '\n'.join(lines) + '\n'
+
+
+def write_report(out: Path, report: dict[str, Any], runs: list[NodeRun]) -> None:
+    bag_path = out / 'bag'
+    report['recorded'] = {t: {'type': m, 'count': n} for t, (m, n) in
+                          topic_counts(bag_path).items()}
+    pictures = node_pictures(bag_path, out, runs)
+    for run in runs:
+        if run.scorer is not None:
+            pictures.update(run.scorer.pictures(out))
+    pictures['latency per frame'] = latency_plot(out, runs)
+    report['pictures'] = pictures
+    report = json_ready(report)
+    (out / 'report.json').write_text(json.dumps(report, indent=2) + '\n')
+    (out / 'report.md').write_text(markdown(report))
