@@ -182,8 +182,8 @@ class TestSurf:
         ('rgb8; jpeg compressed bgr8', bytes(range(256)), 'not a JPEG stream'),
         ('16UC1; compressedDepth png', png(SURF_IMAGE), 'compressedDepth'),
     ], ids=['truncated', 'garbage', 'compressedDepth'])
-    def test_malformed_data_is_logged_and_the_next_frame_answered(self, surf, format_, data,
-                                                                   why):
+    def test_malformed_data_is_logged_and_the_next_frame_answered(
+            self, surf, format_, data, why):
         proc = surf.procs['compressed']
         bad = compressed(format_, data, 'bad', next(STAMPS))
         for _ in range(15):  # bad-input warnings are throttled: an earlier one may hold it back

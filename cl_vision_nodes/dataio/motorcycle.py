@@ -36,8 +36,8 @@ point (``scale`` = the output size over that). Between frames it drives ``forwar
 heading and turns right by ``yaw_deg`` about a vertical axis ``pivot_m`` behind the left camera,
 as a camera on the front of a car turns about the rear axle through a bend: the turn moves the
 camera sideways too, so near and far points move differently (parallax) besides the rotation's
-shift of the whole view. The right camera sits at B along the left camera's x axis, so the disparity of a
-point at depth Z is ``scale * f * B / Z`` and ``x_R = x_L - d``. Left views are rendered from the
+shift of the whole view. The right camera sits at B along the left camera's x axis, so the
+disparity of a point at depth Z is ``scale * f * B / Z`` and ``x_R = x_L - d``. Left views are rendered from the
 left source, right views from the right source: the pair shows the real left/right differences
 (exposure, specularities) that a matcher meets.
 
