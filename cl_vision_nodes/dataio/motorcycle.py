@@ -37,9 +37,9 @@ heading and turns right by ``yaw_deg`` about a vertical axis ``pivot_m`` behind 
 as a camera on the front of a car turns about the rear axle through a bend: the turn moves the
 camera sideways too, so near and far points move differently (parallax) besides the rotation's
 shift of the whole view. The right camera sits at B along the left camera's x axis, so the
-disparity of a point at depth Z is ``scale * f * B / Z`` and ``x_R = x_L - d``. Left views are rendered from the
-left source, right views from the right source: the pair shows the real left/right differences
-(exposure, specularities) that a matcher meets.
+disparity of a point at depth Z is ``scale * f * B / Z`` and ``x_R = x_L - d``. Left views are
+rendered from the left source, right views from the right source: the pair shows the real
+left/right differences (exposure, specularities) that a matcher meets.
 
 Rendering a view. The source points are splatted with a z-buffer (each point on the 2x2 pixels
 around it, nearest depth wins) for each pixel's first depth; pixels nothing lands on
