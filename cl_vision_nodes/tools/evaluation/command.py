@@ -21,8 +21,10 @@ process with its own log, inputs remapped to the bag's topics, ``image_transport
 for CompressedImage topics, raw images rectified on the way in), plays the selected frames in
 lockstep over DDS (player.py), records every answer into DIR/bag (rosbag2 MCAP) and writes
 DIR/report.json and DIR/report.md with pictures (report.py): latency, throughput, dropped
-frames, each node's per-stage timing from its /diagnostics, and accuracy where the bag holds
-bag_layout's ground truth (`cl-vision make-bag` writes such bags).
+frames, each node's per-stage timing from its /diagnostics, accuracy where the bag holds
+bag_layout's ground truth (`cl-vision make-bag` writes such bags) and quality without it on
+every bag (quality_scorers.py), and a strip of frames spread over the run (strip.py).
+``--compare DIR_A DIR_B`` instead puts two such reports side by side (compare.py).
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ import random
 import sys
 from typing import Any
 
-from cl_vision_nodes.errors import DataFormatError
+from cl_vision_nodes.errors import DataFormatError, ParameterError
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.tools.cli_common import (integer_in, non_negative_number, output_folder,
                                               positive_number)
@@ -64,7 +66,8 @@ def build_report(args: argparse.Namespace, domain_id: int, cameras: Any, selecti
                  restamped: int, runs: list[Any], parameters: dict[str, dict[str, Value]],
                  outcome: Any, notes: list[str]) -> dict[str, Any]:
     def node_row(run: Any) -> dict[str, Any]:
-        return {**run.summary(), 'parameters': parameters[run.spec.key],
+        quality = {} if run.scorer is None else {'quality': run.scorer.quality.summary()}
+        return {**run.summary(), **quality, 'parameters': parameters[run.spec.key],
                 'eval_parameters': run.spec.parameters,
                 'exit_code': outcome.exit_codes[run.spec.key],
                 'stages': outcome.timing.summary(run.spec.key)}
@@ -76,6 +79,7 @@ def build_report(args: argparse.Namespace, domain_id: int, cameras: Any, selecti
         'frames_sent': outcome.sent, 'wall_s': outcome.wall_s,
         'wall_fps': outcome.sent / outcome.wall_s if outcome.wall_s else None,
         'input': {'cameras': cameras.describe(), 'left': cameras.left.topic,
+                  'left_played': cameras.left.played,
                   'right': right and right.topic, 'left_info': cameras.left.info,
                   'right_info': right and right.info, 'compressed': cameras.compressed,
                   'raw': cameras.raw, 'rectification': cameras.rectification,
@@ -98,15 +102,20 @@ def counted(frames: Iterator[Any], restamped: list[int]) -> Iterator[Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    args = argparse.Namespace(**{**defaults(), **vars(args)})
+    if args.compare:
+        return compare(args)
+    if args.bag is None or args.out is None:
+        raise ParameterError('eval needs a BAG and --out DIR (or --compare DIR_A DIR_B)')
     from cl_vision_nodes.tools.evaluation.cameras import find_cameras, Overrides
     from cl_vision_nodes.tools.evaluation.frames import read_frames, Selection
     from cl_vision_nodes.tools.evaluation.nodes import (NODE_SPECS, node_environment,
                                                         node_parameters, SCHEMAS, wire)
     from cl_vision_nodes.tools.evaluation.player import evaluate_bag, NodeRun, Progress
+    from cl_vision_nodes.tools.evaluation.quality_scorers import (LibraryAlgorithms,
+                                                                  node_scorers, SequenceMemory)
     from cl_vision_nodes.tools.evaluation.report import fmt, write_report
-    from cl_vision_nodes.tools.evaluation.scorers import SCORERS
     from cl_vision_nodes.tools.replay import Bag
-    args = argparse.Namespace(**{**defaults(), **vars(args)})
     path = Path(args.bag)
     cameras = find_cameras(path, Overrides(args.image, args.left, args.right, args.left_info,
                                            args.right_info))
@@ -117,6 +126,9 @@ def run(args: argparse.Namespace) -> int:
                   **{spec.key: explicit[spec.key] for spec in wiring.scored}}
     notes = wiring.notes + [f'--param for {key} ignored: that node does not run' for key in
                             sorted({a.partition('.')[0] for a in args.param} - parameters.keys())]
+    if cameras.raw:
+        notes.append('quality figures are computed on the images as the bag holds them (not '
+                     'rectified)')
     selection = Selection(args.start, args.duration, args.every)
     streams = cameras.streams(selection)
     bag = Bag(path, streams.topics)
@@ -137,12 +149,16 @@ def run(args: argparse.Namespace) -> int:
                       ROS_AUTOMATIC_DISCOVERY_RANGE=env['ROS_AUTOMATIC_DISCOVERY_RANGE'])
     played = cameras.played()
     inputs = {played.get(t, t): bag.topics[t] for t in streams.topics}
+    memory = SequenceMemory(LibraryAlgorithms(args.device, parameters.get('flow'),
+                                              parameters.get('disparity')),
+                            cameras.left.topic, cameras.right and cameras.right.topic)
+    scorers = node_scorers([spec.key for spec in wiring.scored], memory)
     runs = [NodeRun(spec, None) for spec in wiring.helpers] + \
-        [NodeRun(spec, SCORERS[spec.key]()) for spec in wiring.scored]
+        [NodeRun(spec, scorers[spec.key]) for spec in wiring.scored]
     restamped = [0]
     outcome = evaluate_bag(
-        counted(read_frames(bag, streams, selection), restamped), inputs, played, runs,
-        parameters, out, env, args.timeout,
+        counted(memory.remembered(read_frames(bag, streams, selection)), restamped), inputs,
+        played, runs, parameters, out, env, args.timeout,
         Progress(expected_frames(path, cameras.left.topic, selection), args.status_lines),
         lambda frame: frame.size(cameras.left.topic), preroll=bool(wiring.helpers))
     report = build_report(args, domain_id, cameras, selection, restamped[0], runs, parameters,
@@ -155,11 +171,28 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_INTERRUPTED if outcome.interrupted else 0
 
 
+def compare(args: argparse.Namespace) -> int:
+    """Print and write the table of two eval folders (``--compare``)."""
+    from cl_vision_nodes.tools.evaluation.compare import run_compare
+    if args.bag is not None:
+        raise ParameterError(f'--compare takes two eval folders, not a bag ({args.bag})')
+    folder_a, folder_b = (Path(folder) for folder in args.compare)
+    print(f'written: {run_compare(folder_a, folder_b, args.out)}', file=sys.stderr)
+    return 0
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from cl_vision_nodes.tools.evaluation.nodes import parse_nodes
-    parser.add_argument('bag', help='any rosbag2 folder (mcap or sqlite3) with camera images')
-    parser.add_argument('--out', required=True, type=output_folder,
-                        help='output folder: bag/, logs/, report.md, report.json, pictures')
+    parser.add_argument('bag', nargs='?',
+                        help='any rosbag2 folder (mcap or sqlite3) with camera images')
+    parser.add_argument('--out', type=output_folder,
+                        help='output folder: bag/, logs/, report.md, report.json, pictures '
+                             '(required with a bag; with --compare: where compare.md goes, '
+                             'default DIR_B)')
+    parser.add_argument('--compare', nargs=2, metavar=('DIR_A', 'DIR_B'),
+                        help='instead of a run: the report.json of two eval folders side by '
+                             'side in one Markdown table with the differences B - A, printed '
+                             'and written to compare.md')
     camera = parser.add_argument_group('camera (default: found in the bag, printed)')
     camera.add_argument('--image', metavar='TOPIC',
                         help='a mono camera: Image or CompressedImage topic')

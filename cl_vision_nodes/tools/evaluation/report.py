@@ -19,8 +19,9 @@ Timing per node: latency from the input's publish to the DDS receive of the node
 (mean, p50, p95, max), throughput (answered frames over the summed latencies: the rate when fed
 back to back), dropped frames; beside it the node's own split of a frame into stages from its
 /diagnostics (receive, upload, compute, download, publish, visual...), frame-weighted means.
-Accuracy where the bag has ground truth (scorers.py), the nodes' last pictures as published and
-a latency plot.
+Accuracy where the bag has ground truth (scorers.py), quality without it (quality_scorers.py),
+the latency of every output topic over the run, a strip of frames spread over the run (strip.py)
+and the nodes' last pictures as published.
 """
 from __future__ import annotations
 
@@ -31,9 +32,12 @@ from typing import Any
 
 from cl_vision_nodes.dataio.formats import write_png
 from cl_vision_nodes.ros.frame_stats import STAGES
-from cl_vision_nodes.tools.evaluation.frames import image_array, topic_counts
+from cl_vision_nodes.tools.evaluation.frames import (CAMERA_INFO_TYPE, cdr_stamp, image_array,
+                                                     IMAGE_TYPES, topic_counts)
 from cl_vision_nodes.tools.evaluation.player import NodeRun
+from cl_vision_nodes.tools.evaluation.strip import StripTopics, write_strip
 from cl_vision_nodes.tools.replay import Bag
+import numpy as np
 
 
 def json_ready(value: Any) -> Any:
@@ -72,21 +76,54 @@ def node_pictures(bag_path: Path, out: Path, runs: list[NodeRun]) -> dict[str, s
     return pictures
 
 
-def latency_plot(out: Path, runs: list[NodeRun]) -> str:
+def topic_latencies(bag_path: Path, outputs: list[str]) -> dict[str, list[tuple[float, float]]]:
+    """
+    Return each output topic's answers as (s into the run, latency ms), from the recorded bag.
+
+    A frame's inputs are logged at its publish time and the answers at their DDS receive time, so
+    an answer's latency is its time minus that of the input with its stamp (images and camera
+    infos: the homography has no header). Late answers to earlier frames count too.
+    """
+    recorded = topic_counts(bag_path)
+    inputs = [t for t, (msgtype, _) in recorded.items() if t not in outputs
+              and msgtype in (*IMAGE_TYPES, CAMERA_INFO_TYPE)]
+    present = [t for t in outputs if t in recorded]
+    series: dict[str, list[tuple[float, float]]] = {t: [] for t in present}
+    sent: dict[int, int] = {}
+    for msg in Bag(bag_path, inputs + present).messages():  # in log time: inputs first
+        stamp = cdr_stamp(msg.data)
+        if msg.topic in inputs:
+            sent.setdefault(stamp, msg.timestamp_ns)
+        elif stamp in sent:
+            start = next(iter(sent.values()))
+            series[msg.topic].append(((sent[stamp] - start) / 1e9,
+                                      (msg.timestamp_ns - sent[stamp]) / 1e6))
+    return series
+
+
+def latency_stats(points: list[tuple[float, float]]) -> dict[str, float] | None:
+    """Return p50, p95 and max of a topic's latencies (None without answers)."""
+    if not points:
+        return None
+    values = np.array([ms for _, ms in points])
+    return {'p50': float(np.percentile(values, 50)), 'p95': float(np.percentile(values, 95)),
+            'max': float(values.max())}
+
+
+def latency_plot(out: Path, series: dict[str, list[tuple[float, float]]]) -> str:
+    """Plot every output topic's latency against the time into the run; return the file name."""
     import matplotlib
     matplotlib.use('Agg')
     from matplotlib import pyplot as plt
-    from matplotlib.ticker import MaxNLocator
-    figure, axes = plt.subplots(figsize=(7, 3.5), dpi=100)
-    for run in runs:
-        frames = list(run.latency_ms)
-        axes.plot(frames, [run.latency_ms[i] for i in frames], marker='o', markersize=3,
-                  label=run.spec.key)
-    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes.set_xlabel('frame')
-    axes.set_ylabel('latency, ms (publish -> answer)')
+    figure, axes = plt.subplots(figsize=(10, 4), dpi=100)
+    for topic, points in series.items():
+        if points:
+            axes.plot(*zip(*points), marker='o', markersize=3, label=topic)
+    axes.set_xlabel('time into the run, s (frame published)')
+    axes.set_ylabel('latency, ms (publish -> receive)')
     axes.grid(alpha=0.3)
-    axes.legend()
+    if any(series.values()):
+        axes.legend(fontsize='small', loc='upper left', bbox_to_anchor=(1.01, 1.0))
     figure.tight_layout()
     figure.savefig(out / 'latency.png')
     plt.close(figure)
@@ -105,6 +142,40 @@ ACCURACY_COLUMNS = {
              ('matching_score', 'matching score vs first')],
     'disparity': [('d1', 'D1 (>3 px and >5 %)'), ('bad2', 'bad > 2 px'), ('density', 'density')],
 }
+
+
+QUALITY_COLUMNS = {
+    'flow': [('photometric_error', 'photometric error'), ('unwarped_error', 'unwarped'),
+             ('fb_error', 'forward-backward px'), ('fb_consistent', 'FB consistent')],
+    'surf': [('keypoints', 'keypoints/frame'), ('match_rate', 'match rate'),
+             ('inlier_ratio', 'inlier ratio'), ('flow_repeatability', 'repeatability (flow)')],
+    'disparity': [('density', 'density'), ('lr_photometric_error', 'L-R photometric error'),
+                  ('lr_error', 'L-R px'), ('lr_consistent', 'L-R consistent'),
+                  ('temporal_change', 'change where static px'),
+                  ('static_coverage', 'static share')],
+}
+QUALITY_NOTE = (
+    'Without ground truth (tools/quality.py), per frame and averaged. Flow: grey-level error of '
+    'the previous frame mapped onto the frame by the answer, beside the same without motion '
+    "(unwarped), and forward-backward consistency against eval's own backward flow (same "
+    'method and parameters; consistent: within 1 px). SURF, between consecutive frames: '
+    'ratio-test matches a RANSAC fundamental matrix keeps, over the smaller keypoint count, and '
+    "repeatability under the flow (the flow node's answer, else the library's). Disparity: "
+    'share of valid pixels, grey-level error of the right image sampled at x - d, agreement with '
+    "the right map of the same pair (libelas' check, within 1 px), and the change between "
+    'consecutive maps where the flow is under 0.5 px.')
+
+
+def _quality_lines(report: dict[str, Any]) -> list[str]:
+    lines = ['## Quality without ground truth', '', QUALITY_NOTE, '']
+    for key, node in report['nodes'].items():
+        quality = node.get('quality') or {}
+        columns = QUALITY_COLUMNS[key]
+        lines += [f"### {key} ({quality.get('frames_scored', 0)} frames scored)", '',
+                  '| ' + ' | '.join(title for _, title in columns) + ' |',
+                  '|' + '---|' * len(columns),
+                  '| ' + ' | '.join(fmt(quality.get(k)) for k, _ in columns) + ' |', '']
+    return lines
 
 
 def _processes(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -164,12 +235,14 @@ def markdown(report: dict[str, Any]) -> str:
     lines += ['', "Latency: input publish to DDS receive of the node's main output. Throughput: "
               'answered frames over the summed latencies (the rate when fed back to back). '
               'Dropped: due frames without an answer within the timeout.', '',
-              '![latency per frame](latency.png)', '']
+              '![latency of every output topic over the run](latency.png)', '']
     lines += _stage_lines(report)
-    lines += ['## Messages received', '', '| topic | type | received | expected |',
-              '|---|---|---|---|']
+    lines += ['## Messages received', '', '| topic | type | received | expected | latency p50 ms '
+              '| p95 | max |', '|---|---|---|---|---|---|---|']
     for topic, row in report['topics'].items():
-        lines.append(f"| `{topic}` | {row['type']} | {row['received']} | {row['expected']} |")
+        lat = row.get('latency_ms') or {}
+        lines.append(f"| `{topic}` | {row['type']} | {row['received']} | {row['expected']} | "
+                     + ' | '.join(fmt(lat.get(k), 1) for k in ('p50', 'p95', 'max')) + ' |')
     lines += ['', '## Accuracy', '']
     for key, node in report['nodes'].items():
         accuracy = node['accuracy']
@@ -178,6 +251,7 @@ def markdown(report: dict[str, Any]) -> str:
                   '| ' + ' | '.join(title for _, title in columns) + ' |',
                   '|' + '---|' * len(columns),
                   '| ' + ' | '.join(fmt(accuracy.get(k)) for k, _ in columns) + ' |', '']
+    lines += _quality_lines(report)
     lines += ['## Pictures', '']
     for caption, name in report['pictures'].items():
         lines += [f'{caption}:', '', f'![{caption}]({name})', '']
@@ -194,11 +268,20 @@ def write_report(out: Path, report: dict[str, Any], runs: list[NodeRun]) -> None
     bag_path = out / 'bag'
     report['recorded'] = {t: {'type': m, 'count': n} for t, (m, n) in
                           topic_counts(bag_path).items()}
-    pictures = node_pictures(bag_path, out, runs)
+    outputs = {run.spec.key: list(run.spec.outputs) for run in runs}
+    strip = StripTopics.of(report['input']['left_played'], outputs)
+    pictures = {}
+    if write_strip(bag_path, strip, out / 'strip.png'):
+        pictures['frames spread over the run: ' + ', '.join(['input', *strip.columns()])] = \
+            'strip.png'
+    pictures.update(node_pictures(bag_path, out, runs))
     for run in runs:
         if run.scorer is not None:
             pictures.update(run.scorer.pictures(out))
-    pictures['latency per frame'] = latency_plot(out, runs)
+    series = topic_latencies(bag_path, [t for topic_list in outputs.values() for t in topic_list])
+    for topic, row in report['topics'].items():
+        row['latency_ms'] = latency_stats(series.get(topic, []))
+    pictures['latency of every output topic over the run'] = latency_plot(out, series)
     report['pictures'] = pictures
     report = json_ready(report)
     (out / 'report.json').write_text(json.dumps(report, indent=2) + '\n')
