@@ -17,6 +17,7 @@
 
 By concern: ``frames`` (a bag's frames by stamp), ``cameras`` (which topics are the camera),
 ``nodes`` (node processes and their topics), ``player`` (lockstep playback and recording),
-``scorers`` (accuracy against ground truth), ``report`` (report.json, report.md, pictures) and
-``command`` (the command line).
+``scorers`` (accuracy against ground truth), ``quality_scorers`` (quality without it),
+``strip`` (the picture strip), ``report`` (report.json, report.md, pictures), ``compare``
+(``--compare``: two runs side by side) and ``command`` (the command line).
 """
