@@ -585,28 +585,28 @@ class StudyCase:
     default_allocator: bool
 
 
-def measure(case: StudyCase, images: dict[str, Message], frames: int, rate_hz: float,
-            env: dict[str, str], workdir: Path, timeout_s: float) -> list[dict]:
-    """Pace ``frames`` of every image through one publisher/subscriber pair; rows per image."""
+def measure(case: StudyCase, name: str, message: Message, frames: int, rate_hz: float,
+            env: dict[str, str], workdir: Path, timeout_s: float) -> dict:
+    """
+    Pace ``frames`` of one image through a fresh publisher/subscriber pair; return its row.
+
+    Fresh processes per image: glibc raises its mmap threshold after the largest buffer freed,
+    so an image measured after a larger one would inherit that allocator state.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
     env = variant_environment(VARIANTS[case.variant], env, workdir)
-    link = Link({name: [m] for name, m in images.items()},
-                {m.topic: m.msgtype for m in images.values()}, workdir, env,
+    link = Link({name: [message]}, {message.topic: message.msgtype}, workdir, env,
                 best_effort=case.best_effort, default_allocator=case.default_allocator)
-    rows = []
     try:
         link.wait_ready(timeout_s)
-        for name, message in images.items():
-            link.paced(name, WARMUP, rate_hz, {message.topic})
-            series = link.paced(name, frames, rate_hz, {message.topic})
-            rows.append({'image': name, 'bytes': len(message.data), **series.summary()})
+        link.paced(name, WARMUP, rate_hz, {message.topic})
+        series = link.paced(name, frames, rate_hz, {message.topic})
     finally:
         memory = link.close()
-    for row in rows:
-        row.update(variant=case.variant, reliability='best effort' if case.best_effort
-                   else 'reliable', allocator='glibc default' if case.default_allocator
-                   else 'configured', **memory)
-    return rows
+    return {'variant': case.variant, 'reliability': 'best effort' if case.best_effort
+            else 'reliable', 'allocator': 'glibc default' if case.default_allocator
+            else 'configured', 'image': name, 'bytes': len(message.data), **series.summary(),
+            **memory}
 
 
 def study_cases(variants: list[str]) -> list[StudyCase]:
@@ -654,8 +654,9 @@ def bench(args: argparse.Namespace) -> None:
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix='cl_vision_transport_') as tmp:
         for k, case in enumerate(study_cases(variants)):
-            for row in measure(case, images, frames, args.rate, env, Path(tmp) / str(k),
-                               args.timeout):
+            for i, (name, message) in enumerate(images.items()):
+                row = measure(case, name, message, frames, args.rate, env,
+                              Path(tmp) / f'{k}_{i}', args.timeout)
                 print(study_line(row), flush=True)
                 rows.append(row)
     if args.json:
