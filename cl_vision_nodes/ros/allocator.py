@@ -28,9 +28,11 @@ stream that is the working set of the largest messages it receives (a subscriber
 the same with and without, `cl-vision bench transport`). After a burst the heap top is trimmed
 only beyond the trim threshold (512 MiB), and a buffer still in use above freed ones pins them
 all: 100 buffers of 7.4 MB freed left 215 MiB resident newest first and 728 MiB with the newest
-still held, against 25-32 MiB with glibc's defaults (``malloc_trim(0)`` returns it). The top pad (M_TOP_PAD) stays glibc's: with the 64 MiB
-pad first tried here a node's resident memory crept up by about 2 KB a frame (28 MB over
-14,000 small frames in the soak test) while the page faults saved were the same without it.
+still held, against 25-32 MiB with glibc's defaults (``malloc_trim(0)`` returns it).
+
+The top pad (M_TOP_PAD) stays glibc's: with the 64 MiB pad first tried here a node's resident
+memory crept up by about 2 KB a frame (28 MB over 14,000 small frames in the soak test) while
+the page faults saved were the same without it.
 
 Environment variables the user set (``MALLOC_*_`` or the same tunables in ``GLIBC_TUNABLES``)
 win: glibc applied them at start-up and they are left alone. The settings applied here are

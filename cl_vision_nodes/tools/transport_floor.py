@@ -312,7 +312,8 @@ class Link:
         workdir.mkdir(parents=True, exist_ok=True)
         topics: dict[str, str] = {}
         manifest_sets: dict[str, list[tuple[str, str]]] = {}
-        self.set_ids = {name: str(index) for index, name in enumerate(sets)}  # names may hold spaces
+        # The processes' commands name a set by number: names may hold spaces.
+        self.set_ids = {name: str(index) for index, name in enumerate(sets)}
         for name, messages in sets.items():
             entries = manifest_sets[self.set_ids[name]] = []
             for k, message in enumerate(messages):
