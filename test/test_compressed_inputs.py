@@ -161,6 +161,8 @@ def surf_frame(tag: str, sec: int) -> dict[str, list[Any]]:
 
 
 class TestSurf:
+    """surf_node: a JPEG frame and its decoded raw frame give the same keypoints."""
+
     def test_keypoints_of_a_jpeg_frame_equal_those_of_its_decoded_frame(self, surf):
         got = surf.ask(surf_frame, 'k')
         points = {t: cloud_to_array(m) for t, m in got.items()}
@@ -210,6 +212,8 @@ def flow(ros):
 
 
 class TestFlow:
+    """flow_node: JPEG frames and their decoded raw frames give the same flow."""
+
     def test_flow_of_jpeg_frames_equals_that_of_their_decoded_frames(self, flow):
         """
         Stream frames 0, 1, 0, 1, ... waiting for each answer; compare a flow of consecutive ones.
@@ -268,6 +272,8 @@ def stereo_frame(tag: str, sec: int) -> dict[str, list[Any]]:
 
 
 class TestDisparity:
+    """disparity_node: PNG pairs and their raw pairs give the same disparity."""
+
     def test_disparity_of_png_pairs_equals_that_of_the_raw_pairs(self, disparity):
         got = disparity.ask(stereo_frame, 'd')
         maps = {t: image_to_numpy(m.image) for t, m in got.items()}
