@@ -34,7 +34,6 @@ from cl_vision_nodes.ros.image_conversion import (image_msg_to_raw, image_to_num
                                                   raw_to_msg)
 import numpy as np
 import pytest
-from rosutil import NodeProcess
 from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
@@ -278,13 +277,3 @@ def test_unusable_bridge_leaves_the_builtin_with_the_reason(fresh_probe: None,
     assert image_conversion.converter_backend() == f'built-in ({reason})'
     a = sample('bgr8')
     np.testing.assert_array_equal(image_to_numpy(numpy_to_image(a, 'bgr8')), a)
-
-
-def test_node_logs_the_choice_once_at_start(fresh_probe: None) -> None:
-    proc = NodeProcess('cl_vision_nodes.ros.convert_node', ['-r', '__node:=conversion_log'])
-    try:
-        expected = f'image conversion: {image_conversion.converter_backend()}\n'
-        assert proc.wait_for_output(expected), proc.output()
-        assert proc.output().count('image conversion: ') == 1, proc.output()
-    finally:
-        assert proc.stop() == 0, proc.output()

@@ -363,11 +363,11 @@ def spin_node(node_class: type[VisionNode], args: list[str] | None = None) -> in
     node = node_class()
     try:
         try:
-            node.get_logger().info(allocator.line())
             node.start()
         except CLVisionError as exc:
             node.get_logger().fatal(f'cannot start: {exc}')
             return EXIT_CANNOT_START
+        node.get_logger().info(allocator.line())
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass

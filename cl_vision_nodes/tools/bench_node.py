@@ -30,13 +30,17 @@ the same device as `cl-vision bench flow/surf/elas` time it (mean ms, upload and
 included). Overhead = latency - compute - floor: what the node adds (message conversion, the
 executor, visual topics drawn on the host).
 
-Nodes are data: BENCH_NODES names evaluate.NODE_SPECS entries with their parameters and their
-in-process compute, so another node is one more entry.
+Nodes are data: BENCH_NODES names evaluation.nodes.NODE_SPECS entries (or ``pipeline``:
+vision_pipeline on the stereo inputs, its flow and keypoints remapped to where flow_node and
+surf_node publish them) with their parameters and their in-process compute, so another node is
+one more entry. A node with a ``rate_hz`` is also fed at that rate, frames alternating, with
+every output subscribed, for a sustained load: frames answered and latency under it.
 """
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+import functools
 import json
 import math
 import os
@@ -52,8 +56,10 @@ from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.allocator import configure_allocator
 from cl_vision_nodes.tools import bag_layout as layout
 from cl_vision_nodes.tools.bench_timing import time_ms
-from cl_vision_nodes.tools.evaluation.nodes import (node_environment, node_parameters,
-                                                    NODE_SPECS, NodeSpec, start_node, stop_nodes)
+from cl_vision_nodes.tools.evaluation.nodes import (LAYOUT_BINDINGS, node_environment,
+                                                    node_parameters, NODE_SPECS, NodeProcess,
+                                                    NodeSpec,
+                                                    start_node, stop_nodes, wired)
 from cl_vision_nodes.tools.make_bag import Frame, MessageFactory, synthetic_stereo
 from cl_vision_nodes.tools.transport_floor import Link, Message
 
@@ -85,6 +91,40 @@ def disparity_compute(parameters: dict[str, Value], frames: list[Frame]) -> Prep
     return matching(str(parameters.get('preset', 'robotics')), frames[0].left, frames[0].right)
 
 
+def pipeline_compute(parameters: dict[str, Value], frames: list[Frame]) -> Prepare:
+    """Flow (hs), SURF and ELAS one after the other on one runtime (each uploads its frame)."""
+    parts = [flow_compute({'method': parameters['flow.method']}, frames),
+             surf_compute({}, frames), disparity_compute({}, frames)]
+
+    def prepare(runtime: ClRuntime) -> Callable[[], object]:
+        calls = [part(runtime) for part in parts]
+        return lambda: [call() for call in calls]
+    return prepare
+
+
+PIPELINE_OUTPUTS = {'flow': layout.FLOW_OUTPUT, 'flow/color': layout.FLOW_COLOR_OUTPUT,
+                    'keypoints': layout.KEYPOINTS_OUTPUT,
+                    'keypoints/image': layout.KEYPOINTS_IMAGE_OUTPUT,
+                    'disparity': layout.DISPARITY_OUTPUT,
+                    'disparity/color': layout.DISPARITY_COLOR_OUTPUT}
+"""The pipeline's answers, remapped to where the separate nodes publish them (as the launch
+file's pipeline:=true does)."""
+
+
+@functools.cache
+def pipeline_spec() -> NodeSpec:
+    """Return vision_pipeline on the stereo inputs, every capability on, all outputs awaited."""
+    from cl_vision_nodes.ros.topics import node_topics
+    from cl_vision_nodes.schemas import PIPELINE_SCHEMA
+    spec = wired('pipeline', PIPELINE_SCHEMA, layout.CAMERA_NAMESPACE, LAYOUT_BINDINGS, {})
+    types = {t.name: t.type_name
+             for t in node_topics('vision_pipeline', PIPELINE_SCHEMA.defaults()).outputs}
+    return replace(spec, remaps=spec.remaps + tuple(f'{name}:={topic}' for name, topic
+                                                    in PIPELINE_OUTPUTS.items()),
+                   outputs={topic: types[name] for name, topic in PIPELINE_OUTPUTS.items()},
+                   needs_previous_frame=True)
+
+
 @dataclass(frozen=True)
 class BenchNode:
     """
@@ -99,12 +139,18 @@ class BenchNode:
     spec: str
     parameters: dict[str, Value]
     compute: Callable[[dict[str, Value], list[Frame]], Prepare]
+    rate_hz: float | None = None  # also fed at this rate (sustained load), frames alternating
+
+    @property
+    def node_spec(self) -> NodeSpec:
+        return pipeline_spec() if self.spec == 'pipeline' else NODE_SPECS[self.spec]
 
 
 BENCH_NODES = {node.key: node for node in (
     BenchNode('flow', 'flow', {'method': 'hs'}, flow_compute),
     BenchNode('surf', 'surf', {}, surf_compute),
     BenchNode('disparity', 'disparity', {}, disparity_compute),
+    BenchNode('pipeline', 'pipeline', {}, pipeline_compute, rate_hz=150.0),
 )}
 
 
@@ -124,6 +170,10 @@ class NodeRow:
     compute_ms: float = math.nan
     input_bytes: int = 0
     output_bytes: int = 0
+    rate_hz: float = math.nan  # the sustained load, when the node has one
+    rate_answered: int = 0
+    rate_sent: int = 0
+    rate_latency_p50_ms: float = math.nan
 
     @property
     def floor_ms(self) -> float:
@@ -192,7 +242,7 @@ def run_node(bench: BenchNode, scenes: list[Scene],
 
     Returns the rows and the node's last answers per (size, visuals), for the floor.
     """
-    spec = NODE_SPECS[bench.spec]
+    spec = bench.node_spec
     assignments = [f'{spec.key}.{name}={value}' for name, value in bench.parameters.items()]
     parameters = node_parameters([spec], assignments, settings.device)[spec.key]
     logs = settings.workdir / bench.key
@@ -218,6 +268,8 @@ def run_node(bench: BenchNode, scenes: list[Scene],
                                             f'frames at {scene.size} (log: {node.log})')
                     series = link.lockstep(names, settings.frames, expected, settings.timeout_s,
                                            [node])
+                    rate = sustained(link, bench, names, expected, settings, node) \
+                        if visuals and bench.rate_hz else {}
                     answers[scene.size, visuals] = link.save(
                         logs / f'answers_{scene.size}_{visuals}', names[0], expected,
                         settings.timeout_s, [node])
@@ -225,7 +277,8 @@ def run_node(bench: BenchNode, scenes: list[Scene],
                         bench.key, scene.size, visuals, series.p(50), series.p(90),
                         len(series.latency_ms), series.lost,
                         input_bytes=sum(len(m.data) for m in scene.inputs(spec, 0)),
-                        output_bytes=sum(map(len, answers[scene.size, visuals].values()))))
+                        output_bytes=sum(map(len, answers[scene.size, visuals].values())),
+                        **rate))
                     print(f'  {bench.key} {scene.size} visuals {"yes" if visuals else "no"}: '
                           f'latency p50 {series.p(50):.2f} ms', flush=True)
             finally:
@@ -235,10 +288,23 @@ def run_node(bench: BenchNode, scenes: list[Scene],
     return rows, answers
 
 
+def sustained(link: Link, bench: BenchNode, names: list[str], expected: set[str],
+              settings: Settings, node: NodeProcess) -> dict[str, float | int]:
+    """Feed the node at its ``rate_hz``, frames alternating; answered frames and latency."""
+    count = max(settings.frames, round(2 * bench.rate_hz))  # at least two seconds
+    link.paced(names, WARMUP, bench.rate_hz, expected)
+    node.check_alive()
+    series = link.paced(names, count, bench.rate_hz, expected, linger_s=2.0)
+    print(f'  {bench.key} at {bench.rate_hz:g} Hz: {len(series.latency_ms)}/{count} answered, '
+          f'latency p50 {series.p(50):.2f} ms', flush=True)
+    return {'rate_hz': bench.rate_hz, 'rate_answered': len(series.latency_ms),
+            'rate_sent': count, 'rate_latency_p50_ms': series.p(50)}
+
+
 def measure_floor(bench: BenchNode, scenes: list[Scene], rows: list[NodeRow],
                   answers: dict[tuple[str, bool], dict], settings: Settings) -> None:
     """Send the node's inputs and its answers publisher -> subscriber; fill the rows' floor."""
-    spec = NODE_SPECS[bench.spec]
+    spec = bench.node_spec
     sets = {}
     for scene in scenes:
         sets[f'{scene.size} in'] = scene.inputs(spec, 0, FLOOR_PREFIX)
@@ -266,7 +332,7 @@ def measure_floor(bench: BenchNode, scenes: list[Scene], rows: list[NodeRow],
 def measure_compute(bench: BenchNode, scenes: list[Scene], rows: list[NodeRow],
                     runtime: ClRuntime) -> None:
     """Time the node's algorithm in this process; fill the rows' compute (mean ms)."""
-    spec = NODE_SPECS[bench.spec]
+    spec = bench.node_spec
     parameters = {**spec.schema.defaults(), **bench.parameters}
     for scene in scenes:
         mean_ms, _ = time_ms(bench.compute(parameters, scene.frames)(runtime), COMPUTE_REPEATS)
@@ -285,6 +351,12 @@ def format_table(rows: list[NodeRow]) -> str:
                      f'{r.overhead_ms:>8.2f}   {r.latency_p90_ms:>7.2f} '
                      f'{f"{r.answered}/{r.answered + r.unanswered}":>8} '
                      f'{r.input_bytes / 1e6:>6.2f} {r.output_bytes / 1e6:>6.2f}')
+    loaded = [r for r in rows if not math.isnan(r.rate_hz)]
+    if loaded:
+        lines.append('sustained load (visual topics subscribed, frames alternating):')
+        lines += [f'{r.node:<10} {r.size:>9} {r.rate_hz:>6.0f} Hz in: {r.rate_answered}/'
+                  f'{r.rate_sent} answered, latency p50 {r.rate_latency_p50_ms:.2f} ms'
+                  for r in loaded]
     return '\n'.join(lines)
 
 
@@ -294,8 +366,8 @@ def select(names: list[str] | None) -> list[BenchNode]:
         raise ParameterError(f"--nodes: unknown node {', '.join(unknown)}; choose from "
                              f"{', '.join(BENCH_NODES)}")
     chosen = [BENCH_NODES[n] for n in names or BENCH_NODES]
-    missing = [b.key for b in chosen if b.spec not in NODE_SPECS or
-               not NODE_SPECS[b.spec].available()]
+    missing = [b.key for b in chosen if b.spec != 'pipeline' and b.spec not in NODE_SPECS
+               or not b.node_spec.available()]
     if missing:
         raise ParameterError(f"--nodes: {', '.join(missing)} not available in this version")
     return chosen

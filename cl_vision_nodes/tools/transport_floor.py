@@ -102,9 +102,9 @@ def publisher_process(args: argparse.Namespace) -> int:
     """
     Publish message sets on command.
 
-    Commands on stdin: ``send SET STAMP``, and ``pace SET COUNT PERIOD_NS FIRST_STAMP`` for
-    sets at a rate. Prints ``ready`` once every topic has a subscriber, ``sent STAMP NS`` per
-    set.
+    Commands on stdin: ``send SET STAMP``, and ``pace SETS COUNT PERIOD_NS FIRST_STAMP`` for
+    sets at a rate, cycling through SETS (comma-separated). Prints ``ready`` once every topic has
+    a subscriber, ``sent STAMP NS`` per set.
     """
     manifest = json.loads(Path(args.manifest).read_text())
     rclpy = start_ros(args.default_allocator)
@@ -132,10 +132,11 @@ def publisher_process(args: argparse.Namespace) -> int:
             send(name, int(numbers[0]))
         else:  # pace
             count, period_ns, first = (int(n) for n in numbers)
+            cycle = name.split(',')
             start = time.monotonic_ns()
             for k in range(count):
                 time.sleep(max(0, start + k * period_ns - time.monotonic_ns()) / 1e9)
-                send(name, first + k)
+                send(cycle[k % len(cycle)], first + k)
     node.destroy_node()
     rclpy.try_shutdown()
     return 0
@@ -399,13 +400,17 @@ class Link:
             self.record(series, stamp, sent, expected)
         return series
 
-    def paced(self, name: str, count: int, rate_hz: float, expected: set[str],
+    def paced(self, names: Sequence[str], count: int, rate_hz: float, expected: set[str],
               linger_s: float = 1.0) -> Series:
-        """Send ``count`` sets at ``rate_hz`` without waiting; late or lost ones are counted."""
+        """
+        Send ``count`` sets at ``rate_hz``, cycling through ``names``, without waiting.
+
+        Late or lost ones are counted.
+        """
         first = self.stamp
         self.stamp += count
-        self.publisher.command(f'pace {self.set_ids[name]} {count} {round(1e9 / rate_hz)} '
-                               f'{first}')
+        cycle = ','.join(str(self.set_ids[name]) for name in names)
+        self.publisher.command(f'pace {cycle} {count} {round(1e9 / rate_hz)} {first}')
         sent = {}
         for _ in range(count):
             fields = self.publisher.expect('sent', STOP_TIMEOUT_S + 1.0 / rate_hz)
@@ -600,8 +605,8 @@ def measure(case: StudyCase, name: str, message: Message, frames: int, rate_hz: 
                 best_effort=case.best_effort, default_allocator=case.default_allocator)
     try:
         link.wait_ready(timeout_s)
-        link.paced(name, WARMUP, rate_hz, {message.topic})
-        series = link.paced(name, frames, rate_hz, {message.topic})
+        link.paced([name], WARMUP, rate_hz, {message.topic})
+        series = link.paced([name], frames, rate_hz, {message.topic})
     finally:
         memory = link.close()
     return {'variant': case.variant, 'reliability': 'best effort' if case.best_effort

@@ -57,7 +57,8 @@ SCHEMAS = {'flow': FLOW_SCHEMA, 'surf': SURF_SCHEMA, 'disparity': ELAS_SCHEMA}
 NEEDS_PREVIOUS_FRAME = frozenset({'flow'})  # nothing for the first frame of a size
 ROLES = {'flow_node': ('left',), 'surf_node': ('left',),
          'disparity_node': ('left', 'right', 'left_info', 'right_info'),
-         'rectify_node': ('left', 'left_info')}
+         'rectify_node': ('left', 'left_info'),
+         'vision_pipeline': ('left', 'right', 'left_info', 'right_info')}
 """What each declared input of a node is, in declaration order."""
 
 
