@@ -285,6 +285,10 @@ def run_node(bench: BenchNode, scenes: list[Scene],
                 link.close()
     finally:
         stop_nodes([node])
+    timing = [line.split(']: ', 1)[-1] for line in node.log.read_text(errors='replace')
+              .splitlines() if ' fps, latency mean ' in line]
+    if timing:  # where the node's time went, in its own words (the stages of frame_stats)
+        print(f'  {bench.key} node, last window: {timing[-1]}', flush=True)
     return rows, answers
 
 
