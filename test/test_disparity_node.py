@@ -29,10 +29,10 @@ from cl_vision_nodes.dataio.synthetic import stereo_pair
 from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
-from cl_vision_nodes.ros.disparity_capability import valid_window
 from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
 from cl_vision_nodes.stereo.point_cloud import unpack_rgb
+from cl_vision_nodes.stereo.reference import valid_window
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 from plane_scene import (ask_all, assert_cloud_of_the_plane, assert_plane_depth, calibration,

@@ -19,7 +19,7 @@ Each map's box of valid pixels is written down beside it, not computed.
 """
 from __future__ import annotations
 
-from cl_vision_nodes.ros.disparity_capability import valid_window
+from cl_vision_nodes.stereo.reference import valid_window
 import numpy as np
 import pytest
 

@@ -211,22 +211,6 @@ class ElasMatcher:
             self.images.copy(gray, target, 'upload')
         return self._run(plan).post.output[0]
 
-    def download_last(self) -> np.ndarray:
-        """
-        Copy the left map of the last compute into a pinned host array and return it.
-
-        ``output_shape`` float32, valid until the next download: a node scales it, marks the
-        invalid pixels and serializes its message from it, with no other host copy.
-        """
-        plan = self._last
-        if plan is None:
-            raise RuntimeError('no disparity map yet: call a compute method first')
-        shape = (plan.geometry.out_height, plan.geometry.out_width)
-        host = self.images.buffers.pinned('disparity_host', shape, np.dtype(np.float32))
-        self.runtime.profiler.record(
-            'download', cl.enqueue_copy(self.runtime.queue, host, plan.post.output[0]))
-        return host
-
     @property
     def last_output(self) -> cl.Buffer:
         """

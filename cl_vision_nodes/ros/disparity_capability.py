@@ -52,6 +52,7 @@ from cl_vision_nodes.ros.camera_info import calibration_from_msg
 from cl_vision_nodes.ros.cdr import cloud_framing, disparity_framing
 from cl_vision_nodes.ros.node_base import ImageFrame, VisionNode
 from cl_vision_nodes.ros.topics import Topic
+from cl_vision_nodes.stereo.disparity_image import DisparityImageMaker
 from cl_vision_nodes.stereo.geometry import StereoGeometry
 from cl_vision_nodes.stereo.point_cloud import CloudLayout
 from cl_vision_nodes.stereo.reproject import COLOR_KINDS, DisparityMap, Reprojector
@@ -78,15 +79,6 @@ def stereo_geometry(left: CameraInfo, right: CameraInfo) -> tuple[float, float]:
         raise ImageFormatError('camera_info has no projection matrix P (fx = 0): the images '
                                'must be rectified and the camera calibrated')
     return float(left.p[0]), float(-tx / fx)
-
-
-def valid_window(disparity: np.ndarray, invalid_below: float):
-    """(x_offset, y_offset, width, height) of the smallest box holding every valid pixel."""
-    valid = disparity >= invalid_below
-    rows, cols = np.flatnonzero(valid.any(axis=1)), np.flatnonzero(valid.any(axis=0))
-    if rows.size == 0:
-        return 0, 0, 0, 0
-    return int(cols[0]), int(rows[0]), int(cols[-1] - cols[0] + 1), int(rows[-1] - rows[0] + 1)
 
 
 def check_cloud_colour(raw: RawImage) -> None:
@@ -117,6 +109,7 @@ class DisparityCapability:
         self.matcher = ElasMatcher(runtime, values)
         self.reprojector = Reprojector(runtime)
         self.colorizer = DisparityColorizer(runtime)
+        self.maker = DisparityImageMaker(runtime)
         self.staging = runtime.buffers()
         self.rectifiers: tuple[Rectifier, Rectifier] | None = \
             (Rectifier(runtime), Rectifier(runtime)) if values['rectify'] else None
@@ -171,13 +164,11 @@ class DisparityCapability:
             check_cloud_colour(colour_image)
         with node.device_stage(prefix + 'compute'):
             self.matcher.match(*pair)
-        with node.download_stage(prefix + 'download'):
-            disparity = self.matcher.download_last()
-        self._publish_disparity(disparity, f, baseline, left)
+        rows, cols = self.matcher.output_shape(pair[0].width, pair[0].height)
+        self._publish_disparity(rows, cols, f, baseline, left)
         if not (want_depth or want_points):
             return
         geometry = StereoGeometry.from_projections(left_info.p, right_info.p)
-        rows, cols = disparity.shape
         device_map = DisparityMap(self.matcher.last_output, cols, rows,
                                   float(values['disp_min']), bool(values['subsampling']))
         if want_depth:
@@ -194,21 +185,19 @@ class DisparityCapability:
                                     cloud.point_step, cloud.row_step, cloud.is_dense)
             node.publish_serialized(self.points_pub, framing, cloud.data, prefix + 'publish')
 
-    def _publish_disparity(self, disparity: np.ndarray, f: float, baseline: float,
+    def _publish_disparity(self, rows: int, cols: int, f: float, baseline: float,
                            left: ImageFrame) -> None:
+        """Publish the DisparityImage (made on the device) and, if subscribed, its picture."""
         node, prefix, values = self.node, self.prefix, self.values
-        with node.stage(prefix + 'download'):  # the host's part: the published map's pixels
+        with node.download_stage(prefix + 'download'):
             scale = SUBSAMPLED_SCALE if values['subsampling'] else 1.0  # to the map's pixels
-            disparity *= np.float32(scale)
             d_min = scale * float(values['disp_min'])
             d_max = scale * float(values['disp_max'])
-            disparity[disparity < d_min] = d_min - 1.0  # invalid: below min_disparity
-            rows, cols = disparity.shape
+            made = self.maker.make(self.matcher.last_output, rows, cols, scale, d_min)
             framing = disparity_framing(left.header, rows, cols, f=scale * f, t=baseline,
-                                        valid_window=valid_window(disparity, d_min),
-                                        min_disparity=d_min, max_disparity=d_max,
-                                        delta_d=scale * DELTA_D)
-        node.publish_serialized(self.disparity_pub, framing, disparity, prefix + 'publish')
+                                        valid_window=made.valid_window, min_disparity=d_min,
+                                        max_disparity=d_max, delta_d=scale * DELTA_D)
+        node.publish_serialized(self.disparity_pub, framing, made.pixels, prefix + 'publish')
         if node.wanted(self.color_pub):
             with node.device_stage(prefix + 'visual'):
                 picture = self.colorizer.draw(
