@@ -201,12 +201,7 @@ class ElasMatcher:
 
         The pair is copied into ``input_buffers``, so its buffers may take the next frame at once.
         """
-        if (left.width, left.height) != (right.width, right.height):
-            raise ImageFormatError(
-                f'left image is {left.width}x{left.height}, right image {right.width}x'
-                f'{right.height}: a rectified pair has one size')
-        check_size(left.width, left.height)
-        plan = self.plan_for(left.width, left.height)
+        plan = self._pair_plan((left.width, left.height), (right.width, right.height))
         for gray, target in zip((left, right), plan.inputs):
             self.images.copy(gray, target, 'upload')
         return self._run(plan).post.output[0]
@@ -243,16 +238,19 @@ class ElasMatcher:
             plan = self._plan = Plan.build(self.device, geo, self.settings, gray)
         return plan
 
+    def _pair_plan(self, left: tuple[int, int], right: tuple[int, int]) -> Plan:
+        """Return the plan of a pair of (width, height) sizes; ImageFormatError unless one size."""
+        if left != right:
+            raise ImageFormatError(f'left image is {left[0]}x{left[1]}, right image '
+                                   f'{right[0]}x{right[1]}: a rectified pair has one size')
+        check_size(*left)
+        return self.plan_for(*left)
+
     def _process(self, left: RawImage, right: RawImage) -> Plan:
         """Upload both images and enqueue every stage up to the left output."""
         validate(left)
         validate(right)
-        if (left.width, left.height) != (right.width, right.height):
-            raise ImageFormatError(
-                f'left image is {left.width}x{left.height}, right image {right.width}x'
-                f'{right.height}: a rectified pair has one size')
-        check_size(left.width, left.height)
-        plan = self.plan_for(left.width, left.height)
+        plan = self._pair_plan((left.width, left.height), (right.width, right.height))
         for raw, role in zip((left, right), GRAY_ROLES):
             self.images.upload_gray(raw, role)
         return self._run(plan)
