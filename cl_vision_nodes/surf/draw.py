@@ -103,8 +103,9 @@ class KeypointPainter:
         self._gray_to_bgr((pixels,), (gray, np.int32(pixels), picture), 'draw', self._gray_group)
         if count > 0:
             check_device_input(records, count * record_floats * 4, 'keypoint records')
-            self._draw_keypoints((self._keypoint_group[0], count),
-                                 (records, np.int32(count), np.int32(record_floats),
-                                  np.int32(width), np.int32(height), picture),
-                                 'draw', self._keypoint_group)
+            for positive in (0, 1):  # one colour a launch: no pixel mixes two (draw.cl)
+                self._draw_keypoints((self._keypoint_group[0], count),
+                                     (records, np.int32(count), np.int32(record_floats),
+                                      np.int32(width), np.int32(height), np.int32(positive),
+                                      picture), 'draw', self._keypoint_group)
         return download_bgr8(self.runtime, picture, height, width, out)

@@ -39,11 +39,14 @@ void plot(__global uchar* bgr, const int width, const int height, const int x, c
 // 0) share the keypoint's pixels, so that no work-item walks a whole circle: each takes every
 // lanes-th row of the circle's first octant, |y| <= |x| with x = rint(sqrt(r^2 - y^2)) (one
 // pixel per row there: 8-connected, no gaps), mirrored 8 ways, and every lanes-th point of the
-// radius. Pixels of several keypoints take whichever colour is written last. Records that are not
-// valid, not finite or far outside the picture are skipped; the radius is capped at
-// width + height.
+// radius. One launch draws the keypoints of one Laplacian sign (``positive``): a pixel is three
+// bytes, written byte by byte, so two colours in one launch could mix into a third where circles
+// cross; of one colour, a pixel of several keypoints is that colour, and the second launch's
+// colour wins over the first's. Records that are not valid, not finite or far outside the
+// picture are skipped; the radius is capped at width + height.
 __kernel void draw_keypoints(__global const float* records, const int count, const int stride,
-                             const int width, const int height, __global uchar* bgr)
+                             const int width, const int height, const int positive,
+                             __global uchar* bgr)
 {
     const int lane = get_global_id(0), lanes = get_global_size(0), k = get_global_id(1);
     if (k >= count)
@@ -52,9 +55,10 @@ __kernel void draw_keypoints(__global const float* records, const int count, con
     const float x = record[KP_X], y = record[KP_Y];
     const float size = record[KP_SIZE], angle = record[KP_ANGLE];
     if (!(record[KP_VALID] > 0.0f) || !isfinite(x) || !isfinite(y) || !isfinite(size)
-        || !isfinite(angle) || fabs(x) > 2 * width || fabs(y) > 2 * height)
+        || !isfinite(angle) || fabs(x) > 2 * width || fabs(y) > 2 * height
+        || (record[KP_LAPLACIAN] > 0.0f) != (positive != 0))
         return;
-    const uint rgb = record[KP_LAPLACIAN] > 0.0f ? POSITIVE_COLOUR : NEGATIVE_COLOUR;
+    const uint rgb = positive ? POSITIVE_COLOUR : NEGATIVE_COLOUR;
     const uchar3 colour = (uchar3)(rgb & 0xff, (rgb >> 8) & 0xff, rgb >> 16);
     const float radius = min(size * 0.5f, (float)(width + height));
     const int cx = (int)rint(x), cy = (int)rint(y);
