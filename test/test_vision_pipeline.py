@@ -85,7 +85,8 @@ def setup(ros):
     pubs = [ros.publisher(Image if 'image' in t else CameraInfo, f'/pipe/{t}') for t in INPUTS]
     out = {(ns, topic): ros.collect(msg_type, f'/{ns}/{topic}')
            for ns in ('pipe', 'sep') for topic, msg_type in OUTPUTS.items()}
-    assert ros.wait_until(lambda: pubs[0].get_subscription_count() >= 3
+    # the left image goes to all four processes: flow_node must see the first frame too
+    assert ros.wait_until(lambda: pubs[0].get_subscription_count() >= 4
                           and all(p.get_subscription_count() >= 2 for p in pubs[1:]), 60.0), \
         '\n'.join(p.output() for p in procs)
     yield procs, pubs, out

@@ -29,7 +29,7 @@ def valid_window(disparity: np.ndarray, invalid_below: float) -> tuple[int, int,
 
 def disparity_image(disparity: np.ndarray, scale: float,
                     min_disparity: float) -> tuple[np.ndarray, tuple[int, int, int, int]]:
-    """The pixels and valid window of DisparityImageMaker.make, on the host."""
+    """Return the pixels and valid window of DisparityImageMaker.make, computed on the host."""
     pixels = disparity.astype(np.float32) * np.float32(scale)
     valid = pixels >= np.float32(min_disparity)
     pixels[~valid] = np.float32(min_disparity) - np.float32(1.0)
