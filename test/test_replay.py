@@ -152,9 +152,12 @@ def test_compressed_topic_is_replayed_as_recorded_and_answered(ros, tmp_path):
                              str(tmp_path / 'bag'), '--loop', '--wait-subscribers', '60'],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        # Over the loops every frame is answered (one arriving while kernels build may not be).
-        answered = keypoints.wait_for(lambda msgs: {m.header.frame_id for m in msgs} >= {
-            f'j{i}' for i in range(frames)}, timeout=120.0)
+        # Over the loops every frame is answered (one arriving while kernels build may not be)
+        # and reaches this process too (its subscription may match the player a loop later).
+        every = {f'j{i}' for i in range(frames)}
+        answered = keypoints.wait_for(lambda msgs: {m.header.frame_id for m in msgs} >= every,
+                                      timeout=120.0)
+        images.wait_for(lambda msgs: {m.header.frame_id for m in msgs} >= every, timeout=60.0)
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
