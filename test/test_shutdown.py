@@ -79,6 +79,11 @@ CASES = (
          (('left/image_rect', MONO), ('right/image_rect', numpy_to_image(PAIR.right, 'mono8')),
           ('left/camera_info', camera_info(False)), ('right/camera_info', camera_info(True))),
          ('disparity', DisparityImage)),
+    Case('vision_pipeline', ('disparity.disp_max:=16', 'flow.method:=lk',
+                             'flow.pyramid_levels:=2'),
+         (('left/image_rect', MONO), ('right/image_rect', numpy_to_image(PAIR.right, 'mono8')),
+          ('left/camera_info', camera_info(False)), ('right/camera_info', camera_info(True))),
+         ('disparity', DisparityImage)),
 )
 
 
