@@ -28,7 +28,8 @@ from rosutil import NodeProcess, REPO
 
 pytestmark = pytest.mark.ros
 
-NODES = ('convert_node', 'flow_node', 'surf_node', 'disparity_node', 'rectify_node')
+NODES = ('convert_node', 'flow_node', 'surf_node', 'disparity_node', 'rectify_node',
+         'vision_pipeline')
 
 
 @pytest.mark.parametrize('node', NODES)
