@@ -22,7 +22,10 @@ frame is pyramided once; the two frames' pyramids live on the device and swap ro
 One-shot use (CLI, tests): ``estimate(gray0, gray1)``. ``configure(params)`` validates changed
 parameters against FLOW_SCHEMA and applies them to the next frame. The estimator owns its device
 buffers (``buffers``, and ``images`` for the uploads): two estimators on one runtime never share
-one; the programs of every method are built by the constructor.
+one; the programs of every method are built by the constructor. ``method`` is the method that
+runs: the ``method`` parameter, or for ``auto`` the device's choice (``resolve_method``).
+Kernels written twice (for GPUs and for CPUs) run in the device's formulation
+(``DeviceLimits.formulation``) unless the constructor is given another.
 """
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ from cl_vision_nodes.flow.block_matching import BlockMatcher
 from cl_vision_nodes.flow.horn_schunck import HornSchunck
 from cl_vision_nodes.flow.lucas_kanade import LucasKanade
 from cl_vision_nodes.flow.pyramid import DevicePyramid
-from cl_vision_nodes.flow.schema import FLOW_SCHEMA, FlowSettings
+from cl_vision_nodes.flow.schema import FLOW_SCHEMA, FlowSettings, resolve_method
 from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages
 from cl_vision_nodes.imaging.encodings import gray_to_raw, RawImage
 from cl_vision_nodes.opencl.runtime import ClRuntime
@@ -43,7 +46,7 @@ import pyopencl as cl
 
 
 class FlowMethod(Protocol):
-    """What lk, hs and bm have in common: level-0 flow between two device pyramids."""
+    """What lk, hs, bm and dis have in common: level-0 flow between two device pyramids."""
 
     def configure(self, settings: FlowSettings) -> None:
         """Build the programs ``settings`` need (ParameterError if the device cannot run them)."""
@@ -55,17 +58,21 @@ class FlowMethod(Protocol):
 class FlowEstimator:
     """Dense optical flow between consecutive frames with the method of the current settings."""
 
-    def __init__(self, runtime: ClRuntime, params: Mapping[str, Value] | None = None):
+    def __init__(self, runtime: ClRuntime, params: Mapping[str, Value] | None = None,
+                 formulation: str | None = None):
         """
         Validate ``params`` and build every flow program for them.
 
         ParameterError for a bad value, KernelBuildError for a program that does not build: a node
-        compiles while it starts, not on its first frame.
+        compiles while it starts, not on its first frame. ``formulation`` ('gpu' or 'cpu') chooses
+        how kernels written twice run; by default the device's.
         """
         self.runtime = runtime
+        self.formulation = formulation or runtime.limits.formulation
         self.values: dict[str, Value] = FLOW_SCHEMA.validate(FLOW_SCHEMA.defaults(),
                                                              params or {}, allow_read_only=True)
         self.settings = FlowSettings.from_values(self.values)
+        self.method = resolve_method(self.settings.method, runtime.limits.is_gpu)
         self.buffers = runtime.buffers()
         self.images = DeviceImages(runtime)
         self._pyramids = [DevicePyramid(runtime, self.images, self.buffers, slot)
@@ -89,6 +96,7 @@ class FlowEstimator:
         for method in self._methods.values():  # lk first: it alone may reject a value
             method.configure(settings)
         self.values, self.settings = values, settings
+        self.method = resolve_method(settings.method, self.runtime.limits.is_gpu)
 
     def reset(self) -> None:
         """Forget the previous frame: the next ``push`` starts a new stream."""
@@ -109,7 +117,7 @@ class FlowEstimator:
         if not self._has_previous or previous.shapes[0] != current.shapes[0]:
             self._has_previous = True
             return None
-        return self._methods[self.settings.method].run(previous, current, self.settings)
+        return self._methods[self.method].run(previous, current, self.settings)
 
     def download(self, flow: cl.Buffer) -> np.ndarray:
         """

@@ -18,24 +18,50 @@ Parameters of flow_node (and ``cl-vision flow --param``), and their typed view.
 Every algorithm value (``FlowSettings``) is read per frame by ``FlowEstimator``, so any change
 applies to the next frame; the node reads the others (``NODE_PARAMETERS``) itself, and only the
 common ``device``/``profile``/``output_queue_size`` need a restart. Defaults are the
-values measured best on the Middlebury training pairs (test/test_flow_accuracy.py).
+values measured best on the Middlebury training pairs (test/test_flow_accuracy.py); the dis
+defaults are OpenCV's MEDIUM preset (flow/presets.py holds all three).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Mapping
 
+from cl_vision_nodes.errors import ParameterError
 from cl_vision_nodes.params import (COMMON_NAMES, common_specs, ParameterSchema, ParamSpec,
                                     settings_from_values, Value)
 
-METHODS: tuple[str, ...] = ('lk', 'hs', 'bm')
+METHODS: tuple[str, ...] = ('lk', 'hs', 'bm', 'dis')
+"""The flow methods themselves; ``method`` also takes ``auto`` (see ``resolve_method``)."""
+AUTO = 'auto'
+
+
+def resolve_method(method: str, device_is_gpu: bool) -> str:
+    """
+    The method ``auto`` stands for on a device: hs on GPUs, dis on CPUs (and what is not a GPU).
+
+    hs is the most accurate on a GPU at a few ms a frame; on a CPU it costs about a second, where
+    dis (OpenCV's MEDIUM values) gives comparable accuracy at the cost of OpenCV's own DIS.
+    An explicit method is returned unchanged.
+    """
+    if method != AUTO:
+        return method
+    return 'hs' if device_is_gpu else 'dis'
+
+
+def _dis_stride_within_patch(values: Mapping[str, Value]) -> None:
+    if int(values['dis_patch_stride']) > int(values['dis_patch_size']):
+        raise ParameterError(
+            f"dis_patch_stride: {values['dis_patch_stride']} is larger than dis_patch_size "
+            f"{values['dis_patch_size']}: pixels between patches would get no flow")
 
 
 FLOW_SCHEMA = ParameterSchema('flow_node', [
     *common_specs(),
-    ParamSpec('method', 'hs',
-              'lk: pyramidal iterative Lucas-Kanade; hs: coarse-to-fine robust Horn-Schunck with '
-              'warping; bm: full-search block matching', choices=METHODS),
+    ParamSpec('method', AUTO,
+              'auto: dis on a CPU device, hs on a GPU (the node logs its choice); lk: pyramidal '
+              'iterative Lucas-Kanade; hs: coarse-to-fine robust Horn-Schunck with warping; bm: '
+              'full-search block matching; dis: dense inverse search (patches by inverse '
+              'LK, densified, variational refinement), fast on CPUs', choices=(AUTO, *METHODS)),
     ParamSpec('pyramid_levels', 5,
               'Gaussian pyramid levels of lk and hs (factor 0.5), capped so the coarsest level '
               'keeps at least 8 pixels per side', min=1, max=12),
@@ -73,10 +99,32 @@ FLOW_SCHEMA = ParameterSchema('flow_node', [
               min=1, max=32),
     ParamSpec('subpixel', True,
               'bm: parabola fit of the matching cost around the best displacement, per axis'),
+    ParamSpec('dis_patch_size', 8, 'dis: side of the square patches, pixels', min=4, max=16),
+    ParamSpec('dis_patch_stride', 3,
+              'dis: distance between neighbouring patches, pixels (at most dis_patch_size)',
+              min=1, max=16),
+    ParamSpec('dis_iterations', 25,
+              'dis: inverse-compositional LK iterations per patch and level, split over two '
+              'passes (the second starts from the best of the neighbouring patches)',
+              min=2, max=200),
+    ParamSpec('dis_finest_level', 1,
+              'dis: finest pyramid level searched (0 = full resolution, 1 = half, ...); the '
+              'flow is then upsampled to full resolution. The coarsest level follows from the '
+              'image size as in OpenCV (largest motion about a quarter of the image)',
+              min=0, max=8),
+    ParamSpec('dis_refine_iterations', 5,
+              'dis: fixed-point iterations of the variational refinement per level (0 = none), '
+              'each with 5 red-black SOR sweeps', min=0, max=50),
+    ParamSpec('dis_alpha', 20.0, 'dis: smoothness weight of the variational refinement',
+              min=0.0, max=1e4),
+    ParamSpec('dis_gamma', 10.0, 'dis: gradient constancy weight of the variational refinement',
+              min=0.0, max=1e4),
+    ParamSpec('dis_delta', 5.0, 'dis: brightness constancy weight of the variational refinement',
+              min=0.0, max=1e4),
     ParamSpec('max_flow', 0.0,
               'Flow magnitude at full colour saturation in flow/color, px (0 = the frame maximum)',
               min=0.0, max=1e4),
-])
+], checks=[_dis_stride_within_patch])
 
 NODE_PARAMETERS: frozenset[str] = COMMON_NAMES | {'max_flow'}
 """Read by flow_node and ``cl-vision flow`` (max_flow: their colour picture), not the estimator."""
@@ -103,6 +151,14 @@ class FlowSettings:
     block_size: int
     search_radius: int
     subpixel: bool
+    dis_patch_size: int
+    dis_patch_stride: int
+    dis_iterations: int
+    dis_finest_level: int
+    dis_refine_iterations: int
+    dis_alpha: float
+    dis_gamma: float
+    dis_delta: float
 
     @classmethod
     def from_values(cls, values: Mapping[str, Value]) -> FlowSettings:

@@ -26,6 +26,10 @@ from dataclasses import dataclass
 import pyopencl as cl
 
 MIN_GROUP = 64
+FORMULATIONS: tuple[str, ...] = ('gpu', 'cpu')
+"""Ways a kernel with two formulations is written: 'gpu' (many light work-items, local-memory
+tiles shared by a group) or 'cpu' (few heavy work-items, each walking its own tile without
+barriers, so PoCL runs it as plain loops)."""
 """The smallest work-group limit the kernels are written for (Mali, Raspberry Pi, PoCL at 64)."""
 
 
@@ -50,6 +54,16 @@ class DeviceLimits:
                    image_support=bool(device.image_support),
                    compute_units=int(device.max_compute_units),
                    is_gpu=bool(device.type & cl.device_type.GPU))
+
+    @property
+    def formulation(self) -> str:
+        """
+        The formulation of FORMULATIONS that runs best here: 'gpu' on GPUs, 'cpu' elsewhere.
+
+        The one place the choice is made; algorithm objects take it as an argument (default this)
+        so tests run both formulations on one device and compare them.
+        """
+        return 'gpu' if self.is_gpu else 'cpu'
 
     def fits(self, local: tuple[int, ...]) -> bool:
         """Whether a work-group of shape ``local`` may be launched on this device."""
