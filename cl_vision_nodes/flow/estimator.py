@@ -79,7 +79,7 @@ class FlowEstimator:
                           for slot in (0, 1)]
         self._methods: dict[str, FlowMethod] = {
             'lk': LucasKanade(runtime, self.buffers, self.settings),
-            'hs': HornSchunck(runtime, self.buffers),
+            'hs': HornSchunck(runtime, self.buffers, self.formulation),
             'bm': BlockMatcher(runtime, self.buffers, self.settings)}
         self._current = 0
         self._has_previous = False

@@ -24,6 +24,10 @@ u <- median5x5(u + du). One launch runs SWEEPS_PER_LAUNCH sweeps on TILE x TILE 
 memory (launches, not arithmetic, bound small levels on a GPU). Sweeps stop early on the device
 once a launch changed no pixel by more than ``tolerance``: the host enqueues every launch
 without waiting and never reads anything back.
+
+Formulations (``DeviceLimits.formulation``): 'gpu' runs hs_sor, a work-group per tile; 'cpu'
+runs hs_sor_cpu, the same launches with one work-item walking a whole tile in float8 vectors
+without barriers (PoCL), which gives hs_sor's result to float rounding.
 """
 from __future__ import annotations
 
@@ -32,7 +36,7 @@ from cl_vision_nodes.flow.coarse_to_fine import flow_buffers, FlowField, used_le
 from cl_vision_nodes.flow.pyramid import DevicePyramid, Shape
 from cl_vision_nodes.flow.schema import FlowSettings
 from cl_vision_nodes.opencl.buffers import Buffers
-from cl_vision_nodes.opencl.limits import DeviceLimits
+from cl_vision_nodes.opencl.limits import DeviceLimits, FORMULATIONS
 from cl_vision_nodes.opencl.programs import Program
 from cl_vision_nodes.opencl.runtime import ClRuntime
 import numpy as np
@@ -67,6 +71,12 @@ def sor_items(shape: Shape, offset: int, group: tuple[int, int]) -> tuple[int, i
     return -(-(w + offset) // TILE) * group[0], -(-(h + offset) // TILE) * group[1]
 
 
+def cpu_sor_items(shape: Shape, offset: int) -> tuple[int, int]:
+    """Global size of hs_sor_cpu over a (height, width) level: one work-item per tile."""
+    h, w = shape
+    return -(-(w + offset) // TILE), -(-(h + offset) // TILE)
+
+
 def sor_slots(launch_index: int) -> tuple[np.int32, np.int32, np.int32]:
     """(read, write, reset) convergence slots of the ``launch_index``-th hs_sor launch."""
     return (np.int32((launch_index + 2) % 3), np.int32(launch_index % 3),
@@ -81,13 +91,15 @@ def tile_offset(launch_index: int) -> int:
 class HornSchunck:
     """Runs hs between two device pyramids; buffers are sized for level 0 and reused."""
 
-    def __init__(self, runtime: ClRuntime, buffers: Buffers):
+    def __init__(self, runtime: ClRuntime, buffers: Buffers, formulation: str | None = None):
         self.runtime = runtime
         self.buffers = buffers
+        self.formulation = formulation or runtime.limits.formulation
+        assert self.formulation in FORMULATIONS, self.formulation
         self.group = sor_group(runtime.limits)
         built = program(runtime, self.group)
         self._warp = built.kernel('hs_warp')
-        self._sor = built.kernel('hs_sor')
+        self._sor = built.kernel('hs_sor' if self.formulation == 'gpu' else 'hs_sor_cpu')
         self._update = built.kernel('hs_update')
         self._upsample = coarse_to_fine.program(runtime).kernel('flow_upsample')
 
@@ -122,12 +134,18 @@ class HornSchunck:
                     done = index * SWEEPS_PER_LAUNCH
                     sweeps = min(SWEEPS_PER_LAUNCH, settings.iterations - done)
                     offset = tile_offset(index)
-                    self._sor(sor_items(shape, offset, self.group),
-                              (terms, field.current, dflow[index % 2], dflow[1 - index % 2],
-                               flags, *wh, np.int32(index == 0), np.int32(offset),
-                               np.int32(sweeps), *sor_slots(index), *solver),
-                              'hs_iterate', local=self.group)
+                    self._sweeps(shape, offset, (
+                        terms, field.current, dflow[index % 2], dflow[1 - index % 2], flags,
+                        *wh, np.int32(index == 0), np.int32(offset), np.int32(sweeps),
+                        *sor_slots(index), *solver))
                 self._update((w, h), (field.current, dflow[launches % 2], *wh,
                                       np.int32(settings.median_filter), field.spare), 'median')
                 field.swap()
         return field.current
+
+    def _sweeps(self, shape: Shape, offset: int, args: tuple) -> None:
+        """One launch of hs_sor (a group per tile) or hs_sor_cpu (a work-item per tile)."""
+        if self.formulation == 'gpu':
+            self._sor(sor_items(shape, offset, self.group), args, 'hs_iterate', local=self.group)
+        else:
+            self._sor(cpu_sor_items(shape, offset), args, 'hs_iterate', local=(1, 1))

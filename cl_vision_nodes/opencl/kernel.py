@@ -55,7 +55,7 @@ class BoundLaunch:
 
     def __call__(self) -> cl.Event:
         event = cl.enqueue_nd_range_kernel(self._queue, self._kernel, self._size, self._local)
-        self._profiler.record(self._stage, event)
+        self._profiler.record(self._stage, event, self._kernel.function_name)
         return event
 
 
@@ -115,7 +115,7 @@ class Kernel:
                 [a.dtype if isinstance(a, np.generic) else None for a in args])
             self._typed = True
         event = self._kernel(self._queue, whole_groups(items, local), local, *args)
-        self._profiler.record(stage, event)
+        self._profiler.record(stage, event, self.name)
         return event
 
     def bind(self, items: Sequence[int], args: Sequence[Any], stage: str,

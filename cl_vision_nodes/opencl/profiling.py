@@ -16,30 +16,51 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 import pyopencl as cl
 
 
+@dataclass
+class KernelTime:
+    """Launches of one kernel (or other command) and their summed device time."""
+
+    launches: int = 0
+    ms: float = 0.0
+
+
 class StageProfiler:
     """
-    Collects (stage, event) pairs of one frame; ``collect()`` returns device ms per stage.
+    Collects (stage, kernel, event) of one frame; ``collect()`` returns device ms per stage.
 
-    Disabled profilers ignore events, so algorithm code records unconditionally at no cost.
+    ``collect_kernels()`` returns launches and device ms per kernel instead. Disabled profilers
+    ignore events, so algorithm code records unconditionally at no cost.
     """
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
-        self._events: list[tuple[str, cl.Event]] = []
+        self._events: list[tuple[str, str, cl.Event]] = []
 
-    def record(self, stage: str, event: cl.Event | None) -> None:
+    def record(self, stage: str, event: cl.Event | None, kernel: str | None = None) -> None:
+        """Record ``event`` of ``stage``; ``kernel``: its kernel's name (else ``[stage]``)."""
         if self.enabled and event is not None:
-            self._events.append((stage, event))
+            self._events.append((stage, kernel or f'[{stage}]', event))
+
+    def _drain(self, key: int) -> dict[str, KernelTime]:
+        totals: dict[str, KernelTime] = defaultdict(KernelTime)
+        for entry in self._events:
+            event = entry[2]
+            event.wait()
+            total = totals[entry[key]]
+            total.launches += 1
+            total.ms += (event.profile.end - event.profile.start) * 1e-6
+        self._events.clear()
+        return dict(totals)
 
     def collect(self) -> dict[str, float]:
         """Wait for the recorded events and sum their execution time per stage, in ms."""
-        totals: dict[str, float] = defaultdict(float)
-        for stage, event in self._events:
-            event.wait()
-            totals[stage] += (event.profile.end - event.profile.start) * 1e-6
-        self._events.clear()
-        return dict(totals)
+        return {stage: total.ms for stage, total in self._drain(0).items()}
+
+    def collect_kernels(self) -> dict[str, KernelTime]:
+        """Wait for the recorded events; return launches and device ms per kernel name."""
+        return self._drain(1)

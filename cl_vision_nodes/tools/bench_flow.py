@@ -32,6 +32,7 @@ from cl_vision_nodes.dataio.synthetic import flow_pair
 from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.flow.schema import METHODS
 from cl_vision_nodes.imaging.encodings import gray_to_raw
+from cl_vision_nodes.opencl.profiling import KernelTime
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.tools.bench_timing import BenchRow, device_stages, format_rows, time_ms
 import cv2
@@ -94,7 +95,54 @@ def run(device: str, repeats: int, sizes=SIZES) -> list[BenchRow]:
     return rows
 
 
+KERNEL_METHODS = ('lk', 'hs', 'bm')
+
+
+def kernel_times(device: str, method: str, size: tuple[int, int], frames: int = 3,
+                 formulation: str | None = None,
+                 params: dict | None = None) -> dict[str, KernelTime]:
+    """
+    Launches and device ms per frame of each kernel of ``method`` (mean over ``frames``).
+
+    Streaming as a node runs (after one warm frame), on a profiling runtime; copies show as
+    ``[upload]``/``[download]``. ``formulation``: 'gpu' or 'cpu' (default: the device's).
+    """
+    runtime = ClRuntime(device, profile=True)
+    width, height = size
+    sample = flow_pair(height, width, motion='translation', seed=0)
+    raws = itertools.cycle([gray_to_raw(sample.frame0), gray_to_raw(sample.frame1)])
+    estimator = FlowEstimator(runtime, {**(params or {}), 'method': method}, formulation)
+    for _ in range(2):  # the first frame has no flow; the second is the warm-up
+        estimator.push(next(raws), copy=False)
+    runtime.profiler.collect_kernels()
+    totals: dict[str, KernelTime] = {}
+    for _ in range(frames):
+        estimator.push(next(raws), copy=False)
+        for name, time in runtime.profiler.collect_kernels().items():
+            total = totals.setdefault(name, KernelTime())
+            total.launches += time.launches
+            total.ms += time.ms
+    return {name: KernelTime(t.launches // frames, t.ms / frames) for name, t in totals.items()}
+
+
+def print_kernels(device: str, sizes, formulation: str, frames: int) -> None:
+    """Print per method and size: kernel, launches per frame, device ms per frame."""
+    formulation = None if formulation == 'device' else formulation
+    chosen = formulation or ClRuntime(device).limits.formulation
+    print(f'Flow kernels, per frame (mean of {frames} frames), {chosen} formulation')
+    for method, size in itertools.product(KERNEL_METHODS, sizes):
+        times = kernel_times(device, method, size, frames, formulation)
+        print(f'\n{method} {size[0]}x{size[1]}\n{"kernel":<20} {"launches":>9} {"ms":>9}')
+        for name, time in sorted(times.items(), key=lambda item: -item[1].ms):
+            print(f'{name:<20} {time.launches:>9} {time.ms:>9.2f}')
+        print(f'{"total":<20} {sum(t.launches for t in times.values()):>9} '
+              f'{sum(t.ms for t in times.values()):>9.2f}')
+
+
 def main(args: argparse.Namespace) -> None:
+    if getattr(args, 'kernels', None):
+        print_kernels(args.device, args.sizes, args.kernels, min(args.repeats, 5))
+        return
     print('Dense optical flow, ms per frame (ours: upload + pyramid + flow + download)')
     print(format_rows(run(args.device, args.repeats), 'DIS MEDIUM cpu',
                       lambda r: r.method == 'DIS MEDIUM' and r.where.startswith('OpenCV CPU')))

@@ -134,6 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
                             'each answer (the first includes kernel builds)')
     bench.add_argument('--domain-id', type=integer_in(0, 232),
                        help='node, transport: ROS_DOMAIN_ID (default: a random one)')
+    bench.add_argument('--kernels', nargs='?', const='device', choices=['device', 'gpu', 'cpu'],
+                       help='flow: launches and device ms per frame of every kernel of lk, hs '
+                            'and bm instead of frame times, in the device\'s or the named '
+                            'formulation')
     bench.add_argument('--json', type=output_file, help='node, transport: write the rows here')
     add_device_option(bench)
     bench.set_defaults(run=cmd_bench)

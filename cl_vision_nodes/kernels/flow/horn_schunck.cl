@@ -206,6 +206,166 @@ void hs_sor(__global const float4* terms, __global const float2* flow,
         atomic_or(&flags[slot_write], 1);
 }
 
+// --- CPU formulation (DeviceLimits.formulation 'cpu') -------------------------------------------
+// hs_sor_cpu is hs_sor for a device of few cores (PoCL): the same launch (tiles from
+// k * HS_TILE - offset, `sweeps` red-black sweeps inside a tile that sees the other tiles' values
+// of the launch start, the same convergence slots, the same arithmetic per pixel), but one
+// work-item walks a whole tile with no barriers, float8 vectors over 8 pixels of one colour.
+// The tile and its halo are held split by column parity: planes E (local columns 0, 2, .., 16)
+// and O (1, 3, .., 17) of HS_SPAN rows of 9, so the 8 pixels of a colour in a row, and each of
+// their 4 neighbours, are 8 consecutive floats. Tile origins are even (offset is 0 or
+// HS_TILE / 2), so pixel x = ox + 2k + s of a row has colour (s + y) & 1.
+#if HS_TILE != 16
+#error "hs_sor_cpu is written for 16 x 16 tiles (float8 rows of one colour)"
+#endif
+#define HS_HALF 8
+#define HS_PLANE_W (HS_HALF + 1)
+
+// Smoothness pull of one neighbour on 8 pixels, as hs_neighbour; lanes without that neighbour
+// (`has` 0) add a zero weight.
+inline void hs_neighbour8(float8 other_u, float8 other_v, float8 own_u, float8 own_v,
+                          float8 base_u, float8 base_v, int8 has, float inv_eps_s2,
+                          float8* sum_u, float8* sum_v, float8* pull_u, float8* pull_v)
+{
+    const float8 eu = select((float8)(0.0f), rsqrt(1.0f + (other_u - own_u) * (other_u - own_u)
+                                                   * inv_eps_s2), has);
+    const float8 ev = select((float8)(0.0f), rsqrt(1.0f + (other_v - own_v) * (other_v - own_v)
+                                                   * inv_eps_s2), has);
+    *sum_u += eu;
+    *sum_v += ev;
+    *pull_u += eu * (other_u - base_u);
+    *pull_v += ev * (other_v - base_v);
+}
+
+__kernel void hs_sor_cpu(__global const float4* terms, __global const float2* flow,
+                         __global const float2* dflow_in, __global float2* dflow_out,
+                         volatile __global int* flags, const int w, const int h, const int fresh,
+                         const int offset, const int sweeps, const int slot_read,
+                         const int slot_write, const int slot_reset, const float alpha2,
+                         const float omega, const float inv_eps_d2, const float inv_eps_s2,
+                         const float tol)
+{
+    const int tx = get_global_id(0), ty = get_global_id(1);
+    if (tx == 0 && ty == 0)
+        flags[slot_reset] = 0;
+    const int ox = tx * HS_TILE - offset, oy = ty * HS_TILE - offset;
+    if (ox >= w || oy >= h)
+        return;
+    const int active = flags[slot_read] != 0;
+    // u + du of the tile and its halo, split by column parity (E: even local column).
+    float eu[HS_SPAN * HS_PLANE_W], ev[HS_SPAN * HS_PLANE_W];
+    float ou[HS_SPAN * HS_PLANE_W], ov[HS_SPAN * HS_PLANE_W];
+    for (int lr = 0; lr < HS_SPAN; ++lr) {
+        const size_t row = (size_t)clamp(oy - 1 + lr, 0, h - 1) * w;
+        for (int lc = 0; lc < HS_SPAN; ++lc) {
+            const size_t g = row + clamp(ox - 1 + lc, 0, w - 1);
+            const float2 total = fresh ? flow[g] : flow[g] + dflow_in[g];
+            const int j = lr * HS_PLANE_W + lc / 2;
+            if (lc & 1) {
+                ou[j] = total.x;
+                ov[j] = total.y;
+            } else {
+                eu[j] = total.x;
+                ev[j] = total.y;
+            }
+        }
+    }
+    // Per tile pixel, at [(row * 2 + s) * 8 + k] for x = ox + 2k + s: u, terms and du.
+    float bu[HS_TILE * HS_TILE], bv[HS_TILE * HS_TILE], du[HS_TILE * HS_TILE];
+    float dv[HS_TILE * HS_TILE], gx[HS_TILE * HS_TILE], gy[HS_TILE * HS_TILE];
+    float gt[HS_TILE * HS_TILE], gw[HS_TILE * HS_TILE];
+    for (int r = 0; r < HS_TILE; ++r) {
+        const int y = oy + r;
+        for (int c = 0; c < HS_TILE; ++c) {
+            const int x = ox + c, p = (r * 2 + (c & 1)) * HS_HALF + c / 2;
+            const int inside = x >= 0 && x < w && y >= 0 && y < h;
+            const size_t at = inside ? (size_t)y * w + x : 0;
+            const float2 base = inside ? flow[at] : (float2)(0.0f);
+            const float4 t = inside ? terms[at] : (float4)(0.0f);
+            const float2 d = inside && !fresh ? dflow_in[at] : (float2)(0.0f);
+            bu[p] = base.x;
+            bv[p] = base.y;
+            gx[p] = t.x;
+            gy[p] = t.y;
+            gt[p] = t.z;
+            gw[p] = t.w;
+            du[p] = d.x;
+            dv[p] = d.y;
+        }
+    }
+    // Lanes (k) of colour set s: in the image, with a left / right neighbour.
+    const int8 lane = (int8)(0, 2, 4, 6, 8, 10, 12, 14);
+    int8 in_x[2], has_left[2], has_right[2];
+    for (int s = 0; s < 2; ++s) {
+        const int8 x = ox + s + lane;
+        in_x[s] = x >= 0 && x < w;
+        has_left[s] = x > 0;
+        has_right[s] = x < w - 1;
+    }
+    int8 moved = 0;
+    for (int sweep = 0; active && sweep < sweeps; ++sweep) {
+        for (int parity = 0; parity < 2; ++parity) {
+            for (int r = 0; r < HS_TILE; ++r) {
+                const int y = oy + r;
+                if (y < 0 || y >= h)
+                    continue;
+                const int s = (parity ^ y) & 1, lr = r + 1, p = (r * 2 + s) * HS_HALF;
+                // Own plane (s 0: O at k, s 1: E at k + 1); left / right neighbours are in the
+                // other plane at k and k + 1, up / down in the own plane.
+                float* own_u = s ? eu + 1 : ou;
+                float* own_v = s ? ev + 1 : ov;
+                const float* side_u = s ? ou : eu;
+                const float* side_v = s ? ov : ev;
+                const float8 u = vload8(0, bu + p), v = vload8(0, bv + p);
+                const float8 du0 = vload8(0, du + p), dv0 = vload8(0, dv + p);
+                const float8 tx8 = vload8(0, gx + p), ty8 = vload8(0, gy + p);
+                const float8 tz8 = vload8(0, gt + p), tw8 = vload8(0, gw + p);
+                const float8 tu = u + du0, tv = v + dv0;
+                float8 sum_u = 0.0f, sum_v = 0.0f, pull_u = 0.0f, pull_v = 0.0f;
+                const int here = lr * HS_PLANE_W;
+                hs_neighbour8(vload8(0, side_u + here), vload8(0, side_v + here), tu, tv, u, v,
+                              has_left[s], inv_eps_s2, &sum_u, &sum_v, &pull_u, &pull_v);
+                hs_neighbour8(vload8(0, side_u + here + 1), vload8(0, side_v + here + 1), tu, tv,
+                              u, v, has_right[s], inv_eps_s2, &sum_u, &sum_v, &pull_u, &pull_v);
+                hs_neighbour8(vload8(0, own_u + here - HS_PLANE_W),
+                              vload8(0, own_v + here - HS_PLANE_W), tu, tv, u, v,
+                              (int8)(-(y > 0)), inv_eps_s2, &sum_u, &sum_v, &pull_u, &pull_v);
+                hs_neighbour8(vload8(0, own_u + here + HS_PLANE_W),
+                              vload8(0, own_v + here + HS_PLANE_W), tu, tv, u, v,
+                              (int8)(-(y < h - 1)), inv_eps_s2, &sum_u, &sum_v, &pull_u, &pull_v);
+                const float8 residual = tz8 + tx8 * du0 + ty8 * dv0;
+                const float8 wd = tw8 * rsqrt(1.0f + residual * residual * inv_eps_d2);
+                const float8 a11 = wd * tx8 * tx8 + alpha2 * sum_u;
+                const float8 a12 = wd * tx8 * ty8;
+                const float8 a22 = wd * ty8 * ty8 + alpha2 * sum_v;
+                const float8 b1 = alpha2 * pull_u - wd * tx8 * tz8;
+                const float8 b2 = alpha2 * pull_v - wd * ty8 * tz8;
+                const float8 det = a11 * a22 - a12 * a12;
+                const float8 solved_u = (a22 * b1 - a12 * b2) / det;
+                const float8 solved_v = (a11 * b2 - a12 * b1) / det;
+                const float8 next_u = du0 + omega * (solved_u - du0);
+                const float8 next_v = dv0 + omega * (solved_v - dv0);
+                const int8 update = in_x[s] && det > 0.0f;
+                moved |= update && fmax(fabs(next_u - du0), fabs(next_v - dv0)) > tol;
+                vstore8(select(du0, next_u, update), 0, du + p);
+                vstore8(select(dv0, next_v, update), 0, dv + p);
+                vstore8(select(tu, u + next_u, update), 0, own_u + here);
+                vstore8(select(tv, v + next_v, update), 0, own_v + here);
+            }
+        }
+    }
+    for (int r = 0; r < HS_TILE; ++r) {
+        const int y = oy + r;
+        for (int c = 0; c < HS_TILE; ++c) {
+            const int x = ox + c, p = (r * 2 + (c & 1)) * HS_HALF + c / 2;
+            if (x >= 0 && x < w && y >= 0 && y < h)
+                dflow_out[(size_t)y * w + x] = (float2)(du[p], dv[p]);
+        }
+    }
+    if (any(moved) && flags[slot_write] == 0)
+        atomic_or(&flags[slot_write], 1);
+}
+
 inline void sort_pair(float2* a, float2* b)
 {
     const float2 lo = fmin(*a, *b);
