@@ -27,7 +27,8 @@ without waiting and never reads anything back.
 
 Formulations (``DeviceLimits.formulation``): 'gpu' runs hs_sor, a work-group per tile; 'cpu'
 runs hs_sor_cpu, the same launches with one work-item walking a whole tile in float8 vectors
-without barriers (PoCL), which gives hs_sor's result to float rounding.
+without barriers (PoCL), which gives hs_sor's result to float rounding, and hs_update_cpu, a
+work-item per row (the same medians).
 """
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ class HornSchunck:
         built = program(runtime, self.group)
         self._warp = built.kernel('hs_warp')
         self._sor = built.kernel('hs_sor' if self.formulation == 'gpu' else 'hs_sor_cpu')
-        self._update = built.kernel('hs_update')
+        self._update = built.kernel('hs_update' if self.formulation == 'gpu' else 'hs_update_cpu')
         self._upsample = coarse_to_fine.program(runtime).kernel('flow_upsample')
 
     def configure(self, settings: FlowSettings) -> None:
@@ -138,8 +139,8 @@ class HornSchunck:
                         terms, field.current, dflow[index % 2], dflow[1 - index % 2], flags,
                         *wh, np.int32(index == 0), np.int32(offset), np.int32(sweeps),
                         *sor_slots(index), *solver))
-                self._update((w, h), (field.current, dflow[launches % 2], *wh,
-                                      np.int32(settings.median_filter), field.spare), 'median')
+                self._median(shape, (field.current, dflow[launches % 2], *wh,
+                                     np.int32(settings.median_filter), field.spare))
                 field.swap()
         return field.current
 
@@ -149,3 +150,11 @@ class HornSchunck:
             self._sor(sor_items(shape, offset, self.group), args, 'hs_iterate', local=self.group)
         else:
             self._sor(cpu_sor_items(shape, offset), args, 'hs_iterate', local=(1, 1))
+
+    def _median(self, shape: Shape, args: tuple) -> None:
+        """hs_update: a work-item per pixel (gpu) or per row (cpu)."""
+        h, w = shape
+        if self.formulation == 'gpu':
+            self._update((w, h), args, 'median')
+        else:
+            self._update((h,), args, 'median', local=(1,))

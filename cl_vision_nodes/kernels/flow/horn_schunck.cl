@@ -206,166 +206,6 @@ void hs_sor(__global const float4* terms, __global const float2* flow,
         atomic_or(&flags[slot_write], 1);
 }
 
-// --- CPU formulation (DeviceLimits.formulation 'cpu') -------------------------------------------
-// hs_sor_cpu is hs_sor for a device of few cores (PoCL): the same launch (tiles from
-// k * HS_TILE - offset, `sweeps` red-black sweeps inside a tile that sees the other tiles' values
-// of the launch start, the same convergence slots, the same arithmetic per pixel), but one
-// work-item walks a whole tile with no barriers, float8 vectors over 8 pixels of one colour.
-// The tile and its halo are held split by column parity: planes E (local columns 0, 2, .., 16)
-// and O (1, 3, .., 17) of HS_SPAN rows of 9, so the 8 pixels of a colour in a row, and each of
-// their 4 neighbours, are 8 consecutive floats. Tile origins are even (offset is 0 or
-// HS_TILE / 2), so pixel x = ox + 2k + s of a row has colour (s + y) & 1.
-#if HS_TILE != 16
-#error "hs_sor_cpu is written for 16 x 16 tiles (float8 rows of one colour)"
-#endif
-#define HS_HALF 8
-#define HS_PLANE_W (HS_HALF + 1)
-
-// Smoothness pull of one neighbour on 8 pixels, as hs_neighbour; lanes without that neighbour
-// (`has` 0) add a zero weight.
-inline void hs_neighbour8(float8 other_u, float8 other_v, float8 own_u, float8 own_v,
-                          float8 base_u, float8 base_v, int8 has, float inv_eps_s2,
-                          float8* sum_u, float8* sum_v, float8* pull_u, float8* pull_v)
-{
-    const float8 eu = select((float8)(0.0f), rsqrt(1.0f + (other_u - own_u) * (other_u - own_u)
-                                                   * inv_eps_s2), has);
-    const float8 ev = select((float8)(0.0f), rsqrt(1.0f + (other_v - own_v) * (other_v - own_v)
-                                                   * inv_eps_s2), has);
-    *sum_u += eu;
-    *sum_v += ev;
-    *pull_u += eu * (other_u - base_u);
-    *pull_v += ev * (other_v - base_v);
-}
-
-__kernel void hs_sor_cpu(__global const float4* terms, __global const float2* flow,
-                         __global const float2* dflow_in, __global float2* dflow_out,
-                         volatile __global int* flags, const int w, const int h, const int fresh,
-                         const int offset, const int sweeps, const int slot_read,
-                         const int slot_write, const int slot_reset, const float alpha2,
-                         const float omega, const float inv_eps_d2, const float inv_eps_s2,
-                         const float tol)
-{
-    const int tx = get_global_id(0), ty = get_global_id(1);
-    if (tx == 0 && ty == 0)
-        flags[slot_reset] = 0;
-    const int ox = tx * HS_TILE - offset, oy = ty * HS_TILE - offset;
-    if (ox >= w || oy >= h)
-        return;
-    const int active = flags[slot_read] != 0;
-    // u + du of the tile and its halo, split by column parity (E: even local column).
-    float eu[HS_SPAN * HS_PLANE_W], ev[HS_SPAN * HS_PLANE_W];
-    float ou[HS_SPAN * HS_PLANE_W], ov[HS_SPAN * HS_PLANE_W];
-    for (int lr = 0; lr < HS_SPAN; ++lr) {
-        const size_t row = (size_t)clamp(oy - 1 + lr, 0, h - 1) * w;
-        for (int lc = 0; lc < HS_SPAN; ++lc) {
-            const size_t g = row + clamp(ox - 1 + lc, 0, w - 1);
-            const float2 total = fresh ? flow[g] : flow[g] + dflow_in[g];
-            const int j = lr * HS_PLANE_W + lc / 2;
-            if (lc & 1) {
-                ou[j] = total.x;
-                ov[j] = total.y;
-            } else {
-                eu[j] = total.x;
-                ev[j] = total.y;
-            }
-        }
-    }
-    // Per tile pixel, at [(row * 2 + s) * 8 + k] for x = ox + 2k + s: u, terms and du.
-    float bu[HS_TILE * HS_TILE], bv[HS_TILE * HS_TILE], du[HS_TILE * HS_TILE];
-    float dv[HS_TILE * HS_TILE], gx[HS_TILE * HS_TILE], gy[HS_TILE * HS_TILE];
-    float gt[HS_TILE * HS_TILE], gw[HS_TILE * HS_TILE];
-    for (int r = 0; r < HS_TILE; ++r) {
-        const int y = oy + r;
-        for (int c = 0; c < HS_TILE; ++c) {
-            const int x = ox + c, p = (r * 2 + (c & 1)) * HS_HALF + c / 2;
-            const int inside = x >= 0 && x < w && y >= 0 && y < h;
-            const size_t at = inside ? (size_t)y * w + x : 0;
-            const float2 base = inside ? flow[at] : (float2)(0.0f);
-            const float4 t = inside ? terms[at] : (float4)(0.0f);
-            const float2 d = inside && !fresh ? dflow_in[at] : (float2)(0.0f);
-            bu[p] = base.x;
-            bv[p] = base.y;
-            gx[p] = t.x;
-            gy[p] = t.y;
-            gt[p] = t.z;
-            gw[p] = t.w;
-            du[p] = d.x;
-            dv[p] = d.y;
-        }
-    }
-    // Lanes (k) of colour set s: in the image, with a left / right neighbour.
-    const int8 lane = (int8)(0, 2, 4, 6, 8, 10, 12, 14);
-    int8 in_x[2], has_left[2], has_right[2];
-    for (int s = 0; s < 2; ++s) {
-        const int8 x = ox + s + lane;
-        in_x[s] = x >= 0 && x < w;
-        has_left[s] = x > 0;
-        has_right[s] = x < w - 1;
-    }
-    int8 moved = 0;
-    for (int sweep = 0; active && sweep < sweeps; ++sweep) {
-        for (int parity = 0; parity < 2; ++parity) {
-            for (int r = 0; r < HS_TILE; ++r) {
-                const int y = oy + r;
-                if (y < 0 || y >= h)
-                    continue;
-                const int s = (parity ^ y) & 1, lr = r + 1, p = (r * 2 + s) * HS_HALF;
-                // Own plane (s 0: O at k, s 1: E at k + 1); left / right neighbours are in the
-                // other plane at k and k + 1, up / down in the own plane.
-                float* own_u = s ? eu + 1 : ou;
-                float* own_v = s ? ev + 1 : ov;
-                const float* side_u = s ? ou : eu;
-                const float* side_v = s ? ov : ev;
-                const float8 u = vload8(0, bu + p), v = vload8(0, bv + p);
-                const float8 du0 = vload8(0, du + p), dv0 = vload8(0, dv + p);
-                const float8 tx8 = vload8(0, gx + p), ty8 = vload8(0, gy + p);
-                const float8 tz8 = vload8(0, gt + p), tw8 = vload8(0, gw + p);
-                const float8 tu = u + du0, tv = v + dv0;
-                float8 sum_u = 0.0f, sum_v = 0.0f, pull_u = 0.0f, pull_v = 0.0f;
-                const int here = lr * HS_PLANE_W;
-                hs_neighbour8(vload8(0, side_u + here), vload8(0, side_v + here), tu, tv, u, v,
-                              has_left[s], inv_eps_s2, &sum_u, &sum_v, &pull_u, &pull_v);
-                hs_neighbour8(vload8(0, side_u + here + 1), vload8(0, side_v + here + 1), tu, tv,
-                              u, v, has_right[s], inv_eps_s2, &sum_u, &sum_v, &pull_u, &pull_v);
-                hs_neighbour8(vload8(0, own_u + here - HS_PLANE_W),
-                              vload8(0, own_v + here - HS_PLANE_W), tu, tv, u, v,
-                              (int8)(-(y > 0)), inv_eps_s2, &sum_u, &sum_v, &pull_u, &pull_v);
-                hs_neighbour8(vload8(0, own_u + here + HS_PLANE_W),
-                              vload8(0, own_v + here + HS_PLANE_W), tu, tv, u, v,
-                              (int8)(-(y < h - 1)), inv_eps_s2, &sum_u, &sum_v, &pull_u, &pull_v);
-                const float8 residual = tz8 + tx8 * du0 + ty8 * dv0;
-                const float8 wd = tw8 * rsqrt(1.0f + residual * residual * inv_eps_d2);
-                const float8 a11 = wd * tx8 * tx8 + alpha2 * sum_u;
-                const float8 a12 = wd * tx8 * ty8;
-                const float8 a22 = wd * ty8 * ty8 + alpha2 * sum_v;
-                const float8 b1 = alpha2 * pull_u - wd * tx8 * tz8;
-                const float8 b2 = alpha2 * pull_v - wd * ty8 * tz8;
-                const float8 det = a11 * a22 - a12 * a12;
-                const float8 solved_u = (a22 * b1 - a12 * b2) / det;
-                const float8 solved_v = (a11 * b2 - a12 * b1) / det;
-                const float8 next_u = du0 + omega * (solved_u - du0);
-                const float8 next_v = dv0 + omega * (solved_v - dv0);
-                const int8 update = in_x[s] && det > 0.0f;
-                moved |= update && fmax(fabs(next_u - du0), fabs(next_v - dv0)) > tol;
-                vstore8(select(du0, next_u, update), 0, du + p);
-                vstore8(select(dv0, next_v, update), 0, dv + p);
-                vstore8(select(tu, u + next_u, update), 0, own_u + here);
-                vstore8(select(tv, v + next_v, update), 0, own_v + here);
-            }
-        }
-    }
-    for (int r = 0; r < HS_TILE; ++r) {
-        const int y = oy + r;
-        for (int c = 0; c < HS_TILE; ++c) {
-            const int x = ox + c, p = (r * 2 + (c & 1)) * HS_HALF + c / 2;
-            if (x >= 0 && x < w && y >= 0 && y < h)
-                dflow_out[(size_t)y * w + x] = (float2)(du[p], dv[p]);
-        }
-    }
-    if (any(moved) && flags[slot_write] == 0)
-        atomic_or(&flags[slot_write], 1);
-}
-
 inline void sort_pair(float2* a, float2* b)
 {
     const float2 lo = fmin(*a, *b);
@@ -431,4 +271,288 @@ __kernel void hs_update(__global const float2* flow, __global const float2* dflo
         }
     }
     out[i] = median5x5(window);
+}
+
+// --- CPU formulation (DeviceLimits.formulation 'cpu') -------------------------------------------
+// For devices of few cores (PoCL): the same launches and results, but a work-item walks a whole
+// tile (hs_sor_cpu) or row (hs_update_cpu) in float8 vectors, with no barriers. PoCL calls its
+// built-in functions instead of inlining them (and spills the vector registers around each
+// call), so the loops use operators (?: for select, fmin and fmax) and float8 arrays instead of
+// vload/vstore, and rsqrt8 is 1 / sqrt lane by lane through the compiler's own sqrt (which clang
+// turns into one vsqrtps; PoCL's rsqrt is that same 1 / sqrt, so the numbers are hs_sor's).
+#if HS_TILE != 16
+#error "hs_sor_cpu is written for 16 x 16 tiles (float8 rows of one colour)"
+#endif
+#define HS_CPU_INLINE inline __attribute__((always_inline))
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_sqrtf)
+#define HS_SQRTF __builtin_sqrtf
+#endif
+#endif
+
+HS_CPU_INLINE float8 rsqrt8(float8 x)
+{
+#ifdef HS_SQRTF
+    return 1.0f / (float8)(HS_SQRTF(x.s0), HS_SQRTF(x.s1), HS_SQRTF(x.s2), HS_SQRTF(x.s3),
+                           HS_SQRTF(x.s4), HS_SQRTF(x.s5), HS_SQRTF(x.s6), HS_SQRTF(x.s7));
+#else
+    return rsqrt(x);
+#endif
+}
+
+// Smoothness pull of one neighbour on 8 pixels, as hs_neighbour; lanes without that neighbour
+// (`has` 0) add a zero weight.
+HS_CPU_INLINE void hs_neighbour8(float8 other_u, float8 other_v, float8 own_u, float8 own_v,
+                                 float8 base_u, float8 base_v, int8 has, float inv_eps_s2,
+                                 float8* sum_u, float8* sum_v, float8* pull_u, float8* pull_v)
+{
+    const float8 eu = has ? rsqrt8(1.0f + (other_u - own_u) * (other_u - own_u) * inv_eps_s2)
+                          : (float8)(0.0f);
+    const float8 ev = has ? rsqrt8(1.0f + (other_v - own_v) * (other_v - own_v) * inv_eps_s2)
+                          : (float8)(0.0f);
+    *sum_u += eu;
+    *sum_v += ev;
+    *pull_u += eu * (other_u - base_u);
+    *pull_v += ev * (other_v - base_v);
+}
+
+// hs_sor with one work-item per tile (global size: the tiles). The tile and its halo are split
+// by local column lc = x - ox + 1 (0..17): per row, `even` holds lc 2..16 (8 lanes) and
+// `odd` lc 1..15, halo columns 0 and 17 as scalars. Tile origins are even (offset is 0 or
+// HS_TILE / 2), so the pixels x = ox + 2k + s of row y (lanes k) have colour (s + y) & 1:
+// s = 0 are `odd` (left neighbours: lc 0, 2, .., 14; right: `even`), s = 1 are `even` (left:
+// `odd`; right: lc 3, .., 17). Up and down neighbours are the same lanes of rows y -+ 1.
+__kernel void hs_sor_cpu(__global const float4* terms, __global const float2* flow,
+                         __global const float2* dflow_in, __global float2* dflow_out,
+                         volatile __global int* flags, const int w, const int h, const int fresh,
+                         const int offset, const int sweeps, const int slot_read,
+                         const int slot_write, const int slot_reset, const float alpha2,
+                         const float omega, const float inv_eps_d2, const float inv_eps_s2,
+                         const float tol)
+{
+    const int tx = get_global_id(0), ty = get_global_id(1);
+    if (tx == 0 && ty == 0)
+        flags[slot_reset] = 0;
+    const int ox = tx * HS_TILE - offset, oy = ty * HS_TILE - offset;
+    if (ox >= w || oy >= h)
+        return;
+    const int active = flags[slot_read] != 0;
+    // u + du of the tile's rows and halo rows (row lr = y - oy + 1).
+    float8 even_u[HS_SPAN], even_v[HS_SPAN], odd_u[HS_SPAN], odd_v[HS_SPAN];
+    float left_u[HS_SPAN], left_v[HS_SPAN], right_u[HS_SPAN], right_v[HS_SPAN];
+    for (int lr = 0; lr < HS_SPAN; ++lr) {
+        const size_t row = (size_t)clamp(oy - 1 + lr, 0, h - 1) * w;
+        float* eu = (float*)(even_u + lr);
+        float* ev = (float*)(even_v + lr);
+        float* ou = (float*)(odd_u + lr);
+        float* ov = (float*)(odd_v + lr);
+        for (int lc = 0; lc < HS_SPAN; ++lc) {
+            const size_t g = row + clamp(ox - 1 + lc, 0, w - 1);
+            const float2 total = fresh ? flow[g] : flow[g] + dflow_in[g];
+            if (lc == 0) {
+                left_u[lr] = total.x;
+                left_v[lr] = total.y;
+            } else if (lc == HS_SPAN - 1) {
+                right_u[lr] = total.x;
+                right_v[lr] = total.y;
+            } else if (lc & 1) {
+                ou[lc / 2] = total.x;
+                ov[lc / 2] = total.y;
+            } else {
+                eu[lc / 2 - 1] = total.x;
+                ev[lc / 2 - 1] = total.y;
+            }
+        }
+    }
+    // Per tile pixel, at [row * 2 + s] lane k for x = ox + 2k + s: u, the data terms and du.
+    float8 base_u[2 * HS_TILE], base_v[2 * HS_TILE], ix[2 * HS_TILE], iy[2 * HS_TILE];
+    float8 it[2 * HS_TILE], iw[2 * HS_TILE], d_u[2 * HS_TILE], d_v[2 * HS_TILE];
+    for (int r = 0; r < HS_TILE; ++r) {
+        const int y = oy + r;
+        for (int c = 0; c < HS_TILE; ++c) {
+            const int x = ox + c, p = (r * 2 + (c & 1)) * 8 + c / 2;
+            const int inside = x >= 0 && x < w && y >= 0 && y < h;
+            const size_t at = inside ? (size_t)y * w + x : 0;
+            const float2 base = inside ? flow[at] : (float2)(0.0f);
+            const float4 t = inside ? terms[at] : (float4)(0.0f);
+            const float2 d = inside && !fresh ? dflow_in[at] : (float2)(0.0f);
+            ((float*)base_u)[p] = base.x;
+            ((float*)base_v)[p] = base.y;
+            ((float*)ix)[p] = t.x;
+            ((float*)iy)[p] = t.y;
+            ((float*)it)[p] = t.z;
+            ((float*)iw)[p] = t.w;
+            ((float*)d_u)[p] = d.x;
+            ((float*)d_v)[p] = d.y;
+        }
+    }
+    // Lanes of colour set s in the image, and those with a left / right neighbour.
+    const int8 lane = (int8)(0, 2, 4, 6, 8, 10, 12, 14);
+    const int8 x0 = ox + lane, x1 = x0 + 1;
+    const int8 in_x[2] = {x0 >= 0 && x0 < w, x1 >= 0 && x1 < w};
+    const int8 has_left[2] = {x0 > 0, x1 > 0};
+    const int8 has_right[2] = {x0 < w - 1, x1 < w - 1};
+    int8 moved = 0;
+    for (int sweep = 0; active && sweep < sweeps; ++sweep) {
+        for (int parity = 0; parity < 2; ++parity) {
+            for (int r = 0; r < HS_TILE; ++r) {
+                const int y = oy + r;
+                if (y < 0 || y >= h)
+                    continue;
+                const int s = (parity ^ y) & 1, lr = r + 1, p = r * 2 + s;
+                float8* own_u = s ? even_u : odd_u;
+                float8* own_v = s ? even_v : odd_v;
+                float8 side_lu, side_lv, side_ru, side_rv;
+                if (s) {
+                    side_lu = odd_u[lr];
+                    side_lv = odd_v[lr];
+                    side_ru = (float8)(odd_u[lr].s1234, odd_u[lr].s567, right_u[lr]);
+                    side_rv = (float8)(odd_v[lr].s1234, odd_v[lr].s567, right_v[lr]);
+                } else {
+                    side_lu = (float8)(left_u[lr], even_u[lr].s012, even_u[lr].s3456);
+                    side_lv = (float8)(left_v[lr], even_v[lr].s012, even_v[lr].s3456);
+                    side_ru = even_u[lr];
+                    side_rv = even_v[lr];
+                }
+                const float8 u = base_u[p], v = base_v[p], du = d_u[p], dv = d_v[p];
+                const float8 tx8 = ix[p], ty8 = iy[p], tz8 = it[p], tw8 = iw[p];
+                const float8 own_tu = u + du, own_tv = v + dv;
+                float8 sum_u = 0.0f, sum_v = 0.0f, pull_u = 0.0f, pull_v = 0.0f;
+                hs_neighbour8(side_lu, side_lv, own_tu, own_tv, u, v, has_left[s], inv_eps_s2,
+                              &sum_u, &sum_v, &pull_u, &pull_v);
+                hs_neighbour8(side_ru, side_rv, own_tu, own_tv, u, v, has_right[s], inv_eps_s2,
+                              &sum_u, &sum_v, &pull_u, &pull_v);
+                hs_neighbour8(own_u[lr - 1], own_v[lr - 1], own_tu, own_tv, u, v,
+                              (int8)(-(y > 0)), inv_eps_s2, &sum_u, &sum_v, &pull_u, &pull_v);
+                hs_neighbour8(own_u[lr + 1], own_v[lr + 1], own_tu, own_tv, u, v,
+                              (int8)(-(y < h - 1)), inv_eps_s2, &sum_u, &sum_v, &pull_u, &pull_v);
+                const float8 residual = tz8 + tx8 * du + ty8 * dv;
+                const float8 wd = tw8 * rsqrt8(1.0f + residual * residual * inv_eps_d2);
+                const float8 a11 = wd * tx8 * tx8 + alpha2 * sum_u;
+                const float8 a12 = wd * tx8 * ty8;
+                const float8 a22 = wd * ty8 * ty8 + alpha2 * sum_v;
+                const float8 b1 = alpha2 * pull_u - wd * tx8 * tz8;
+                const float8 b2 = alpha2 * pull_v - wd * ty8 * tz8;
+                const float8 det = a11 * a22 - a12 * a12;
+                const float8 solved_u = (a22 * b1 - a12 * b2) / det;
+                const float8 solved_v = (a11 * b2 - a12 * b1) / det;
+                const float8 next_u = du + omega * (solved_u - du);
+                const float8 next_v = dv + omega * (solved_v - dv);
+                const int8 update = in_x[s] && det > 0.0f;
+                // |next - du| > tol in u or v (fmax of the fabs, without the calls)
+                const float8 cu = next_u - du, cv = next_v - dv;
+                moved |= update && (cu > tol || -cu > tol || cv > tol || -cv > tol);
+                d_u[p] = update ? next_u : du;
+                d_v[p] = update ? next_v : dv;
+                own_u[lr] = update ? u + next_u : own_tu;
+                own_v[lr] = update ? v + next_v : own_tv;
+            }
+        }
+    }
+    for (int r = 0; r < HS_TILE; ++r) {
+        const int y = oy + r;
+        for (int c = 0; c < HS_TILE; ++c) {
+            const int x = ox + c, p = (r * 2 + (c & 1)) * 8 + c / 2;
+            if (x >= 0 && x < w && y >= 0 && y < h)
+                dflow_out[(size_t)y * w + x] = (float2)(((float*)d_u)[p], ((float*)d_v)[p]);
+        }
+    }
+    if (any(moved) && flags[slot_write] == 0)
+        atomic_or(&flags[slot_write], 1);
+}
+
+HS_CPU_INLINE void sort_pair8(float8* a, float8* b)
+{
+    const int8 swap = *b < *a;
+    const float8 lo = swap ? *b : *a;
+    *b = swap ? *a : *b;
+    *a = lo;
+}
+
+HS_CPU_INLINE void sort5_8(float8* v, int stride)
+{
+    sort_pair8(v, v + stride);
+    sort_pair8(v + 3 * stride, v + 4 * stride);
+    sort_pair8(v + 2 * stride, v + 4 * stride);
+    sort_pair8(v + 2 * stride, v + 3 * stride);
+    sort_pair8(v, v + 3 * stride);
+    sort_pair8(v, v + 2 * stride);
+    sort_pair8(v + stride, v + 4 * stride);
+    sort_pair8(v + stride, v + 3 * stride);
+    sort_pair8(v + stride, v + 2 * stride);
+}
+
+// median5x5 of 8 windows at once (one per lane).
+HS_CPU_INLINE float8 median5x5_8(float8* m)
+{
+#pragma unroll
+    for (int c = 0; c < 5; ++c)
+        sort5_8(m + c, 5);
+#pragma unroll
+    for (int r = 0; r < 5; ++r)
+        sort5_8(m + 5 * r, 1);
+    float8 v[13] = {m[3], m[4], m[7], m[8], m[9], m[11], m[12], m[13], m[15], m[16], m[17],
+                    m[20], m[21]};
+#pragma unroll
+    for (int pass = 0; pass < 7; ++pass)
+#pragma unroll
+        for (int k = 0; k < 12 - pass; ++k)
+            sort_pair8(v + k, v + k + 1);
+    return v[6];
+}
+
+// (u, v) + (du, dv) of pixels n .. n + 7 as u and v lanes.
+HS_CPU_INLINE void load_totals8(__global const float2* flow, __global const float2* dflow,
+                                size_t n, float8* u, float8* v)
+{
+    __global const float* f = (__global const float*)(flow + n);
+    __global const float* d = (__global const float*)(dflow + n);
+    const float8 lo = (float8)(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7])
+                      + (float8)(d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]);
+    const float8 hi = (float8)(f[8], f[9], f[10], f[11], f[12], f[13], f[14], f[15])
+                      + (float8)(d[8], d[9], d[10], d[11], d[12], d[13], d[14], d[15]);
+    *u = (float8)(lo.even, hi.even);
+    *v = (float8)(lo.odd, hi.odd);
+}
+
+// hs_update with one work-item per row, 8 pixels at a time (a median selects values: the same
+// result). Global size: the rows.
+__kernel void hs_update_cpu(__global const float2* flow, __global const float2* dflow,
+                            const int w, const int h, const int median, __global float2* out)
+{
+    const int y = get_global_id(0);
+    if (y >= h)
+        return;
+    const size_t at = (size_t)y * w;
+    if (!median) {
+        for (int x = 0; x < w; ++x)
+            out[at + x] = flow[at + x] + dflow[at + x];
+        return;
+    }
+    size_t rows[5];
+    for (int j = 0; j < 5; ++j)
+        rows[j] = (size_t)clamp(y + j - 2, 0, h - 1) * w;
+    for (int x0 = 0; x0 < w; x0 += 8) {
+        float8 wu[25], wv[25];
+        if (x0 >= 2 && x0 + 10 <= w) {
+#pragma unroll
+            for (int j = 0; j < 5; ++j)
+#pragma unroll
+                for (int k = 0; k < 5; ++k)
+                    load_totals8(flow, dflow, rows[j] + x0 - 2 + k, wu + 5 * j + k,
+                                 wv + 5 * j + k);
+        } else {  // near the left or right border: columns replicated per lane
+            for (int j = 0; j < 5; ++j)
+                for (int k = 0; k < 5; ++k)
+                    for (int l = 0; l < 8; ++l) {
+                        const size_t n = rows[j] + clamp(x0 + l + k - 2, 0, w - 1);
+                        const float2 total = flow[n] + dflow[n];
+                        ((float*)(wu + 5 * j + k))[l] = total.x;
+                        ((float*)(wv + 5 * j + k))[l] = total.y;
+                    }
+        }
+        const float8 mu = median5x5_8(wu), mv = median5x5_8(wv);
+        for (int l = 0; l < 8 && x0 + l < w; ++l)
+            out[at + x0 + l] = (float2)(((const float*)&mu)[l], ((const float*)&mv)[l]);
+    }
 }
