@@ -1,0 +1,212 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+CPU formulations of flow kernels (issue 19) against the GPU ones on the same device.
+
+Each CPU kernel is launched as the host module launches it and compared with its GPU twin (the
+same tiles, sweeps and arithmetic: equal to float rounding; medians select values, so exactly)
+and with the NumPy reference of test_flow_kernels. Sizes are odd and not multiples of the tile
+or of a work-group. Also the kernel profile of ``cl-vision bench flow --kernels``: launches per
+frame as the host code enqueues them. Run also under POCL_MAX_WORK_GROUP_SIZE=64
+(test_small_devices reruns every ``kernels`` test).
+"""
+import math
+import os
+
+from cl_vision_nodes.flow import FlowEstimator
+from cl_vision_nodes.flow import horn_schunck as hs
+from cl_vision_nodes.flow import reference as ref
+from cl_vision_nodes.flow.horn_schunck import sor_slots, tile_offset
+from cl_vision_nodes.flow.pyramid import level_shapes
+from cl_vision_nodes.opencl.profiling import StageProfiler
+from cl_vision_nodes.opencl.runtime import ClRuntime
+from cl_vision_nodes.tools import bench_flow
+from cliutil import cl_vision
+import cv2
+import numpy as np
+import pyopencl as cl
+import pytest
+
+pytestmark = pytest.mark.kernels
+
+i32, f32 = np.int32, np.float32
+DEVICE = os.environ.get('CL_VISION_TEST_DEVICE', 'auto')  # the runtime fixture's device
+
+SIZES = [(23, 37), (131, 97), (3, 2), (16, 16), (17, 1)]
+SOLVER = {'alpha2': 36.0, 'omega': 1.7, 'inv_eps_d2': 0.25, 'inv_eps_s2': 100.0}
+
+
+def upload(runtime, array: np.ndarray) -> cl.Buffer:
+    return cl.Buffer(runtime.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                     hostbuf=np.ascontiguousarray(array))
+
+
+def download(runtime, buf: cl.Buffer, shape: tuple[int, ...]) -> np.ndarray:
+    out = np.empty(shape, np.float32)
+    cl.enqueue_copy(runtime.queue, out, buf)
+    return out
+
+
+def hs_problem(rng: np.random.Generator, h: int, w: int):
+    """Data terms (10 % of pixels without one), flow and increment, as test_flow_kernels."""
+    terms = np.concatenate([rng.normal(0, 20, (h, w, 3)), (rng.random((h, w, 1)) > 0.1)],
+                           axis=-1).astype(np.float32)
+    return (terms, rng.normal(0, 1, (h, w, 2)).astype(np.float32),
+            rng.normal(0, 0.3, (h, w, 2)).astype(np.float32))
+
+
+def run_sor(runtime, formulation: str, terms, flow, dflow, launches: list[int], tol: float,
+            fresh: bool = False) -> np.ndarray:
+    """Launch the formulation's SOR kernel as HornSchunck does (ping-pong, tilings, slots)."""
+    h, w = flow.shape[:2]
+    solver = hs.HornSchunck(runtime, runtime.buffers(), formulation)
+    buffers = [upload(runtime, dflow), upload(runtime, np.zeros_like(dflow))]
+    flags = upload(runtime, np.array([0, 0, 1], np.int32))
+    fixed = (upload(runtime, terms), upload(runtime, flow))
+    for index, sweeps in enumerate(launches):
+        offset = tile_offset(index)
+        solver._sweeps((h, w), offset, (
+            *fixed, buffers[index % 2], buffers[1 - index % 2], flags, i32(w), i32(h),
+            i32(fresh and index == 0), i32(offset), i32(sweeps), *sor_slots(index),
+            *(f32(v) for v in SOLVER.values()), f32(tol)))
+    return download(runtime, buffers[len(launches) % 2], (h, w, 2))
+
+
+def assert_same_field(got: np.ndarray, want: np.ndarray) -> None:
+    """Equal to float32 rounding through a few dozen sweeps."""
+    scale = float(np.abs(want).max())
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize('h, w', SIZES)
+@pytest.mark.parametrize('fresh', [False, True])
+def test_hs_sor_cpu_gives_the_gpu_result(runtime, h, w, fresh):
+    terms, flow, dflow = hs_problem(np.random.default_rng(21), h, w)
+    launches = [3, 8, 8, 5]  # both tilings, a short last launch as iterations % 8 gives
+    assert_same_field(run_sor(runtime, 'cpu', terms, flow, dflow, launches, 0.0, fresh),
+                      run_sor(runtime, 'gpu', terms, flow, dflow, launches, 0.0, fresh))
+
+
+@pytest.mark.parametrize('h, w', [(23, 37), (40, 33), (3, 2)])
+def test_hs_sor_cpu_matches_reference(runtime, h, w):
+    terms, flow, dflow = hs_problem(np.random.default_rng(22), h, w)
+    launches = [2, 3]
+    got = run_sor(runtime, 'cpu', terms, flow, dflow, launches, 0.0)
+    want = dflow.astype(np.float64)
+    for index, count in enumerate(launches):
+        want = ref.hs_sor(terms.astype(np.float64), flow.astype(np.float64), want,
+                          tile_offset(index), count, **SOLVER, tile=hs.TILE)
+    scale = float(np.abs(want).max())
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * scale)
+
+
+def test_hs_sor_cpu_stops_on_the_device_once_converged(runtime):
+    terms, flow, dflow = hs_problem(np.random.default_rng(23), 29, 37)
+    one = run_sor(runtime, 'cpu', terms, flow, dflow, [2], tol=1e9)
+    np.testing.assert_array_equal(run_sor(runtime, 'cpu', terms, flow, dflow, [2, 2, 2], 1e9),
+                                  one)
+    moving = run_sor(runtime, 'cpu', terms, flow, dflow, [2, 2, 2], tol=0.0)
+    assert np.abs(moving - one).max() > 1e-3
+    # the tolerance test (|change| > tol in u or v) decides as the GPU kernel's fmax(fabs)
+    for tol in (1e-3, 3e-2):
+        assert_same_field(run_sor(runtime, 'cpu', terms, flow, dflow, [1, 1, 1, 1, 1], tol),
+                          run_sor(runtime, 'gpu', terms, flow, dflow, [1, 1, 1, 1, 1], tol))
+
+
+@pytest.mark.parametrize('h, w', SIZES + [(9, 8), (5, 11), (1, 1)])
+@pytest.mark.parametrize('median', [False, True])
+def test_hs_update_cpu_is_the_gpu_kernel_exactly(runtime, h, w, median):
+    rng = np.random.default_rng(24)
+    flow = rng.normal(0, 2, (h, w, 2)).astype(np.float32)
+    dflow = rng.normal(0, 1, (h, w, 2)).astype(np.float32)
+    dflow[0, :3] = 1e4  # outliers the median removes
+    results = []
+    for formulation in ('gpu', 'cpu'):
+        solver = hs.HornSchunck(runtime, runtime.buffers(), formulation)
+        out = upload(runtime, np.zeros_like(flow))
+        solver._median((h, w), (upload(runtime, flow), upload(runtime, dflow), i32(w), i32(h),
+                                i32(median), out))
+        results.append(download(runtime, out, (h, w, 2)))
+    np.testing.assert_array_equal(results[1], results[0])
+    np.testing.assert_allclose(results[1], ref.hs_update(flow, dflow, median), rtol=1e-6,
+                               atol=1e-5)
+
+
+def textured(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
+    big = cv2.GaussianBlur(rng.uniform(0, 255, (h, w)).astype(np.float32), (0, 0), 1.5)
+    return np.clip((big - big.mean()) * 4 + 128, 0, 255).astype(np.uint8)
+
+
+@pytest.mark.parametrize('h, w', [(131, 97), (23, 37)])
+def test_hs_estimators_of_both_formulations_agree(runtime, h, w):
+    frame0 = textured(np.random.default_rng(25), h + 4, w + 4)
+    frame1 = frame0[1:h + 1, 3:w + 3]  # content moves by (u, v) = (-1, 1) px
+    frame0 = frame0[2:h + 2, 2:w + 2]
+    params = {'method': 'hs', 'pyramid_levels': 3}
+    flows = [FlowEstimator(runtime, params, formulation).estimate(frame0, frame1)
+             for formulation in ('gpu', 'cpu')]
+    np.testing.assert_allclose(flows[1], flows[0], atol=1e-4)
+    middle = flows[1][h // 4:-h // 4, w // 4:-w // 4]
+    assert np.abs(middle.mean(axis=(0, 1)) - (-1, 1)).max() < 0.1
+
+
+def test_the_device_formulation_is_the_estimators_default(runtime):
+    estimator = FlowEstimator(runtime, {'method': 'hs'})
+    assert estimator.formulation == runtime.limits.formulation
+    assert estimator._methods['hs'].formulation == estimator.formulation
+
+
+# --- the kernel profile -------------------------------------------------------------------------
+
+
+def test_profiler_counts_launches_per_kernel_name():
+    runtime = ClRuntime(DEVICE, profile=True)
+    profiler = StageProfiler(enabled=True)
+    event = cl.enqueue_marker(runtime.queue)
+    for stage, kernel in [('a', 'k1'), ('a', 'k1'), ('b', 'k2'), ('copy', None)]:
+        profiler.record(stage, event, kernel)
+    times = profiler.collect_kernels()
+    assert {name: t.launches for name, t in times.items()} == {'k1': 2, 'k2': 1, '[copy]': 1}
+    assert profiler.collect_kernels() == {} and profiler.collect() == {}
+
+
+@pytest.mark.parametrize('formulation', ['gpu', 'cpu'])
+def test_kernel_profile_counts_the_launches_the_host_enqueues(formulation):
+    width, height = 61, 45
+    settings = {'pyramid_levels': 3, 'warps': 2, 'iterations': 20}
+    times = bench_flow.kernel_times(DEVICE, 'hs', (width, height), 2, formulation, settings)
+    levels = min(3, len(level_shapes(height, width)))
+    steps = levels * settings['warps']
+    sor, update = ('hs_sor', 'hs_update') if formulation == 'gpu' else ('hs_sor_cpu',
+                                                                          'hs_update_cpu')
+    launches = {name: t.launches for name, t in times.items()}
+    assert launches[sor] == steps * math.ceil(settings['iterations'] / hs.SWEEPS_PER_LAUNCH)
+    assert launches['hs_warp'] == launches[update] == steps
+    assert launches['flow_upsample'] == levels - 1
+    assert all(t.ms >= 0 for t in times.values())
+    lk = bench_flow.kernel_times(DEVICE, 'lk', (width, height), 1, formulation,
+                                 {'pyramid_levels': 3})
+    assert lk['lk_level'].launches == 3
+    bm = bench_flow.kernel_times(DEVICE, 'bm', (width, height), 1, formulation)
+    assert bm['bm_search'].launches == 1
+
+
+def test_bench_flow_kernels_prints_a_table_per_method_and_size():
+    result = cl_vision('bench', 'flow', '--kernels', 'cpu', '--sizes', '40x30', '--repeats', '1',
+                       '--device', DEVICE)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert 'cpu formulation' in out and 'hs 40x30' in out and 'lk 40x30' in out
+    assert 'bm 40x30' in out and 'hs_sor_cpu' in out and 'hs_update_cpu' in out
