@@ -161,35 +161,45 @@ __kernel void dis_search(__global const float* i0, __global const float2* g0,
 }
 
 // Dense flow from the patches covering each pixel, weighted by 1 / max(1, |I1(x + f) - I0(x)|)
-// of each patch's flow f at that pixel.
+// of each patch's flow f at that pixel. Patches k < n - 1 start at k * stride and cover pixel
+// p for ceil((p - DIS_PATCH + 1) / stride) <= k <= p / stride; the last one starts at
+// n - DIS_PATCH.
+inline int2 dis_covering(int p, int n, int count, int stride)
+{
+    return (int2)(p < DIS_PATCH ? 0 : (p - DIS_PATCH + stride) / stride,
+                  min(count - 2, p / stride));
+}
+
+inline void dis_vote(__global const float* i1, int w, int h, int x, int y, float v0, float2 f,
+                     float2* num, float* den)
+{
+    const float weight = 1.0f / fmax(1.0f, fabs(bilinear1(i1, w, h, x + f.x, y + f.y) - v0));
+    *num += weight * f;
+    *den += weight;
+}
+
 __kernel void dis_densify(__global const float* i0, __global const float* i1, const int w,
                           const int h, __global const float2* sparse, const int ws, const int hs,
                           const int stride, __global float2* dense)
 {
-    const int x = get_global_id(0), y = get_global_id(1);
-    if (x >= w || y >= h)
-        return;
+    const int2 p = item_pixel(w, h);
+    const int x = p.x, y = p.y;
     const float v0 = i0[(size_t)y * w + x];
-    const int a_lo = y < DIS_PATCH ? 0 : (y - DIS_PATCH + stride) / stride;
-    const int a_hi = min(hs - 1, y / stride + 1);
-    const int b_lo = x < DIS_PATCH ? 0 : (x - DIS_PATCH + stride) / stride;
-    const int b_hi = min(ws - 1, x / stride + 1);
+    const int2 rows = dis_covering(y, h, hs, stride), cols = dis_covering(x, w, ws, stride);
+    const int last_row = y >= h - DIS_PATCH, last_col = x >= w - DIS_PATCH;
     float2 num = 0.0f;
     float den = 0.0f;
-    for (int a = a_lo; a <= a_hi; ++a) {
-        const int oy = dis_origin(a, stride, h);
-        if (y < oy || y >= oy + DIS_PATCH)
-            continue;
-        for (int b = b_lo; b <= b_hi; ++b) {
-            const int ox = dis_origin(b, stride, w);
-            if (x < ox || x >= ox + DIS_PATCH)
-                continue;
-            const float2 f = sparse[a * ws + b];
-            const float weight = 1.0f / fmax(1.0f, fabs(bilinear1(i1, w, h, x + f.x, y + f.y)
-                                                        - v0));
-            num += weight * f;
-            den += weight;
-        }
+    for (int a = rows.x; a <= rows.y; ++a) {
+        for (int b = cols.x; b <= cols.y; ++b)
+            dis_vote(i1, w, h, x, y, v0, sparse[a * ws + b], &num, &den);
+        if (last_col)
+            dis_vote(i1, w, h, x, y, v0, sparse[a * ws + ws - 1], &num, &den);
+    }
+    if (last_row) {
+        for (int b = cols.x; b <= cols.y; ++b)
+            dis_vote(i1, w, h, x, y, v0, sparse[(hs - 1) * ws + b], &num, &den);
+        if (last_col)
+            dis_vote(i1, w, h, x, y, v0, sparse[hs * ws - 1], &num, &den);
     }
     dense[(size_t)y * w + x] = num / den;
 }
@@ -200,30 +210,23 @@ __kernel void dis_vr_warp(__global const float* i0, __global const float* i1,
                           __global const float2* flow, const int w, const int h,
                           __global float2* out)
 {
-    const int x = get_global_id(0), y = get_global_id(1);
-    if (x >= w || y >= h)
-        return;
-    const size_t i = (size_t)y * w + x;
-    const float warped = bilinear1(i1, w, h, x + flow[i].x, y + flow[i].y);
+    const int2 p = item_pixel(w, h);
+    const size_t i = (size_t)p.y * w + p.x;
+    const float warped = bilinear1(i1, w, h, p.x + flow[i].x, p.y + flow[i].y);
     out[i] = (float2)(0.5f * (i0[i] + warped), warped - i0[i]);
 }
 
-// Central difference (f[+1] - f[-1]) / 2 with replicated borders, of component `c` of a
-// float2 image along (dx, dy).
-inline float dis_diff2(__global const float2* img, int w, int h, int x, int y, int dx, int dy,
-                       int c)
+// Central difference (f[+1] - f[-1]) / 2 with replicated borders along (dx, dy), per component.
+inline float2 dis_diff2(__global const float2* img, int w, int h, int x, int y, int dx, int dy)
 {
-    const float2 a = img[(size_t)min(y + dy, h - 1) * w + min(x + dx, w - 1)];
-    const float2 b = img[(size_t)max(y - dy, 0) * w + max(x - dx, 0)];
-    return 0.5f * (c == 0 ? a.x - b.x : a.y - b.y);
+    return 0.5f * (img[(size_t)min(y + dy, h - 1) * w + min(x + dx, w - 1)]
+                   - img[(size_t)max(y - dy, 0) * w + max(x - dx, 0)]);
 }
 
-inline float dis_diff4(__global const float4* img, int w, int h, int x, int y, int dx, int dy,
-                       int c)
+inline float4 dis_diff4(__global const float4* img, int w, int h, int x, int y, int dx, int dy)
 {
-    const float4 a = img[(size_t)min(y + dy, h - 1) * w + min(x + dx, w - 1)];
-    const float4 b = img[(size_t)max(y - dy, 0) * w + max(x - dx, 0)];
-    return 0.5f * (c == 0 ? a.x - b.x : a.y - b.y);
+    return 0.5f * (img[(size_t)min(y + dy, h - 1) * w + min(x + dx, w - 1)]
+                   - img[(size_t)max(y - dy, 0) * w + max(x - dx, 0)]);
 }
 
 // First derivatives of dis_vr_warp's output: t1 = (Ix, Iy, Iz, Ixz) and t2.x = Iyz (I: the
@@ -231,26 +234,29 @@ inline float dis_diff4(__global const float4* img, int w, int h, int x, int y, i
 __kernel void dis_vr_first(__global const float2* ai, const int w, const int h,
                            __global float4* t1, __global float4* t2)
 {
-    const int x = get_global_id(0), y = get_global_id(1);
-    if (x >= w || y >= h)
-        return;
-    const size_t i = (size_t)y * w + x;
-    t1[i] = (float4)(dis_diff2(ai, w, h, x, y, 1, 0, 0), dis_diff2(ai, w, h, x, y, 0, 1, 0),
-                     ai[i].y, dis_diff2(ai, w, h, x, y, 1, 0, 1));
-    t2[i] = (float4)(dis_diff2(ai, w, h, x, y, 0, 1, 1), 0.0f, 0.0f, 0.0f);
+    const int2 p = item_pixel(w, h);
+    const size_t i = (size_t)p.y * w + p.x;
+    const float2 dx = dis_diff2(ai, w, h, p.x, p.y, 1, 0), dy = dis_diff2(ai, w, h, p.x, p.y, 0, 1);
+    t1[i] = (float4)(dx.x, dy.x, ai[i].y, dx.y);
+    t2[i] = (float4)(dy.y, 0.0f, 0.0f, 0.0f);
 }
 
 // Second derivatives: t2 = (Iyz, Ixx, Ixy, Iyy), the central differences of Ix and Iy.
 __kernel void dis_vr_second(__global const float4* t1, const int w, const int h,
                             __global float4* t2)
 {
-    const int x = get_global_id(0), y = get_global_id(1);
-    if (x >= w || y >= h)
-        return;
-    const size_t i = (size_t)y * w + x;
-    t2[i].yzw = (float3)(dis_diff4(t1, w, h, x, y, 1, 0, 0), dis_diff4(t1, w, h, x, y, 0, 1, 0),
-                         dis_diff4(t1, w, h, x, y, 0, 1, 1));
+    const int2 p = item_pixel(w, h);
+    const size_t i = (size_t)p.y * w + p.x;
+    const float4 dx = dis_diff4(t1, w, h, p.x, p.y, 1, 0), dy = dis_diff4(t1, w, h, p.x, p.y, 0, 1);
+    t2[i] = (float4)(t2[i].x, dx.x, dy.x, dy.y);
 }
+
+// Loops of dis_vr_solve over the tile pixels a work-item owns: rows ly, ly + DIS_GROUP_H, ...,
+// columns lx, lx + DIS_GROUP_W, ...
+#define DIS_TILE_ROWS(ty) \
+    for (int ty = (int)get_local_id(1); ty < DIS_TILE; ty += DIS_GROUP_H)
+#define DIS_TILE_COLS(tx) \
+    for (int tx = (int)get_local_id(0); tx < DIS_TILE; tx += DIS_GROUP_W)
 
 // One fixed-point iteration of the variational refinement of flow W by dW: energy
 // delta Psi(brightness constancy) + gamma Psi(gradient constancy) + alpha Psi(|grad (W + dW)|^2),
@@ -272,10 +278,11 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
                   const int h, const int offset, const int fresh, const int last,
                   const float a2, const float g2, const float d2)
 {
-    __local float2 total[DIS_SPAN * DIS_SPAN];
-    __local float2 d[DIS_SPAN * DIS_SPAN];
-    __local float smooth[DIS_SPAN * DIS_SPAN];
-    __local float4 coef[DIS_TILE * DIS_TILE];
+    __local float2 total[DIS_SPAN * DIS_SPAN];    // W + dW at the launch start
+    __local float2 d[DIS_SPAN * DIS_SPAN];        // dW
+    __local float smooth[DIS_SPAN * DIS_SPAN];    // smoothness weight, edges right and down
+    __local float4 edges[DIS_TILE * DIS_TILE];    // edge weights left, right, up, down
+    __local float4 system[DIS_TILE * DIS_TILE];   // 1 / a11, a12, 1 / a22, unused
     __local float2 rhs[DIS_TILE * DIS_TILE];
     const int lid = get_local_id(1) * DIS_GROUP_W + get_local_id(0);
     const int ox = (int)get_group_id(0) * DIS_TILE - offset;
@@ -303,83 +310,88 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
         smooth[k] = s;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = lid; k < DIS_TILE * DIS_TILE; k += DIS_ITEMS) {
-        const int tx = k % DIS_TILE, ty = k / DIS_TILE;
-        const int gx = ox + tx, gy = oy + ty;
-        if (gx < 0 || gy < 0 || gx >= w || gy >= h)
-            continue;
-        const size_t g = (size_t)gy * w + gx;
-        const int me = (ty + 1) * DIS_SPAN + tx + 1;
-        const float4 a = t1[g], e = t2[g];  // a: Ix Iy Iz Ixz, e: Iyz Ixx Ixy Iyy
-        const float2 du = d[me];
-        const float norm = a.x * a.x + a.y * a.y + DIS_ZETA2;
-        const float residual = a.z + a.x * du.x + a.y * du.y;
-        const float wd = d2 / sqrt(residual * residual / norm + DIS_EPS2) / norm;
-        float a11 = wd * a.x * a.x + DIS_ZETA2, a12 = wd * a.x * a.y;
-        float a22 = wd * a.y * a.y + DIS_ZETA2;
-        float b1 = -wd * a.z * a.x, b2 = -wd * a.z * a.y;
-        const float nx = e.y * e.y + e.z * e.z + DIS_ZETA2;
-        const float ny = e.w * e.w + e.z * e.z + DIS_ZETA2;
-        const float rx = a.w + e.y * du.x + e.z * du.y;
-        const float ry = e.x + e.z * du.x + e.w * du.y;
-        const float wg = g2 / sqrt(rx * rx / nx + ry * ry / ny + DIS_EPS2);
-        a11 += wg * (e.y * e.y / nx + e.z * e.z / ny);
-        a12 += wg * (e.y * e.z / nx + e.z * e.w / ny);
-        a22 += wg * (e.z * e.z / nx + e.w * e.w / ny);
-        b1 -= wg * (e.y * a.w / nx + e.z * e.x / ny);
-        b2 -= wg * (e.z * a.w / nx + e.w * e.x / ny);
-        // Smoothness: the part of its pull that does not move in the sweeps (W's differences).
-        const float2 own = total[me] - d[me];
-        const int nbr[4] = {me - 1, me + 1, me - DIS_SPAN, me + DIS_SPAN};
-        const float wgt[4] = {gx > 0 ? smooth[me - 1] : 0.0f, gx < w - 1 ? smooth[me] : 0.0f,
-                              gy > 0 ? smooth[me - DIS_SPAN] : 0.0f,
-                              gy < h - 1 ? smooth[me] : 0.0f};
-        float sum = 0.0f;
-        float2 pull = 0.0f;
-        for (int n = 0; n < 4; ++n) {
-            sum += wgt[n];
-            pull += wgt[n] * (total[nbr[n]] - d[nbr[n]] - own);
+    DIS_TILE_ROWS(ty) {
+        DIS_TILE_COLS(tx) {
+            const int gx = ox + tx, gy = oy + ty, k = ty * DIS_TILE + tx;
+            if (gx < 0 || gy < 0 || gx >= w || gy >= h)
+                continue;
+            const size_t g = (size_t)gy * w + gx;
+            const int me = (ty + 1) * DIS_SPAN + tx + 1;
+            const float4 a = t1[g], e = t2[g];  // a: Ix Iy Iz Ixz, e: Iyz Ixx Ixy Iyy
+            const float2 du = d[me];
+            const float norm = a.x * a.x + a.y * a.y + DIS_ZETA2;
+            const float residual = a.z + a.x * du.x + a.y * du.y;
+            const float wd = d2 / sqrt(residual * residual / norm + DIS_EPS2) / norm;
+            float a11 = wd * a.x * a.x + DIS_ZETA2, a12 = wd * a.x * a.y;
+            float a22 = wd * a.y * a.y + DIS_ZETA2;
+            float b1 = -wd * a.z * a.x, b2 = -wd * a.z * a.y;
+            const float nx = e.y * e.y + e.z * e.z + DIS_ZETA2;
+            const float ny = e.w * e.w + e.z * e.z + DIS_ZETA2;
+            const float rx = a.w + e.y * du.x + e.z * du.y;
+            const float ry = e.x + e.z * du.x + e.w * du.y;
+            const float wg = g2 / sqrt(rx * rx / nx + ry * ry / ny + DIS_EPS2);
+            a11 += wg * (e.y * e.y / nx + e.z * e.z / ny);
+            a12 += wg * (e.y * e.z / nx + e.z * e.w / ny);
+            a22 += wg * (e.z * e.z / nx + e.w * e.w / ny);
+            b1 -= wg * (e.y * a.w / nx + e.z * e.x / ny);
+            b2 -= wg * (e.z * a.w / nx + e.w * e.x / ny);
+            // Smoothness: edge weights (0 where no neighbour), and the part of the pull that
+            // does not move in the sweeps (the differences of W).
+            const float4 wn = (float4)(gx > 0 ? smooth[me - 1] : 0.0f,
+                                       gx < w - 1 ? smooth[me] : 0.0f,
+                                       gy > 0 ? smooth[me - DIS_SPAN] : 0.0f,
+                                       gy < h - 1 ? smooth[me] : 0.0f);
+            const float2 own = total[me] - d[me];
+            const float2 pull = wn.x * (total[me - 1] - d[me - 1] - own)
+                                + wn.y * (total[me + 1] - d[me + 1] - own)
+                                + wn.z * (total[me - DIS_SPAN] - d[me - DIS_SPAN] - own)
+                                + wn.w * (total[me + DIS_SPAN] - d[me + DIS_SPAN] - own);
+            const float sum = wn.x + wn.y + wn.z + wn.w;
+            edges[k] = wn;
+            system[k] = (float4)(1.0f / (a11 + sum), a12, 1.0f / (a22 + sum), 0.0f);
+            rhs[k] = (float2)(b1, b2) + pull;
         }
-        coef[k] = (float4)(a11 + sum, a12, a22 + sum, 0.0f);
-        rhs[k] = (float2)(b1, b2) + pull;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int sweep = 0; sweep < DIS_SWEEPS; ++sweep) {
         for (int parity = 0; parity < 2; ++parity) {
-            for (int k = lid; k < DIS_TILE * DIS_TILE; k += DIS_ITEMS) {
-                const int tx = k % DIS_TILE, ty = k / DIS_TILE;
-                const int gx = ox + tx, gy = oy + ty;
-                if (gx < 0 || gy < 0 || gx >= w || gy >= h || ((gx + gy) & 1) != parity)
-                    continue;
-                const int me = (ty + 1) * DIS_SPAN + tx + 1;
-                float2 sigma = 0.0f;
-                if (gx > 0)
-                    sigma += smooth[me - 1] * d[me - 1];
-                if (gx < w - 1)
-                    sigma += smooth[me] * d[me + 1];
-                if (gy > 0)
-                    sigma += smooth[me - DIS_SPAN] * d[me - DIS_SPAN];
-                if (gy < h - 1)
-                    sigma += smooth[me] * d[me + DIS_SPAN];
-                const float4 c = coef[k];
-                const float2 r = rhs[k];
-                float2 du = d[me];
-                du.x = (1.0f - DIS_OMEGA) * du.x + DIS_OMEGA * (r.x + sigma.x - c.y * du.y) / c.x;
-                du.y = (1.0f - DIS_OMEGA) * du.y + DIS_OMEGA * (r.y + sigma.y - c.y * du.x) / c.z;
-                d[me] = du;
+            DIS_TILE_ROWS(ty) {
+                const int gy = oy + ty;
+#if DIS_GROUP_W == 1
+                // one work-item a row: visit only the pixels of this colour
+                for (int tx = (parity - ox - gy) & 1; tx < DIS_TILE; tx += 2) {
+#else
+                DIS_TILE_COLS(tx) {
+                    if (((ox + tx + gy) & 1) != parity)
+                        continue;
+#endif
+                    const int gx = ox + tx, k = ty * DIS_TILE + tx;
+                    if (gx < 0 || gy < 0 || gx >= w || gy >= h)
+                        continue;
+                    const int me = (ty + 1) * DIS_SPAN + tx + 1;
+                    const float4 wn = edges[k], c = system[k];
+                    const float2 sigma = wn.x * d[me - 1] + wn.y * d[me + 1]
+                                         + wn.z * d[me - DIS_SPAN] + wn.w * d[me + DIS_SPAN]
+                                         + rhs[k];
+                    float2 du = d[me];
+                    du.x = (1.0f - DIS_OMEGA) * du.x + DIS_OMEGA * (sigma.x - c.y * du.y) * c.x;
+                    du.y = (1.0f - DIS_OMEGA) * du.y + DIS_OMEGA * (sigma.y - c.y * du.x) * c.z;
+                    d[me] = du;
+                }
             }
             barrier(CLK_LOCAL_MEM_FENCE);
         }
     }
-    for (int k = lid; k < DIS_TILE * DIS_TILE; k += DIS_ITEMS) {
-        const int tx = k % DIS_TILE, ty = k / DIS_TILE;
-        const int gx = ox + tx, gy = oy + ty;
-        if (gx < 0 || gy < 0 || gx >= w || gy >= h)
-            continue;
-        const size_t g = (size_t)gy * w + gx;
-        const float2 dd = d[(ty + 1) * DIS_SPAN + tx + 1];
-        dflow_out[g] = dd;
-        if (last)
-            flow_out[g] = flow[g] + dd;
+    DIS_TILE_ROWS(ty) {
+        DIS_TILE_COLS(tx) {
+            const int gx = ox + tx, gy = oy + ty;
+            if (gx < 0 || gy < 0 || gx >= w || gy >= h)
+                continue;
+            const size_t g = (size_t)gy * w + gx;
+            const float2 dd = d[(ty + 1) * DIS_SPAN + tx + 1];
+            dflow_out[g] = dd;
+            if (last)
+                flow_out[g] = flow[g] + dd;
+        }
     }
 }
