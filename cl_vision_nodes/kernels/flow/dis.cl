@@ -24,6 +24,9 @@
 #if !defined(DIS_PATCH) || !defined(DIS_TILE) || !defined(DIS_GROUP_W) || !defined(DIS_GROUP_H)
 #error "dis.cl needs -D DIS_PATCH, DIS_TILE, DIS_GROUP_W and DIS_GROUP_H"
 #endif
+#if DIS_PATCH % 4 != 0
+#error "DIS_PATCH must be a multiple of 4"
+#endif
 #define DIS_N ((float)(DIS_PATCH * DIS_PATCH))
 #define DIS_DET_MIN 1e-3f
 #define DIS_SPAN (DIS_TILE + 2)
@@ -40,19 +43,11 @@ inline int dis_origin(int k, int stride, int n)
     return min(k * stride, n - DIS_PATCH);
 }
 
-// One frame-1 sample of a patch warped by a translation: bilinear with the weights (tx, ty)
-// shared by the whole patch, taps clamped to the image (replicated border).
-inline float dis_sample(__global const float* img, int w, int x0, int x1, int y0, int y1,
-                        float tx, float ty)
-{
-    const float top = img[y0 * w + x0] * (1.0f - tx) + img[y0 * w + x1] * tx;
-    const float bottom = img[y1 * w + x0] * (1.0f - tx) + img[y1 * w + x1] * tx;
-    return top * (1.0f - ty) + bottom * ty;
-}
-
 // Mean-normalised SSD between frame 0's patch at (ox, oy) and frame 1 at (ox, oy) + f, and the
 // mean-normalised descent sums b = sum grad I0 * diff - sum diff * gsum / n (gsum: the
 // template's gradient sum). Mean normalisation makes the match blind to a brightness offset.
+// Inside the image a patch row is read as float4s (DIS_PATCH is a multiple of 4), so a CPU
+// computes four pixels an instruction; at the border taps are clamped one by one.
 inline float dis_patch_cost(__global const float* i0, __global const float2* g0,
                             __global const float* i1, int w, int h, int ox, int oy, float2 f,
                             float2 gsum, float2* b)
@@ -62,18 +57,23 @@ inline float dis_patch_cost(__global const float* i0, __global const float2* g0,
     const float fx = floor(px), fy = floor(py);
     const float tx = px - fx, ty = py - fy;
     const int bx = (int)fx, by = (int)fy;
-    float sd = 0.0f, sdd = 0.0f;
-    float2 sg = 0.0f;
+    float4 sd = 0.0f, sdd = 0.0f, sgx = 0.0f, sgy = 0.0f;
     if (bx >= 0 && by >= 0 && bx + DIS_PATCH < w && by + DIS_PATCH < h) {
         for (int r = 0; r < DIS_PATCH; ++r) {
+            __global const float* top = i1 + (size_t)(by + r) * w + bx;
+            __global const float* bottom = top + w;
+            const size_t at = (size_t)(oy + r) * w + ox;
 #pragma unroll
-            for (int c = 0; c < DIS_PATCH; ++c) {
-                const size_t at = (size_t)(oy + r) * w + ox + c;
-                const float d = dis_sample(i1, w, bx + c, bx + c + 1, by + r, by + r + 1, tx, ty)
-                                - i0[at];
+            for (int c = 0; c < DIS_PATCH; c += 4) {
+                const float4 upper = vload4(0, top + c) * (1.0f - tx) + vload4(0, top + c + 1) * tx;
+                const float4 lower = vload4(0, bottom + c) * (1.0f - tx)
+                                     + vload4(0, bottom + c + 1) * tx;
+                const float4 d = upper * (1.0f - ty) + lower * ty - vload4(0, i0 + at + c);
+                const float8 g = vload8(0, (__global const float*)(g0 + at + c));
                 sd += d;
                 sdd += d * d;
-                sg += d * g0[at];
+                sgx += d * g.even;
+                sgy += d * g.odd;
             }
         }
     } else {
@@ -82,15 +82,21 @@ inline float dis_patch_cost(__global const float* i0, __global const float2* g0,
             for (int c = 0; c < DIS_PATCH; ++c) {
                 const size_t at = (size_t)(oy + r) * w + ox + c;
                 const int x0 = clamp(bx + c, 0, w - 1), x1 = clamp(bx + c + 1, 0, w - 1);
-                const float d = dis_sample(i1, w, x0, x1, y0, y1, tx, ty) - i0[at];
-                sd += d;
-                sdd += d * d;
-                sg += d * g0[at];
+                const float top = i1[y0 * w + x0] * (1.0f - tx) + i1[y0 * w + x1] * tx;
+                const float bottom = i1[y1 * w + x0] * (1.0f - tx) + i1[y1 * w + x1] * tx;
+                const float d = top * (1.0f - ty) + bottom * ty - i0[at];
+                const float2 g = g0[at];
+                sd.x += d;
+                sdd.x += d * d;
+                sgx.x += d * g.x;
+                sgy.x += d * g.y;
             }
         }
     }
-    *b = sg - sd * gsum / DIS_N;
-    return sdd - sd * sd / DIS_N;
+    const float total = sd.x + sd.y + sd.z + sd.w;
+    const float2 sg = (float2)(sgx.x + sgx.y + sgx.z + sgx.w, sgy.x + sgy.y + sgy.z + sgy.w);
+    *b = sg - total * gsum / DIS_N;
+    return sdd.x + sdd.y + sdd.z + sdd.w - total * total / DIS_N;
 }
 
 // One pass of the patch search, a work-item per patch of the ws x hs grid. The start is the
