@@ -44,9 +44,11 @@ CASES = [
     (['make-bag', 'synthetic:flow:2:64x64', '--out', 'FILE/bag'], 'is a file, not a folder'),
     (['eval', 'TRUNCATED', '--out', 'FILE/eval'], 'TMP/file is a file, not a folder'),
     (['demo', '--out', 'FILE'], 'is a file, not a folder'),
+    (['bench', 'flow', '--json', 'TMP/missing/rows.json'], 'folder TMP/missing does not exist'),
     # numbers
     (['bench', 'flow', '--repeats', '-1'], "argument --repeats: must be >= 1, got '-1'"),
     (['bench', 'flow', '--repeats', '0'], "argument --repeats: must be >= 1, got '0'"),
+    (['bench', 'flow', '--sizes', '64x8'], 'expected WIDTHxHEIGHT[,WIDTHxHEIGHT...] of at least'),
     (['make-bag', 'synthetic:flow:2:64x64', '--rate', 'nan', '--out', 'TMP/bag'],
      "argument --rate: expected a finite number, got 'nan'"),
     (['make-bag', 'synthetic:flow:2:64x64', '--disparity-scale', '0', '--out', 'TMP/bag'],

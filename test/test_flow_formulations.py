@@ -60,7 +60,7 @@ def download(runtime, buf: cl.Buffer, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def hs_problem(rng: np.random.Generator, h: int, w: int):
-    """Data terms (10 % of pixels without one), flow and increment, as test_flow_kernels."""
+    """Return data terms (10 % of pixels without one), flow and increment, as test_flow_kernels."""
     terms = np.concatenate([rng.normal(0, 20, (h, w, 3)), (rng.random((h, w, 1)) > 0.1)],
                            axis=-1).astype(np.float32)
     return (terms, rng.normal(0, 1, (h, w, 2)).astype(np.float32),
@@ -189,8 +189,8 @@ def test_kernel_profile_counts_the_launches_the_host_enqueues(formulation):
     times = bench_flow.kernel_times(DEVICE, 'hs', (width, height), 2, formulation, settings)
     levels = min(3, len(level_shapes(height, width)))
     steps = levels * settings['warps']
-    sor, update = ('hs_sor', 'hs_update') if formulation == 'gpu' else ('hs_sor_cpu',
-                                                                          'hs_update_cpu')
+    suffix = '' if formulation == 'gpu' else '_cpu'
+    sor, update = 'hs_sor' + suffix, 'hs_update' + suffix
     launches = {name: t.launches for name, t in times.items()}
     assert launches[sor] == steps * math.ceil(settings['iterations'] / hs.SWEEPS_PER_LAUNCH)
     assert launches['hs_warp'] == launches[update] == steps

@@ -33,6 +33,7 @@ from typing import Mapping, Protocol
 
 from cl_vision_nodes.errors import ImageFormatError
 from cl_vision_nodes.flow.block_matching import BlockMatcher
+from cl_vision_nodes.flow.dis import DenseInverseSearch
 from cl_vision_nodes.flow.horn_schunck import HornSchunck
 from cl_vision_nodes.flow.lucas_kanade import LucasKanade
 from cl_vision_nodes.flow.pyramid import DevicePyramid
@@ -80,7 +81,8 @@ class FlowEstimator:
         self._methods: dict[str, FlowMethod] = {
             'lk': LucasKanade(runtime, self.buffers, self.settings),
             'hs': HornSchunck(runtime, self.buffers, self.formulation),
-            'bm': BlockMatcher(runtime, self.buffers, self.settings)}
+            'bm': BlockMatcher(runtime, self.buffers, self.settings),
+            'dis': DenseInverseSearch(runtime, self.buffers, self.settings, self.formulation)}
         self._current = 0
         self._has_previous = False
 

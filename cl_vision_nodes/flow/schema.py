@@ -37,7 +37,7 @@ AUTO = 'auto'
 
 def resolve_method(method: str, device_is_gpu: bool) -> str:
     """
-    The method ``auto`` stands for on a device: hs on GPUs, dis on CPUs (and what is not a GPU).
+    Return the method that ``method`` stands for on a device: ``auto`` is hs on GPUs, else dis.
 
     hs is the most accurate on a GPU at a few ms a frame; on a CPU it costs about a second, where
     dis (OpenCV's MEDIUM values) gives comparable accuracy at the cost of OpenCV's own DIS.
@@ -99,7 +99,8 @@ FLOW_SCHEMA = ParameterSchema('flow_node', [
               min=1, max=32),
     ParamSpec('subpixel', True,
               'bm: parabola fit of the matching cost around the best displacement, per axis'),
-    ParamSpec('dis_patch_size', 8, 'dis: side of the square patches, pixels', min=4, max=16),
+    ParamSpec('dis_patch_size', 8, 'dis: side of the square patches, pixels (4, 8, 12 or 16)',
+              min=4, max=16, step=4),
     ParamSpec('dis_patch_stride', 3,
               'dis: distance between neighbouring patches, pixels (at most dis_patch_size)',
               min=1, max=16),

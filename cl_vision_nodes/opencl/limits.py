@@ -58,7 +58,7 @@ class DeviceLimits:
     @property
     def formulation(self) -> str:
         """
-        The formulation of FORMULATIONS that runs best here: 'gpu' on GPUs, 'cpu' elsewhere.
+        Return the formulation of FORMULATIONS that runs best here: 'gpu' on GPUs, else 'cpu'.
 
         The one place the choice is made; algorithm objects take it as an argument (default this)
         so tests run both formulations on one device and compare them.

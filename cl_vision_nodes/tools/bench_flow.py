@@ -13,34 +13,89 @@
 # limitations under the License.
 
 """
-`cl-vision bench flow`: ms per frame of lk/hs/bm with OpenCV DIS and Farneback in the same run.
+`cl-vision bench flow`: ms per frame of lk/hs/bm/dis with OpenCV DIS and Farneback in one run.
 
 Our figure is the streaming cost a node pays per frame: upload of the new frame, its pyramid,
 the flow to the previous frame (whose pyramid stays on the device) and the download of the
 HxWx2 result into pinned memory (flow_node then copies it into its message). OpenCV runs on
 the CPU, and through its own OpenCL path (T-API, UMat, download included) when the chosen
-device is a GPU. No ROS imports: it runs on a GPU box with numpy,
-OpenCV and pyopencl only.
+device is a GPU. Our dis and OpenCV's DIS run with each of OpenCV's presets (ultrafast, fast,
+medium; ours with the values of flow/presets.py). ``--json FILE`` writes the rows as a list of
+``{method, preset, size, ms, ms_best, device}`` (``FlowRow.as_dict``) besides the table. No ROS
+imports: it runs on a GPU box with numpy, OpenCV and pyopencl only.
 """
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 import itertools
-from typing import Callable
+import json
+from pathlib import Path
+from typing import Callable, Mapping
 
 from cl_vision_nodes.dataio.synthetic import flow_pair
 from cl_vision_nodes.flow.estimator import FlowEstimator
+from cl_vision_nodes.flow.presets import DIS_PRESETS
 from cl_vision_nodes.flow.schema import METHODS
 from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.profiling import KernelTime
 from cl_vision_nodes.opencl.runtime import ClRuntime
+from cl_vision_nodes.params import Value
 from cl_vision_nodes.tools.bench_timing import BenchRow, device_stages, format_rows, time_ms
 import cv2
 
 SIZES = ((640, 480), (1280, 720))
-DIS_PRESETS = {'DIS ULTRAFAST': cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST,
-               'DIS FAST': cv2.DISOPTICAL_FLOW_PRESET_FAST,
-               'DIS MEDIUM': cv2.DISOPTICAL_FLOW_PRESET_MEDIUM}
+OPENCV_DIS_PRESETS = {'ultrafast': cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST,
+                      'fast': cv2.DISOPTICAL_FLOW_PRESET_FAST,
+                      'medium': cv2.DISOPTICAL_FLOW_PRESET_MEDIUM}
+"""OpenCV's DIS presets by the names of ours (flow/presets.py holds their parameter values)."""
+OCL_SUFFIX = '-ocl'
+"""Appended to an OpenCV method's name on OpenCV's OpenCL path (T-API, UMat)."""
+
+
+@dataclass(frozen=True)
+class FlowRow:
+    """
+    One measured case: a row of the printed table and of the ``--json`` list.
+
+    ``method``: lk, hs, bm, dis, opencv-dis-<preset>, opencv-farneback, OpenCV's with ``-ocl``
+    on its OpenCL path; ``preset``: the DIS preset (ours and OpenCV's), else None; ``device``:
+    our device's name, ``OpenCV CPU (N threads)`` or the OpenCL device OpenCV ran on.
+    """
+
+    method: str
+    preset: str | None
+    width: int
+    height: int
+    ms: float
+    ms_best: float
+    device: str
+    label: str = ''
+    stages: str = ''
+
+    def as_dict(self) -> dict:
+        """Return the ``--json`` row."""
+        return {'method': self.method, 'preset': self.preset,
+                'size': f'{self.width}x{self.height}', 'ms': self.ms, 'ms_best': self.ms_best,
+                'device': self.device}
+
+    def table_row(self) -> BenchRow:
+        """Return the printed table's row (OpenCV's cases under their OpenCV names)."""
+        ocl = self.method.endswith(OCL_SUFFIX)
+        return BenchRow(self.label or self.method,
+                        f'OpenCV OpenCL ({self.device})' if ocl else self.device,
+                        self.width, self.height, self.ms, self.ms_best, self.stages,
+                        '' if self.label else self.preset or '')
+
+
+@dataclass(frozen=True)
+class OpenCVCase:
+    """One of OpenCV's flow functions; it takes ndarrays (CPU) or UMats (OpenCV's OpenCL path)."""
+
+    method: str
+    preset: str | None
+    label: str
+    fn: Callable
 
 
 def farneback(f0, f1):
@@ -53,56 +108,67 @@ def dis(preset: int) -> Callable:
     return lambda f0, f1: solver.calc(f0, f1, None)
 
 
-def opencv_cases() -> dict[str, Callable]:
-    """List OpenCV's flow functions; they take ndarrays (CPU) or UMats (OpenCV's OpenCL path)."""
-    return {**{name: dis(preset) for name, preset in DIS_PRESETS.items()},
-            'Farneback': farneback}
+def opencv_cases() -> list[OpenCVCase]:
+    """List OpenCV's cases: DIS with each preset, then Farneback."""
+    return [*(OpenCVCase(f'opencv-dis-{name}', name, f'DIS {name.upper()}', dis(preset))
+              for name, preset in OPENCV_DIS_PRESETS.items()),
+            OpenCVCase('opencv-farneback', None, 'Farneback', farneback)]
 
 
-def streaming(method: str, raws: list):
+def our_cases() -> list[tuple[str, str | None, Mapping[str, Value]]]:
+    """List (method, preset, parameters) of ours: lk, hs, bm, then dis once per preset."""
+    cases: list[tuple[str, str | None, Mapping[str, Value]]] = []
+    for method in METHODS:
+        if method == 'dis':
+            cases += [(method, name, params) for name, params in DIS_PRESETS.items()]
+        else:
+            cases.append((method, None, {}))
+    return cases
+
+
+def streaming(method: str, raws: list, params: Mapping[str, Value] | None = None):
     """For a runtime: an estimator fed alternately with the two frames, one ``push`` a call."""
     def prepare(runtime: ClRuntime) -> Callable[[], object]:
-        estimator = FlowEstimator(runtime, {'method': method})
+        estimator = FlowEstimator(runtime, {**(params or {}), 'method': method})
         frames = itertools.cycle(raws)
         estimator.push(next(frames))
         return lambda: estimator.push(next(frames), copy=False)  # as flow_node calls it
     return prepare
 
 
-def run(device: str, repeats: int, sizes=SIZES) -> list[BenchRow]:
+def run(device: str, repeats: int, sizes=SIZES) -> list[FlowRow]:
     runtime = ClRuntime(device)
-    rows: list[BenchRow] = []
+    rows: list[FlowRow] = []
     for width, height in sizes:
         sample = flow_pair(height, width, motion='translation', seed=0)
         frames = [sample.frame0, sample.frame1]
         raws = [gray_to_raw(f) for f in frames]
-        for method in METHODS:
-            step = streaming(method, raws)(runtime)
-            rows.append(BenchRow(method, runtime.entry.name, width, height,
-                                 *time_ms(step, repeats),
-                                 device_stages(device, streaming(method, raws))))
+        for method, preset, params in our_cases():
+            step = streaming(method, raws, params)(runtime)
+            rows.append(FlowRow(method, preset, width, height, *time_ms(step, repeats),
+                                runtime.entry.name,
+                                stages=device_stages(device, streaming(method, raws, params))))
         cv2.ocl.setUseOpenCL(False)
-        for name, fn in opencv_cases().items():
-            rows.append(BenchRow(name, f'OpenCV CPU ({cv2.getNumThreads()} threads)', width,
-                                 height, *time_ms(lambda: fn(*frames), repeats)))
+        for case in opencv_cases():
+            rows.append(FlowRow(case.method, case.preset, width, height,
+                                *time_ms(lambda: case.fn(*frames), repeats),
+                                f'OpenCV CPU ({cv2.getNumThreads()} threads)', case.label))
         if runtime.entry.is_gpu and cv2.ocl.haveOpenCL():
             cv2.ocl.setUseOpenCL(True)
             umats = [cv2.UMat(f) for f in frames]
-            for name, fn in opencv_cases().items():
-                rows.append(BenchRow(name, f'OpenCV OpenCL ({cv2.ocl.Device.getDefault().name()})',
-                                     width, height, *time_ms(lambda: fn(*umats).get(), repeats)))
+            for case in opencv_cases():
+                rows.append(FlowRow(case.method + OCL_SUFFIX, case.preset, width, height,
+                                    *time_ms(lambda: case.fn(*umats).get(), repeats),
+                                    cv2.ocl.Device.getDefault().name(), case.label))
             cv2.ocl.setUseOpenCL(False)
     return rows
-
-
-KERNEL_METHODS = ('lk', 'hs', 'bm')
 
 
 def kernel_times(device: str, method: str, size: tuple[int, int], frames: int = 3,
                  formulation: str | None = None,
                  params: dict | None = None) -> dict[str, KernelTime]:
     """
-    Launches and device ms per frame of each kernel of ``method`` (mean over ``frames``).
+    Return launches and device ms per frame of each kernel of ``method`` (mean of ``frames``).
 
     Streaming as a node runs (after one warm frame), on a profiling runtime; copies show as
     ``[upload]``/``[download]``. ``formulation``: 'gpu' or 'cpu' (default: the device's).
@@ -130,7 +196,7 @@ def print_kernels(device: str, sizes, formulation: str, frames: int) -> None:
     formulation = None if formulation == 'device' else formulation
     chosen = formulation or ClRuntime(device).limits.formulation
     print(f'Flow kernels, per frame (mean of {frames} frames), {chosen} formulation')
-    for method, size in itertools.product(KERNEL_METHODS, sizes):
+    for method, size in itertools.product(METHODS, sizes):
         times = kernel_times(device, method, size, frames, formulation)
         print(f'\n{method} {size[0]}x{size[1]}\n{"kernel":<20} {"launches":>9} {"ms":>9}')
         for name, time in sorted(times.items(), key=lambda item: -item[1].ms):
@@ -139,10 +205,18 @@ def print_kernels(device: str, sizes, formulation: str, frames: int) -> None:
               f'{sum(t.ms for t in times.values()):>9.2f}')
 
 
+def write_json(rows: list[FlowRow], path: Path) -> None:
+    """Write the rows as a JSON list of ``FlowRow.as_dict``."""
+    Path(path).write_text(json.dumps([r.as_dict() for r in rows], indent=2) + '\n')
+
+
 def main(args: argparse.Namespace) -> None:
     if getattr(args, 'kernels', None):
         print_kernels(args.device, args.sizes, args.kernels, min(args.repeats, 5))
         return
     print('Dense optical flow, ms per frame (ours: upload + pyramid + flow + download)')
-    print(format_rows(run(args.device, args.repeats), 'DIS MEDIUM cpu',
+    rows = run(args.device, args.repeats, args.sizes)
+    print(format_rows([r.table_row() for r in rows], 'DIS MEDIUM cpu',
                       lambda r: r.method == 'DIS MEDIUM' and r.where.startswith('OpenCV CPU')))
+    if args.json:
+        write_json(rows, args.json)

@@ -117,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument('--preset', choices=['robotics', 'middlebury'], default='robotics',
                        help='elas: libelas setting')
     bench.add_argument('--sizes', type=frame_sizes, default=[(640, 480), (1280, 720)],
-                       help='node, transport: frame sizes (default 640x480,1280x720)')
+                       help='flow, node, transport: frame sizes (default 640x480,1280x720)')
     bench.add_argument('--frames', type=integer_in(1), help='node, transport: measured frames '
                        'per case after the warm-up (default 30 for node, 100 for transport)')
     bench.add_argument('--nodes', type=names, default=None,
@@ -135,10 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument('--domain-id', type=integer_in(0, 232),
                        help='node, transport: ROS_DOMAIN_ID (default: a random one)')
     bench.add_argument('--kernels', nargs='?', const='device', choices=['device', 'gpu', 'cpu'],
-                       help='flow: launches and device ms per frame of every kernel of lk, hs '
-                            'and bm instead of frame times, in the device\'s or the named '
-                            'formulation')
-    bench.add_argument('--json', type=output_file, help='node, transport: write the rows here')
+                       help="flow: launches and device ms per frame of each kernel of every "
+                            "method instead of frame times, in the device's or the named "
+                            "formulation")
+    bench.add_argument('--json', type=output_file,
+                       help='flow, node, transport: write the rows here')
     add_device_option(bench)
     bench.set_defaults(run=cmd_bench)
 

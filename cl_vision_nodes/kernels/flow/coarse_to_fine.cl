@@ -19,8 +19,6 @@
 __kernel void flow_upsample(__global const float2* coarse, const int cw, const int ch,
                             __global float2* fine, const int fw, const int fh)
 {
-    const int x = get_global_id(0), y = get_global_id(1);
-    if (x >= fw || y >= fh)
-        return;
-    fine[(size_t)y * fw + x] = 2.0f * bilinear2(coarse, cw, ch, 0.5f * x, 0.5f * y);
+    const int2 p = item_pixel(fw, fh);
+    fine[(size_t)p.y * fw + p.x] = 2.0f * bilinear2(coarse, cw, ch, 0.5f * p.x, 0.5f * p.y);
 }

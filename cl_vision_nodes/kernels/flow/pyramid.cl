@@ -20,14 +20,15 @@
 __kernel void pyr_down(__global const float* src, const int sw, const int sh,
                        __global float* dst, const int dw, const int dh)
 {
-    const int x = get_global_id(0), y = get_global_id(1);
-    if (x >= dw || y >= dh)
-        return;
+    const int2 p = item_pixel(dw, dh);
+    const int x = p.x, y = p.y;
     const float taps[5] = {1.0f, 4.0f, 6.0f, 4.0f, 1.0f};
     float acc = 0.0f;
+#pragma unroll
     for (int j = 0; j < 5; ++j) {
         __global const float* row = src + (size_t)mirror(2 * y + j - 2, sh) * sw;
         float r = 0.0f;
+#pragma unroll
         for (int i = 0; i < 5; ++i)
             r += taps[i] * row[mirror(2 * x + i - 2, sw)];
         acc += taps[j] * r;
@@ -39,9 +40,7 @@ __kernel void pyr_down(__global const float* src, const int sw, const int sh,
 __kernel void gradient(__global const float* img, const int w, const int h,
                        __global float2* grad)
 {
-    const int x = get_global_id(0), y = get_global_id(1);
-    if (x >= w || y >= h)
-        return;
-    grad[(size_t)y * w + x] = gradient5(img, w, h, x, y);
+    const int2 p = item_pixel(w, h);
+    grad[(size_t)p.y * w + p.x] = gradient5(img, w, h, p.x, p.y);
 }
 
