@@ -186,3 +186,20 @@ def test_yosemite_without_sky_is_reported(shared_data, estimator):
     print_table('Yosemite without sky', {'Yosemite': results}, timed=False)
     for method in ('hs', 'lk'):
         assert results[method].errors.epe < 1.0, method
+
+
+def test_hs_cpu_formulation_keeps_the_gpu_formulations_errors(shared_data, runtime):
+    """Issue 19: hs written for CPUs (hs_sor_cpu, hs_update_cpu) changes no EPE by 0.01 px."""
+    root = shared_data('flow', 'middlebury')
+    yosemite = shared_data('flow', 'yosemite')
+    pairs = {name: (*gray_pair(root / name, 'frame10.png', 'frame11.png'),
+                    read_flo(root / name / 'flow10.flo')) for name in MIDDLEBURY}
+    pairs['Yosemite'] = (*gray_pair(yosemite, 'yos9.png', 'yos10.png'),
+                         read_flo(yosemite / 'correct_yos.flo'))
+    estimators = {formulation: FlowEstimator(runtime, {'method': 'hs'}, formulation)
+                  for formulation in ('gpu', 'cpu')}
+    for name, (frame0, frame1, truth) in pairs.items():
+        epe = {formulation: flow_errors(estimator.estimate(frame0, frame1), truth).epe
+               for formulation, estimator in estimators.items()}
+        print(f'{name}: hs EPE gpu formulation {epe["gpu"]:.4f}, cpu {epe["cpu"]:.4f}')
+        assert abs(epe['cpu'] - epe['gpu']) < 0.01, name
