@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-CPU formulations of flow kernels (issue 19) against the GPU ones on the same device.
+CPU formulations of flow kernels (issue 19: hs, bm) against the GPU ones on the same device.
 
 Each CPU kernel is launched as the host module launches it and compared with its GPU twin (the
 same tiles, sweeps and arithmetic: equal to float rounding; medians select values, so exactly)
@@ -25,7 +25,7 @@ frame as the host code enqueues them. Run also under POCL_MAX_WORK_GROUP_SIZE=64
 import math
 import os
 
-from cl_vision_nodes.flow import FlowEstimator
+from cl_vision_nodes.flow import block_matching, FlowEstimator
 from cl_vision_nodes.flow import horn_schunck as hs
 from cl_vision_nodes.flow import reference as ref
 from cl_vision_nodes.flow.horn_schunck import sor_slots, tile_offset
@@ -168,6 +168,38 @@ def test_the_device_formulation_is_the_estimators_default(runtime):
     assert estimator._methods['hs'].formulation == estimator.formulation
 
 
+# --- block matching ----------------------------------------------------------------------------
+
+
+def bm(runtime, formulation: str, i0, i1, block: int, radius: int, subpixel: bool):
+    """Run the formulation's bm kernel as BlockMatcher does."""
+    h, w = i0.shape
+    settings = FlowEstimator(runtime, {'method': 'bm', 'block_size': block,
+                                       'search_radius': radius}).settings
+    matcher = block_matching.BlockMatcher(runtime, runtime.buffers(), settings, formulation)
+    out = upload(runtime, np.zeros((h, w, 2), np.float32))
+    matcher.search(upload(runtime, i0), upload(runtime, i1), (h, w), subpixel, out)
+    return download(runtime, out, (h, w, 2))
+
+
+@pytest.mark.parametrize('h, w, block, radius', [(23, 37, 8, 7), (131, 97, 5, 3), (3, 2, 8, 2),
+                                                 (40, 33, 13, 4), (9, 35, 32, 32)])
+def test_bm_search_cpu_is_the_gpu_kernel_and_the_reference_exactly(runtime, h, w, block, radius):
+    rng = np.random.default_rng(26)
+    i0 = rng.uniform(0, 255, (h, w)).astype(np.float32)
+    i1 = np.roll(i0, (1, -2), (0, 1)) + rng.normal(0, 4, (h, w)).astype(np.float32)
+    for subpixel in (False, True):
+        got = bm(runtime, 'cpu', i0, i1, block, radius, subpixel)
+        np.testing.assert_array_equal(got, bm(runtime, 'gpu', i0, i1, block, radius, subpixel))
+        np.testing.assert_allclose(got, ref.bm_search(i0, i1, block, radius, subpixel),
+                                   atol=1e-5)
+
+
+def test_bm_search_cpu_ties_go_to_the_smallest_motion(runtime):
+    stripes = np.tile((np.arange(19) % 2 * 200.0).astype(np.float32), (21, 1))  # period 2 in x
+    assert not bm(runtime, 'cpu', stripes, stripes, 8, 3, False).any()
+
+
 # --- the kernel profile -------------------------------------------------------------------------
 
 
@@ -200,7 +232,7 @@ def test_kernel_profile_counts_the_launches_the_host_enqueues(formulation):
                                  {'pyramid_levels': 3})
     assert lk['lk_level'].launches == 3
     bm = bench_flow.kernel_times(DEVICE, 'bm', (width, height), 1, formulation)
-    assert bm['bm_search'].launches == 1
+    assert bm['bm_search' + suffix].launches == 1
 
 
 def test_bench_flow_kernels_prints_a_table_per_method_and_size():
@@ -210,3 +242,4 @@ def test_bench_flow_kernels_prints_a_table_per_method_and_size():
     out = result.stdout
     assert 'cpu formulation' in out and 'hs 40x30' in out and 'lk 40x30' in out
     assert 'bm 40x30' in out and 'hs_sor_cpu' in out and 'hs_update_cpu' in out
+    assert 'bm_search_cpu' in out

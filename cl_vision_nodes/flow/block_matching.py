@@ -20,7 +20,9 @@ SAD on 8-bit quantised intensities over ``block_size`` blocks, every displacemen
 to raster order; candidates reaching outside frame 1 are excluded. Output is dense: every
 pixel gets its block's vector. Block and radius are compile-time constants (fully sized local
 tiles): a new combination builds the bm program alone, once, when it is configured; the
-runtime keeps it by value, so switching back costs nothing.
+runtime keeps it by value, so switching back costs nothing. Formulations: 'gpu' runs bm_search
+(a work-group per block, candidates spread over its work-items), 'cpu' bm_search_cpu (a
+work-item per block, 8 pixels of a row at a time, no barriers): the same result.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from cl_vision_nodes.flow.coarse_to_fine import flow_buffers
 from cl_vision_nodes.flow.pyramid import DevicePyramid
 from cl_vision_nodes.flow.schema import FlowSettings
 from cl_vision_nodes.opencl.buffers import Buffers
-from cl_vision_nodes.opencl.limits import DeviceLimits
+from cl_vision_nodes.opencl.limits import DeviceLimits, FORMULATIONS
 from cl_vision_nodes.opencl.programs import Program
 from cl_vision_nodes.opencl.runtime import ClRuntime
 import numpy as np
@@ -58,9 +60,12 @@ def program(runtime: ClRuntime, block: int, radius: int) -> Program:
 class BlockMatcher:
     """Runs bm on level 0 of two device pyramids into the estimator's first flow buffer."""
 
-    def __init__(self, runtime: ClRuntime, buffers: Buffers, settings: FlowSettings):
+    def __init__(self, runtime: ClRuntime, buffers: Buffers, settings: FlowSettings,
+                 formulation: str | None = None):
         self.runtime = runtime
         self.buffers = buffers
+        self.formulation = formulation or runtime.limits.formulation
+        assert self.formulation in FORMULATIONS, self.formulation
         self.local = group_size(runtime.limits)
         self.configure(settings)
 
@@ -71,15 +76,24 @@ class BlockMatcher:
         That is the block size and search radius of ``settings``: at start and on a parameter
         change, never per frame.
         """
-        self._search = program(self.runtime, settings.block_size,
-                               settings.search_radius).kernel('bm_search')
+        self._search = program(self.runtime, settings.block_size, settings.search_radius).kernel(
+            'bm_search' if self.formulation == 'gpu' else 'bm_search_cpu')
         self._block = settings.block_size
 
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         h, w = prev.shapes[0]
         flow = flow_buffers(self.buffers, (h, w))[0]
-        blocks = (-(-w // self._block), -(-h // self._block))
-        self._search((blocks[0] * self.local, blocks[1]),
-                     (prev.levels[0], cur.levels[0], np.int32(w), np.int32(h),
-                      np.int32(settings.subpixel), flow), 'bm_search', local=(self.local, 1))
+        self.search(prev.levels[0], cur.levels[0], (h, w), settings.subpixel, flow)
         return flow
+
+    def search(self, i0: cl.Buffer, i1: cl.Buffer, shape: tuple[int, int], subpixel: bool,
+               flow: cl.Buffer) -> None:
+        """Enqueue the search from image ``i0`` to ``i1`` (float, ``shape``) into ``flow``."""
+        h, w = shape
+        blocks = (-(-w // self._block), -(-h // self._block))
+        args = (i0, i1, np.int32(w), np.int32(h), np.int32(subpixel), flow)
+        if self.formulation == 'gpu':
+            self._search((blocks[0] * self.local, blocks[1]), args, 'bm_search',
+                         local=(self.local, 1))
+        else:
+            self._search(blocks, args, 'bm_search')

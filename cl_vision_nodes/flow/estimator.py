@@ -81,7 +81,7 @@ class FlowEstimator:
         self._methods: dict[str, FlowMethod] = {
             'lk': LucasKanade(runtime, self.buffers, self.settings),
             'hs': HornSchunck(runtime, self.buffers, self.formulation),
-            'bm': BlockMatcher(runtime, self.buffers, self.settings),
+            'bm': BlockMatcher(runtime, self.buffers, self.settings, self.formulation),
             'dis': DenseInverseSearch(runtime, self.buffers, self.settings, self.formulation)}
         self._current = 0
         self._has_previous = False

@@ -123,3 +123,85 @@ void bm_search(__global const float* i0, __global const float* i1, const int w, 
             flow[(size_t)y * w + x] = vector;
     }
 }
+
+// --- CPU formulation (DeviceLimits.formulation 'cpu') -------------------------------------------
+// bm_search_cpu: the same search and result (integer costs, the same key minimum, the same
+// sub-pixel fit) with one work-item per block (global size: the blocks) and no barriers. Block
+// rows are int8 chunks, -1 past the block or the image; the search area is held in rows padded
+// by 8 with -1, so a chunk of any candidate is 8 consecutive ints. Operators instead of abs,
+// min and vload8: PoCL calls its built-in functions rather than inlining them.
+#define BM_CHUNKS ((BM_BLOCK + 7) / 8)
+#define BM_ROW (BM_SPAN + 8)
+
+// block_cost of the candidate (dx, dy), 8 pixels of a block row at a time.
+inline __attribute__((always_inline)) uint block_cost8(const int8* ref, const int* area, int dx,
+                                                       int dy, int inside)
+{
+    int8 sad = 0, count = 0;
+    for (int y = 0; y < BM_BLOCK; ++y) {
+        const int* arow = area + (y + dy + BM_RADIUS) * BM_ROW + dx + BM_RADIUS;
+        for (int c = 0; c < BM_CHUNKS; ++c) {
+            const int* p = arow + 8 * c;
+            const int8 a = ref[y * BM_CHUNKS + c];
+            const int8 b = (int8)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
+            const int8 matched = a >= 0 && b >= 0;  // -1 where both are pixels
+            const int8 diff = a - b;
+            sad += matched ? (diff < 0 ? -diff : diff) : (int8)(0);
+            count -= matched;
+        }
+    }
+    const uint total = (uint)(sad.s0 + sad.s1 + sad.s2 + sad.s3 + sad.s4 + sad.s5 + sad.s6
+                              + sad.s7);
+    const int n = count.s0 + count.s1 + count.s2 + count.s3 + count.s4 + count.s5 + count.s6
+                  + count.s7;
+    return 2 * n >= inside ? (total << 10) / n : UINT_MAX;
+}
+
+__kernel void bm_search_cpu(__global const float* i0, __global const float* i1, const int w,
+                            const int h, const int subpixel, __global float2* flow)
+{
+    const int x0 = get_global_id(0) * BM_BLOCK, y0 = get_global_id(1) * BM_BLOCK;
+    if (x0 >= w || y0 >= h)
+        return;
+    const int inside = min(BM_BLOCK, w - x0) * min(BM_BLOCK, h - y0);
+    int8 ref[BM_BLOCK * BM_CHUNKS];
+    int area[BM_SPAN * BM_ROW];
+    for (int y = 0; y < BM_BLOCK; ++y)
+        for (int k = 0; k < 8 * BM_CHUNKS; ++k) {
+            const int x = x0 + k, gy = y0 + y;
+            ((int*)ref)[y * 8 * BM_CHUNKS + k] = (k < BM_BLOCK && x < w && gy < h)
+                ? convert_uchar_sat_rte(i0[(size_t)gy * w + x]) : -1;
+        }
+    for (int y = 0; y < BM_SPAN; ++y)
+        for (int k = 0; k < BM_ROW; ++k) {
+            const int x = x0 - BM_RADIUS + k, gy = y0 - BM_RADIUS + y;
+            area[y * BM_ROW + k] = (k < BM_SPAN && x >= 0 && x < w && gy >= 0 && gy < h)
+                ? convert_uchar_sat_rte(i1[(size_t)gy * w + x]) : -1;
+        }
+    ulong best = ULONG_MAX;
+    for (int c = 0; c < BM_CANDIDATES; ++c) {
+        const int dx = c % BM_SIDE - BM_RADIUS, dy = c / BM_SIDE - BM_RADIUS;
+        const uint cost = block_cost8(ref, area, dx, dy, inside);
+        const ulong key = ((ulong)cost << 32) | ((ulong)(dx * dx + dy * dy) << 16) | (ulong)c;
+        best = cost != UINT_MAX && key < best ? key : best;
+    }
+    const int c = (int)(best & 0xFFFF);
+    const int dx = c % BM_SIDE - BM_RADIUS, dy = c / BM_SIDE - BM_RADIUS;
+    float2 vector = (float2)(dx, dy);
+    if (subpixel) {
+        uint neighbour_cost[4];
+        for (int n = 0; n < 4; ++n) {
+            const int nx = dx + (n == 0 ? -1 : n == 1 ? 1 : 0);
+            const int ny = dy + (n == 2 ? -1 : n == 3 ? 1 : 0);
+            const int in_range = nx >= -BM_RADIUS && nx <= BM_RADIUS && ny >= -BM_RADIUS
+                                 && ny <= BM_RADIUS;
+            neighbour_cost[n] = in_range ? block_cost8(ref, area, nx, ny, inside) : UINT_MAX;
+        }
+        const uint mid = (uint)(best >> 32);
+        vector.x += parabola_offset(neighbour_cost[0], mid, neighbour_cost[1]);
+        vector.y += parabola_offset(neighbour_cost[2], mid, neighbour_cost[3]);
+    }
+    for (int y = y0; y < min(y0 + BM_BLOCK, h); ++y)
+        for (int x = x0; x < min(x0 + BM_BLOCK, w); ++x)
+            flow[(size_t)y * w + x] = vector;
+}
