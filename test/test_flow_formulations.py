@@ -144,6 +144,28 @@ def test_hs_update_cpu_is_the_gpu_kernel_exactly(runtime, h, w, median):
                                atol=1e-5)
 
 
+@pytest.mark.parametrize('h, w', SIZES)
+def test_hs_warp_cpu_is_the_gpu_kernel_and_resets_the_solver(runtime, h, w):
+    rng = np.random.default_rng(27)
+    i0, i1 = rng.uniform(0, 255, (h, w)), rng.uniform(0, 255, (h, w))
+    g0, g1 = ref.gradient(i0), ref.gradient(i1)
+    flow = rng.normal(0, 2.0, (h, w, 2))  # some pixels leave the frame
+    inputs = [upload(runtime, a.astype(np.float32)) for a in (i0, g0, i1, g1, flow)]
+    results = []
+    for formulation in ('gpu', 'cpu'):
+        solver = hs.HornSchunck(runtime, runtime.buffers(), formulation)
+        terms = upload(runtime, np.zeros((h, w, 4), np.float32))
+        flags = upload(runtime, np.array([5, 5, 5], np.int32))
+        solver._linearise((h, w), (*inputs, i32(w), i32(h), terms, flags))
+        results.append(download(runtime, terms, (h, w, 4)))
+        slots = np.empty(3, np.int32)
+        cl.enqueue_copy(runtime.queue, slots, flags)
+        assert slots.tolist() == [0, 0, 1]
+    np.testing.assert_array_equal(results[1], results[0])
+    want = ref.hs_warp(*(a.astype(np.float32) for a in (i0, g0, i1, g1)), flow.astype(np.float32))
+    np.testing.assert_allclose(results[1], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
 def textured(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
     big = cv2.GaussianBlur(rng.uniform(0, 255, (h, w)).astype(np.float32), (0, 0), 1.5)
     return np.clip((big - big.mean()) * 4 + 128, 0, 255).astype(np.uint8)
@@ -225,7 +247,7 @@ def test_kernel_profile_counts_the_launches_the_host_enqueues(formulation):
     sor, update = 'hs_sor' + suffix, 'hs_update' + suffix
     launches = {name: t.launches for name, t in times.items()}
     assert launches[sor] == steps * math.ceil(settings['iterations'] / hs.SWEEPS_PER_LAUNCH)
-    assert launches['hs_warp'] == launches[update] == steps
+    assert launches['hs_warp' + suffix] == launches[update] == steps
     assert launches['flow_upsample'] == levels - 1
     assert all(t.ms >= 0 for t in times.values())
     lk = bench_flow.kernel_times(DEVICE, 'lk', (width, height), 1, formulation,
@@ -242,4 +264,5 @@ def test_bench_flow_kernels_prints_a_table_per_method_and_size():
     out = result.stdout
     assert 'cpu formulation' in out and 'hs 40x30' in out and 'lk 40x30' in out
     assert 'bm 40x30' in out and 'hs_sor_cpu' in out and 'hs_update_cpu' in out
+    assert 'hs_warp_cpu' in out
     assert 'bm_search_cpu' in out

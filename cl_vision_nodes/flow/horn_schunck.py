@@ -27,8 +27,8 @@ without waiting and never reads anything back.
 
 Formulations (``DeviceLimits.formulation``): 'gpu' runs hs_sor, a work-group per tile; 'cpu'
 runs hs_sor_cpu, the same launches with one work-item walking a whole tile in float8 vectors
-without barriers (PoCL), which gives hs_sor's result to float rounding, and hs_update_cpu, a
-work-item per row (the same medians).
+without barriers (PoCL), which gives hs_sor's result to float rounding, hs_warp_cpu and
+hs_update_cpu, a work-item per row (the same numbers).
 """
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ class HornSchunck:
         assert self.formulation in FORMULATIONS, self.formulation
         self.group = sor_group(runtime.limits)
         built = program(runtime, self.group)
-        self._warp = built.kernel('hs_warp')
+        self._warp = built.kernel('hs_warp' if self.formulation == 'gpu' else 'hs_warp_cpu')
         self._sor = built.kernel('hs_sor' if self.formulation == 'gpu' else 'hs_sor_cpu')
         self._update = built.kernel('hs_update' if self.formulation == 'gpu' else 'hs_update_cpu')
         self._upsample = coarse_to_fine.program(runtime).kernel('flow_upsample')
@@ -127,9 +127,9 @@ class HornSchunck:
                 field.upsample(prev.shapes[level + 1], shape)
             wh = (np.int32(w), np.int32(h))
             for _ in range(settings.warps):
-                self._warp((w, h), (prev.levels[level], prev.gradient(level), cur.levels[level],
-                                    cur.gradient(level), field.current, *wh, terms, flags),
-                           'warp')
+                self._linearise(shape, (prev.levels[level], prev.gradient(level),
+                                        cur.levels[level], cur.gradient(level), field.current,
+                                        *wh, terms, flags))
                 launches = -(-settings.iterations // SWEEPS_PER_LAUNCH)
                 for index in range(launches):
                     done = index * SWEEPS_PER_LAUNCH
@@ -143,6 +143,14 @@ class HornSchunck:
                                      np.int32(settings.median_filter), field.spare))
                 field.swap()
         return field.current
+
+    def _linearise(self, shape: Shape, args: tuple) -> None:
+        """hs_warp: a work-item per pixel (gpu) or per row (cpu)."""
+        h, w = shape
+        if self.formulation == 'gpu':
+            self._warp((w, h), args, 'warp')
+        else:
+            self._warp((h,), args, 'warp', local=(1,))
 
     def _sweeps(self, shape: Shape, offset: int, args: tuple) -> None:
         """One launch of hs_sor (a group per tile) or hs_sor_cpu (a work-item per tile)."""

@@ -461,6 +461,61 @@ __kernel void hs_sor_cpu(__global const float4* terms, __global const float2* fl
         atomic_or(&flags[slot_write], 1);
 }
 
+// hs_warp with one work-item per row (global size: the rows) and no built-in calls in the
+// pixel loop: floor is the truncation of the non-negative position, clamps are ?: (the same
+// numbers).
+__kernel void hs_warp_cpu(__global const float* i0, __global const float2* g0,
+                          __global const float* i1, __global const float2* g1,
+                          __global const float2* flow, const int w, const int h,
+                          __global float4* terms, __global int* flags)
+{
+    const int y = get_global_id(0);
+    if (y == 0) {
+        flags[0] = 0;
+        flags[1] = 0;
+        flags[2] = 1;
+    }
+    if (y >= h)
+        return;
+    for (int x = 0; x < w; ++x) {
+        const size_t i = (size_t)y * w + x;
+        const float px = x + flow[i].x, py = y + flow[i].y;
+        float4 out = 0.0f;
+        if (px >= 0.0f && px <= w - 1 && py >= 0.0f && py <= h - 1) {
+            const int ix = (int)px, iy = (int)py;  // floor: px, py >= 0
+            const float fx = (float)ix, fy = (float)iy;
+            float wx[4], wy[4];
+            cubic_weights(px - fx, wx);
+            cubic_weights(py - fy, wy);
+            int cols[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const int col = ix - 1 + k;
+                cols[k] = col < 0 ? 0 : col > w - 1 ? w - 1 : col;
+            }
+            float value = 0.0f;
+            float2 grad = 0.0f;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const int r = iy - 1 + j;
+                const size_t row = (size_t)(r < 0 ? 0 : r > h - 1 ? h - 1 : r) * w;
+                float rv = 0.0f;
+                float2 rg = 0.0f;
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                    rv += wx[k] * i1[row + cols[k]];
+                    rg += wx[k] * g1[row + cols[k]];
+                }
+                value += wy[j] * rv;
+                grad += wy[j] * rg;
+            }
+            grad = 0.5f * (grad + g0[i]);
+            out = (float4)(grad.x, grad.y, value - i0[i], 1.0f);
+        }
+        terms[i] = out;
+    }
+}
+
 HS_CPU_INLINE void sort_pair8(float8* a, float8* b)
 {
     const int8 swap = *b < *a;
