@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-CPU formulations of flow kernels (issue 19: hs, bm) against the GPU ones on the same device.
+CPU formulations of flow kernels (issue 19: hs, lk, bm) against the GPU ones on one device.
 
 Each CPU kernel is launched as the host module launches it and compared with its GPU twin (the
 same tiles, sweeps and arithmetic: equal to float rounding; medians select values, so exactly)
@@ -27,6 +27,7 @@ import os
 
 from cl_vision_nodes.flow import block_matching, FlowEstimator
 from cl_vision_nodes.flow import horn_schunck as hs
+from cl_vision_nodes.flow import lucas_kanade as lk
 from cl_vision_nodes.flow import reference as ref
 from cl_vision_nodes.flow.horn_schunck import sor_slots, tile_offset
 from cl_vision_nodes.flow.pyramid import level_shapes
@@ -190,6 +191,61 @@ def test_the_device_formulation_is_the_estimators_default(runtime):
     assert estimator._methods['hs'].formulation == estimator.formulation
 
 
+# --- Lucas-Kanade ------------------------------------------------------------------------------
+
+
+def smooth_image(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
+    noise = rng.uniform(0, 255, (h + 8, w + 8)).astype(np.float32)
+    return cv2.GaussianBlur(noise, (0, 0), 1.2)[4:4 + h, 4:4 + w] * 2.0 - 60.0
+
+
+def lk_level(runtime, formulation: str, i0, i1, coarse, window: int, iterations: int,
+             min_eig: float, final: bool, offset: int) -> np.ndarray:
+    """Launch the formulation's lk kernel for one level as LucasKanade does."""
+    h, w = i0.shape
+    tiling = lk.LkTiling.of(runtime.limits, window // 2)
+    ch, cw = coarse.shape[:2] if coarse is not None else (0, 0)
+    args = (upload(runtime, i0), upload(runtime, i1), i32(w), i32(h),
+            upload(runtime, coarse if coarse is not None else np.zeros(2, np.float32)), i32(cw),
+            i32(ch), upload(runtime, np.zeros((h, w, 2), np.float32)),
+            upload(runtime, lk.window_taps(window, window / 4)), i32(iterations), i32(offset),
+            f32(min_eig), i32(final))
+    built = lk.program(runtime, tiling, formulation)
+    if formulation == 'gpu':
+        built.kernel('lk_level')(tiling.items((h, w), offset), args, 'lk', local=tiling.group)
+    else:
+        built.kernel('lk_level_cpu')(tiling.tiles((h, w), offset), args, 'lk', local=(1, 1))
+    return download(runtime, args[7], (h, w, 2))
+
+
+@pytest.mark.parametrize('h, w, window, offset, with_coarse, iterations', [
+    (23, 37, 15, 0, True, 3),
+    (131, 97, 15, 16, True, 2),  # tiles in both directions
+    (40, 33, 19, 8, True, 2),  # 16-row tiles
+    (20, 18, 31, 4, False, 2),  # 8-row tiles, the largest window
+    (3, 4, 5, 16, True, 2),
+    (13, 8, 3, 0, False, 0),  # no step: the start flow
+])
+def test_lk_level_cpu_gives_the_gpu_result(runtime, h, w, window, offset, with_coarse,
+                                           iterations):
+    rng = np.random.default_rng(28)
+    i0, i1 = smooth_image(rng, h, w), smooth_image(rng, h, w)
+    coarse = (rng.normal(0, 1, ((h + 1) // 2, (w + 1) // 2, 2)).astype(np.float32)
+              if with_coarse else None)
+    for final in (False, True):
+        args = (i0, i1, coarse, window, iterations, 50.0, final, offset)
+        got, want = lk_level(runtime, 'cpu', *args), lk_level(runtime, 'gpu', *args)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        assert_same_field(np.nan_to_num(got), np.nan_to_num(want))
+        if not final:
+            taps = lk.window_taps(window, window / 4).astype(np.float64)
+            tiling = lk.LkTiling.of(runtime.limits, window // 2)
+            reference = ref.lk_level(i0, i1, None if coarse is None else coarse.astype(np.float64),
+                                     taps, iterations, 50.0, False, (lk.TILE_W, tiling.tile_h),
+                                     offset)
+            np.testing.assert_allclose(got, reference, rtol=1e-3, atol=1e-3)
+
+
 # --- block matching ----------------------------------------------------------------------------
 
 
@@ -250,9 +306,9 @@ def test_kernel_profile_counts_the_launches_the_host_enqueues(formulation):
     assert launches['hs_warp' + suffix] == launches[update] == steps
     assert launches['flow_upsample'] == levels - 1
     assert all(t.ms >= 0 for t in times.values())
-    lk = bench_flow.kernel_times(DEVICE, 'lk', (width, height), 1, formulation,
-                                 {'pyramid_levels': 3})
-    assert lk['lk_level'].launches == 3
+    lk_times = bench_flow.kernel_times(DEVICE, 'lk', (width, height), 1, formulation,
+                                       {'pyramid_levels': 3})
+    assert lk_times['lk_level' + suffix].launches == 3
     bm = bench_flow.kernel_times(DEVICE, 'bm', (width, height), 1, formulation)
     assert bm['bm_search' + suffix].launches == 1
 
@@ -264,5 +320,5 @@ def test_bench_flow_kernels_prints_a_table_per_method_and_size():
     out = result.stdout
     assert 'cpu formulation' in out and 'hs 40x30' in out and 'lk 40x30' in out
     assert 'bm 40x30' in out and 'hs_sor_cpu' in out and 'hs_update_cpu' in out
-    assert 'hs_warp_cpu' in out
+    assert 'hs_warp_cpu' in out and 'lk_level_cpu' in out
     assert 'bm_search_cpu' in out

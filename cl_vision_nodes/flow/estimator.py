@@ -79,7 +79,7 @@ class FlowEstimator:
         self._pyramids = [DevicePyramid(runtime, self.images, self.buffers, slot)
                           for slot in (0, 1)]
         self._methods: dict[str, FlowMethod] = {
-            'lk': LucasKanade(runtime, self.buffers, self.settings),
+            'lk': LucasKanade(runtime, self.buffers, self.settings, self.formulation),
             'hs': HornSchunck(runtime, self.buffers, self.formulation),
             'bm': BlockMatcher(runtime, self.buffers, self.settings, self.formulation),
             'dis': DenseInverseSearch(runtime, self.buffers, self.settings, self.formulation)}

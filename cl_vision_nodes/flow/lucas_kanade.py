@@ -35,6 +35,9 @@ work-item more rows of the same tile, so the result does not change.
 
 Per frame: one pre-bound launch per level, prepared once per frame size, pyramid slot and
 settings (host time, not the device, bounds small frames on a GPU).
+
+Formulations (``DeviceLimits.formulation``): 'gpu' runs lk_level, 'cpu' lk_level_cpu (built with
+LK_CPU): the same tiles and sums, a work-item per tile walking it without barriers (PoCL).
 """
 from __future__ import annotations
 
@@ -46,7 +49,7 @@ from cl_vision_nodes.flow.pyramid import DevicePyramid, Shape
 from cl_vision_nodes.flow.schema import FlowSettings
 from cl_vision_nodes.opencl.buffers import Buffers
 from cl_vision_nodes.opencl.kernel import BoundLaunch
-from cl_vision_nodes.opencl.limits import DeviceLimits
+from cl_vision_nodes.opencl.limits import DeviceLimits, FORMULATIONS
 from cl_vision_nodes.opencl.programs import Program
 from cl_vision_nodes.opencl.runtime import ClRuntime
 import numpy as np
@@ -135,6 +138,11 @@ class LkTiling:
         """
         return (level % 2) * (self.tile_h // 2)
 
+    def tiles(self, shape: Shape, offset: int) -> tuple[int, int]:
+        """Tiles of a (height, width) level from origin -offset: lk_level_cpu's global size."""
+        h, w = shape
+        return -(-(w + offset) // TILE_W), -(-(h + offset) // self.tile_h)
+
     def items(self, shape: Shape, offset: int) -> tuple[int, int]:
         """
         Global size of lk_level over a (height, width) level.
@@ -145,9 +153,10 @@ class LkTiling:
         return -(-(w + offset) // TILE_W) * TILE_W, -(-(h + offset) // self.tile_h) * self.group_h
 
 
-def program(runtime: ClRuntime, tiling: LkTiling) -> Program:
-    """Build the lk kernel lk_level for one tiling."""
-    return runtime.program(KERNELS, tiling.defines)
+def program(runtime: ClRuntime, tiling: LkTiling, formulation: str = 'gpu') -> Program:
+    """Build the lk kernel for one tiling: lk_level, and lk_level_cpu for formulation 'cpu'."""
+    cpu = {'LK_CPU': 1} if formulation == 'cpu' else {}
+    return runtime.program(KERNELS, {**tiling.defines, **cpu})
 
 
 def window_taps(size: int, sigma: float) -> np.ndarray:
@@ -179,9 +188,12 @@ class _Plan:
 class LucasKanade:
     """Runs lk between two device pyramids; buffers are sized for level 0 and reused."""
 
-    def __init__(self, runtime: ClRuntime, buffers: Buffers, settings: FlowSettings):
+    def __init__(self, runtime: ClRuntime, buffers: Buffers, settings: FlowSettings,
+                 formulation: str | None = None):
         self.runtime = runtime
         self.buffers = buffers
+        self.formulation = formulation or runtime.limits.formulation
+        assert self.formulation in FORMULATIONS, self.formulation
         self._taps_key: tuple[int, float] | None = None
         self._taps: cl.Buffer | None = None
         self._plans: dict[int, _Plan] = {}
@@ -195,7 +207,8 @@ class LucasKanade:
         the window does not fit the device's local memory.
         """
         tiling = LkTiling.of(self.runtime.limits, settings.window_size // 2)
-        self._level = program(self.runtime, tiling).kernel('lk_level')
+        self._level = program(self.runtime, tiling, self.formulation).kernel(
+            'lk_level' if self.formulation == 'gpu' else 'lk_level_cpu')
         self.tiling = tiling
 
     def _window(self, settings: FlowSettings) -> cl.Buffer:
@@ -229,8 +242,13 @@ class LucasKanade:
                     flows[(level + 1) % 2], np.int32(cw), np.int32(ch), flows[level % 2], taps,
                     np.int32(settings.lk_iterations), np.int32(offset),
                     np.float32(settings.min_eigenvalue), np.int32(level == 0))
-            launches.append(self._level.bind(self.tiling.items((h, w), offset), args, STAGE,
-                                             local=self.tiling.group))
+            if self.formulation == 'gpu':
+                launch = self._level.bind(self.tiling.items((h, w), offset), args, STAGE,
+                                          local=self.tiling.group)
+            else:
+                launch = self._level.bind(self.tiling.tiles((h, w), offset), args, STAGE,
+                                          local=(1, 1))
+            launches.append(launch)
         plan = _Plan(key, buffers, tuple(launches), flows[0])
         self._plans[prev.slot] = plan
         return plan

@@ -230,3 +230,182 @@ void lk_level(__global const float* i0, __global const float* i1, const int w, c
         }
     }
 }
+
+// --- CPU formulation (DeviceLimits.formulation 'cpu'; built with LK_CPU) ------------------------
+// lk_level_cpu: lk_level's tiles, steps and arithmetic (the same window sums in the same order),
+// one work-item per tile (global size: the tiles, work-groups of one) walking it with plain loops,
+// tile columns as float8 in the window passes, and no barriers. Its arrays are in local memory,
+// which a group of one work-item owns alone (about 90 KiB at the default window: PoCL has 1 MiB;
+// built only for the CPU formulation, so a GPU never compiles it). The pixel loops call no
+// built-in function where lk_level's do (PoCL calls them rather than inlining them).
+#ifdef LK_CPU
+#if LK_TILE_W % 8 != 0
+#error "lk_level_cpu needs LK_TILE_W to be a multiple of 8"
+#endif
+#define LK_CHUNKS (LK_TILE_W / 8)
+#define LK_SPAN (LK_SPAN_W * LK_SPAN_H)
+
+// 8 consecutive floats (a vector load, without vload8's call).
+inline __attribute__((always_inline)) float8 lk_load8(__local const float* p)
+{
+    return (float8)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
+}
+
+// lk_rhs with the same numbers: floor is the truncation of the non-negative position and the
+// clamps are ?:.
+inline __attribute__((always_inline)) float2 lk_rhs_cpu(__global const float* i1, int w, int h,
+                                                        int x, int y, float v0, float2 g,
+                                                        float2 u)
+{
+    const float px = x + u.x, py = y + u.y;
+    float e = 0.0f;
+    if (px >= 0.0f && px <= w - 1 && py >= 0.0f && py <= h - 1) {
+        const int ix = (int)px, iy = (int)py;
+        const float tx = px - (float)ix, ty = py - (float)iy;
+        const int x1 = ix + 1 > w - 1 ? w - 1 : ix + 1, y1 = iy + 1 > h - 1 ? h - 1 : iy + 1;
+        const float top = i1[iy * w + ix] * (1.0f - tx) + i1[iy * w + x1] * tx;
+        const float bottom = i1[y1 * w + ix] * (1.0f - tx) + i1[y1 * w + x1] * tx;
+        e = (top * (1.0f - ty) + bottom * ty) - v0;
+    }
+    return g * (dot(g, u) - e);
+}
+
+// Row pass of one component (lk_window_rows): r[row][chunk] over every span row.
+inline __attribute__((always_inline)) void lk_rows_cpu(__local const float* s, __local float8* r,
+                                                       __constant float* taps)
+{
+    for (int row = 0; row < LK_SPAN_H; ++row)
+        for (int c = 0; c < LK_CHUNKS; ++c) {
+            __local const float* from = s + row * LK_SPAN_W + 8 * c;
+            float8 acc = 0.0f;
+#pragma unroll
+            for (int j = 0; j < LK_TAPS; ++j)
+                acc += taps[j] * lk_load8(from + j);
+            r[row * LK_CHUNKS + c] = acc;
+        }
+}
+
+// Column pass (lk_window_cols) of tile row t, chunk c.
+inline __attribute__((always_inline)) float8 lk_col_cpu(__local const float8* r,
+                                                        __constant float* taps, int t, int c)
+{
+    float8 acc = 0.0f;
+#pragma unroll
+    for (int j = 0; j < LK_TAPS; ++j)
+        acc += taps[j] * r[(t + j) * LK_CHUNKS + c];
+    return acc;
+}
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void lk_level_cpu(__global const float* i0, __global const float* i1, const int w, const int h,
+                  __global const float2* coarse, const int cw, const int ch,
+                  __global float2* flow, __constant float* taps, const int iterations,
+                  const int offset, const float min_eig, const int final)
+{
+    __local float2 current[LK_SPAN];  // as lk_level's: the tile's current flow, the halo's start
+    __local float v0[LK_SPAN];
+    __local float2 g[LK_SPAN];
+    __local int at[LK_SPAN];  // span position -> `current` index of its (clamped) image pixel
+    __local int span_x[LK_SPAN_W], span_y[LK_SPAN_H];  // image column / row of span positions
+    __local float fx[LK_SPAN], fy[LK_SPAN];
+    __local float8 rx[LK_SPAN_H * LK_CHUNKS], ry[LK_SPAN_H * LK_CHUNKS];
+    __local float8 sxx[LK_TILE_H * LK_CHUNKS], sxy[LK_TILE_H * LK_CHUNKS];
+    __local float8 syy[LK_TILE_H * LK_CHUNKS];
+    __local float8 ux[LK_TILE_H * LK_CHUNKS], uy[LK_TILE_H * LK_CHUNKS];
+    const int ox = (int)get_global_id(0) * LK_TILE_W - offset;
+    const int oy = (int)get_global_id(1) * LK_TILE_H - offset;
+    if (ox >= w || oy >= h)
+        return;
+    for (int col = 0; col < LK_SPAN_W; ++col)
+        span_x[col] = clamp(ox - LK_RADIUS + col, 0, w - 1);
+    for (int row = 0; row < LK_SPAN_H; ++row)
+        span_y[row] = clamp(oy - LK_RADIUS + row, 0, h - 1);
+    for (int row = 0; row < LK_SPAN_H; ++row) {
+        const int y = span_y[row];
+        for (int col = 0; col < LK_SPAN_W; ++col) {
+            const int x = span_x[col], k = row * LK_SPAN_W + col;
+            at[k] = (y - oy + LK_RADIUS) * LK_SPAN_W + x - ox + LK_RADIUS;
+            v0[k] = i0[(size_t)y * w + x];
+            g[k] = gradient5(i0, w, h, x, y);
+            current[k] = cw > 0 ? 2.0f * bilinear2(coarse, cw, ch, 0.5f * x, 0.5f * y)
+                                : (float2)(0.0f);
+        }
+    }
+    // Structure tensor of the tile pixels.
+    for (int k = 0; k < LK_SPAN; ++k) {
+        fx[k] = g[k].x * g[k].x;
+        fy[k] = g[k].x * g[k].y;
+    }
+    lk_rows_cpu(fx, rx, taps);
+    lk_rows_cpu(fy, ry, taps);
+    for (int t = 0; t < LK_TILE_H; ++t)
+        for (int c = 0; c < LK_CHUNKS; ++c) {
+            sxx[t * LK_CHUNKS + c] = lk_col_cpu(rx, taps, t, c);
+            sxy[t * LK_CHUNKS + c] = lk_col_cpu(ry, taps, t, c);
+        }
+    for (int k = 0; k < LK_SPAN; ++k)
+        fx[k] = g[k].y * g[k].y;
+    lk_rows_cpu(fx, rx, taps);
+    for (int t = 0; t < LK_TILE_H; ++t)
+        for (int c = 0; c < LK_CHUNKS; ++c) {
+            syy[t * LK_CHUNKS + c] = lk_col_cpu(rx, taps, t, c);
+            const int own = (t + LK_RADIUS) * LK_SPAN_W + LK_RADIUS + 8 * c;
+            __local float* px = (__local float*)(ux + t * LK_CHUNKS + c);
+            __local float* py = (__local float*)(uy + t * LK_CHUNKS + c);
+            for (int l = 0; l < 8; ++l) {
+                px[l] = current[own + l].x;
+                py[l] = current[own + l].y;
+            }
+        }
+
+    for (int step = 0; step < iterations; ++step) {
+        for (int row = 0; row < LK_SPAN_H; ++row) {
+            const int y = span_y[row];
+            for (int col = 0; col < LK_SPAN_W; ++col) {
+                const int x = span_x[col], k = row * LK_SPAN_W + col;
+                const float2 q = lk_rhs_cpu(i1, w, h, x, y, v0[k], g[k], current[at[k]]);
+                fx[k] = q.x;
+                fy[k] = q.y;
+            }
+        }
+        lk_rows_cpu(fx, rx, taps);
+        lk_rows_cpu(fy, ry, taps);
+        for (int t = 0; t < LK_TILE_H; ++t)
+            for (int c = 0; c < LK_CHUNKS; ++c) {
+                const int i = t * LK_CHUNKS + c;
+                const float8 bx = lk_col_cpu(rx, taps, t, c), by = lk_col_cpu(ry, taps, t, c);
+                const float8 a = sxx[i] + LK_DAMPING, b = sxy[i], d = syy[i] + LK_DAMPING;
+                const float8 rhs_x = bx + LK_DAMPING * ux[i], rhs_y = by + LK_DAMPING * uy[i];
+                const float8 det = a * d - b * b;
+                ux[i] = (d * rhs_x - b * rhs_y) / det;
+                uy[i] = (a * rhs_y - b * rhs_x) / det;
+                const int own = (t + LK_RADIUS) * LK_SPAN_W + LK_RADIUS + 8 * c;
+                __local const float* px = (__local const float*)(ux + i);
+                __local const float* py = (__local const float*)(uy + i);
+                for (int l = 0; l < 8; ++l)
+                    current[own + l] = (float2)(px[l], py[l]);
+            }
+    }
+
+    __local const float* lanes_xx = (__local const float*)sxx;
+    __local const float* lanes_xy = (__local const float*)sxy;
+    __local const float* lanes_yy = (__local const float*)syy;
+    __local const float* lanes_ux = (__local const float*)ux;
+    __local const float* lanes_uy = (__local const float*)uy;
+    for (int t = 0; t < LK_TILE_H; ++t) {
+        const int y = oy + t;
+        for (int col = 0; col < LK_TILE_W; ++col) {
+            const int x = ox + col, i = t * LK_TILE_W + col;  // lane col % 8 of chunk col / 8
+            if (x >= 0 && x < w && y >= 0 && y < h) {
+                const float a = lanes_xx[i], b = lanes_xy[i], d = lanes_yy[i];
+                const float half_trace = 0.5f * (a + d);
+                const float half_diff = 0.5f * (a - d);
+                const float smallest = half_trace - sqrt(half_diff * half_diff + b * b);
+                const float2 u = (float2)(lanes_ux[i], lanes_uy[i]);
+                flow[(size_t)y * w + x] = final && !(smallest >= min_eig) ? (float2)(NAN, NAN)
+                                                                          : u;
+            }
+        }
+    }
+}
+#endif
