@@ -51,10 +51,15 @@ def group_size(limits: DeviceLimits) -> int:
     return limits.group(WORK_GROUP)
 
 
-def program(runtime: ClRuntime, block: int, radius: int) -> Program:
-    """Build the bm program for one block size and search radius (sizes of its local tiles)."""
+def program(runtime: ClRuntime, block: int, radius: int, formulation: str = 'gpu') -> Program:
+    """
+    Build the bm program for one block size and search radius (sizes of its local tiles).
+
+    bm_search, and for formulation 'cpu' bm_search_cpu too (BM_CPU).
+    """
+    cpu = {'BM_CPU': 1} if formulation == 'cpu' else {}
     return runtime.program(KERNELS, {'BM_BLOCK': block, 'BM_RADIUS': radius,
-                                     'BM_LOCAL': group_size(runtime.limits)})
+                                     'BM_LOCAL': group_size(runtime.limits), **cpu})
 
 
 class BlockMatcher:
@@ -76,7 +81,8 @@ class BlockMatcher:
         That is the block size and search radius of ``settings``: at start and on a parameter
         change, never per frame.
         """
-        self._search = program(self.runtime, settings.block_size, settings.search_radius).kernel(
+        self._search = program(self.runtime, settings.block_size, settings.search_radius,
+                               self.formulation).kernel(
             'bm_search' if self.formulation == 'gpu' else 'bm_search_cpu')
         self._block = settings.block_size
 

@@ -57,9 +57,15 @@ def sor_group(limits: DeviceLimits) -> tuple[int, int]:
     return limits.group_2d((TILE, TILE), min_width=TILE)
 
 
-def program(runtime: ClRuntime, group: tuple[int, int]) -> Program:
-    """Build the hs kernels (hs_warp, hs_sor, hs_update) for hs_sor work-groups of ``group``."""
-    return runtime.program(KERNELS, {'HS_TILE': TILE, 'HS_GROUP_H': group[1]})
+def program(runtime: ClRuntime, group: tuple[int, int], formulation: str = 'gpu') -> Program:
+    """
+    Build the hs kernels (hs_warp, hs_sor, hs_update) for hs_sor work-groups of ``group``.
+
+    For formulation 'cpu' also hs_warp_cpu, hs_sor_cpu and hs_update_cpu (HS_CPU): a GPU build
+    compiles the GPU kernels alone.
+    """
+    cpu = {'HS_CPU': 1} if formulation == 'cpu' else {}
+    return runtime.program(KERNELS, {'HS_TILE': TILE, 'HS_GROUP_H': group[1], **cpu})
 
 
 def sor_items(shape: Shape, offset: int, group: tuple[int, int]) -> tuple[int, int]:
@@ -98,7 +104,7 @@ class HornSchunck:
         self.formulation = formulation or runtime.limits.formulation
         assert self.formulation in FORMULATIONS, self.formulation
         self.group = sor_group(runtime.limits)
-        built = program(runtime, self.group)
+        built = program(runtime, self.group, self.formulation)
         self._warp = built.kernel('hs_warp' if self.formulation == 'gpu' else 'hs_warp_cpu')
         self._sor = built.kernel('hs_sor' if self.formulation == 'gpu' else 'hs_sor_cpu')
         self._update = built.kernel('hs_update' if self.formulation == 'gpu' else 'hs_update_cpu')

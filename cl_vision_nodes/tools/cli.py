@@ -135,9 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument('--domain-id', type=integer_in(0, 232),
                        help='node, transport: ROS_DOMAIN_ID (default: a random one)')
     bench.add_argument('--kernels', nargs='?', const='device', choices=['device', 'gpu', 'cpu'],
-                       help="flow: launches and device ms per frame of each kernel of every "
-                            "method instead of frame times, in the device's or the named "
-                            "formulation")
+                       help='flow: launches and device ms per frame of each kernel of every '
+                            'method instead of frame times, in the formulation of the device '
+                            '(default) or the named one')
     bench.add_argument('--json', type=output_file,
                        help='flow, node, transport: write the rows here')
     add_device_option(bench)

@@ -124,12 +124,13 @@ void bm_search(__global const float* i0, __global const float* i1, const int w, 
     }
 }
 
-// --- CPU formulation (DeviceLimits.formulation 'cpu') -------------------------------------------
+// --- CPU formulation (DeviceLimits.formulation 'cpu'; built with BM_CPU) ------------------------
 // bm_search_cpu: the same search and result (integer costs, the same key minimum, the same
 // sub-pixel fit) with one work-item per block (global size: the blocks) and no barriers. Block
 // rows are int8 chunks, -1 past the block or the image; the search area is held in rows padded
 // by 8 with -1, so a chunk of any candidate is 8 consecutive ints. Operators instead of abs,
 // min and vload8: PoCL calls its built-in functions rather than inlining them.
+#ifdef BM_CPU
 #define BM_CHUNKS ((BM_BLOCK + 7) / 8)
 #define BM_ROW (BM_SPAN + 8)
 
@@ -205,3 +206,4 @@ __kernel void bm_search_cpu(__global const float* i0, __global const float* i1, 
         for (int x = x0; x < min(x0 + BM_BLOCK, w); ++x)
             flow[(size_t)y * w + x] = vector;
 }
+#endif

@@ -273,13 +273,14 @@ __kernel void hs_update(__global const float2* flow, __global const float2* dflo
     out[i] = median5x5(window);
 }
 
-// --- CPU formulation (DeviceLimits.formulation 'cpu') -------------------------------------------
+// --- CPU formulation (DeviceLimits.formulation 'cpu'; built with HS_CPU) ------------------------
 // For devices of few cores (PoCL): the same launches and results, but a work-item walks a whole
-// tile (hs_sor_cpu) or row (hs_update_cpu) in float8 vectors, with no barriers. PoCL calls its
+// tile (hs_sor_cpu) or row (hs_warp_cpu, hs_update_cpu), with no barriers. PoCL calls its
 // built-in functions instead of inlining them (and spills the vector registers around each
 // call), so the loops use operators (?: for select, fmin and fmax) and float8 arrays instead of
 // vload/vstore, and rsqrt8 is 1 / sqrt lane by lane through the compiler's own sqrt (which clang
 // turns into one vsqrtps; PoCL's rsqrt is that same 1 / sqrt, so the numbers are hs_sor's).
+#ifdef HS_CPU
 #if HS_TILE != 16
 #error "hs_sor_cpu is written for 16 x 16 tiles (float8 rows of one colour)"
 #endif
@@ -611,3 +612,4 @@ __kernel void hs_update_cpu(__global const float2* flow, __global const float2* 
             out[at + x0 + l] = (float2)(((const float*)&mu)[l], ((const float*)&mv)[l]);
     }
 }
+#endif
