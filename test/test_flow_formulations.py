@@ -273,6 +273,15 @@ def test_bm_search_cpu_is_the_gpu_kernel_and_the_reference_exactly(runtime, h, w
                                    atol=1e-5)
 
 
+def test_bm_search_cpu_runs_a_grid_of_73_x_49_blocks(runtime):
+    """RubberWhale's size: with no explicit group PoCL ran all 3577 blocks as one and crashed."""
+    rng = np.random.default_rng(29)
+    i0 = rng.uniform(0, 255, (388, 584)).astype(np.float32)
+    i1 = np.roll(i0, (2, 1), (0, 1))
+    got = bm(runtime, 'cpu', i0, i1, 8, 7, True)
+    np.testing.assert_array_equal(got, bm(runtime, 'gpu', i0, i1, 8, 7, True))
+
+
 def test_bm_search_cpu_ties_go_to_the_smallest_motion(runtime):
     stripes = np.tile((np.arange(19) % 2 * 200.0).astype(np.float32), (21, 1))  # period 2 in x
     assert not bm(runtime, 'cpu', stripes, stripes, 8, 3, False).any()

@@ -101,5 +101,6 @@ class BlockMatcher:
         if self.formulation == 'gpu':
             self._search((blocks[0] * self.local, blocks[1]), args, 'bm_search',
                          local=(self.local, 1))
-        else:
-            self._search(blocks, args, 'bm_search')
+        else:  # groups of one: PoCL may otherwise pick a group of every block, whose
+            # private arrays (held per work-item through the group) overflow its stack
+            self._search(blocks, args, 'bm_search', local=(1, 1))
