@@ -130,9 +130,11 @@ def test_dis_search_finds_a_translation_and_keeps_textureless_patches_at_their_s
              & (oxs[None, :] >= 8) & (oxs[None, :] + patch <= 32))
     assert inner.sum() == 25
     np.testing.assert_array_equal(got[inner], 2.0)
-    textured_patches = ((oys[:, None] >= 36) | (oxs[None, :] >= 36)) & (oys[:, None] + patch < h)
+    # textured patches whose match in frame 1 is not in the replicated border
+    textured_patches = (((oys[:, None] >= 36) | (oxs[None, :] >= 36))
+                        & (oys[:, None] + patch <= h - 2) & (oxs[None, :] + patch <= w - 3))
     error = np.linalg.norm(got[textured_patches] - [3.0, 2.0], axis=-1)
-    assert np.percentile(error, 90) < 1e-3 and error.max() < 0.5, error  # border: replicated
+    assert error.max() < 1e-3, error
 
 
 @pytest.mark.parametrize('h, w, patch, stride', CASES)
