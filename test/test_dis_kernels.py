@@ -183,7 +183,7 @@ def solve(runtime, formulation: str, t1, t2, flow, dflow, offset: int, fresh: bo
     built, group = program(runtime, 8, formulation)
     tiles = (-(-(w + offset) // dis.TILE), -(-(h + offset) // dis.TILE))
     out, total = empty(runtime, (h, w, 2)), empty(runtime, (h, w, 2))
-    built.kernel('dis_vr_solve')(
+    built.kernel(dis.SOLVERS[formulation])(
         (tiles[0] * group[0], tiles[1] * group[1]),
         (upload(runtime, t1), upload(runtime, t2), upload(runtime, flow), upload(runtime, dflow),
          out, total, i32(w), i32(h), i32(offset), i32(fresh), i32(1),

@@ -26,9 +26,9 @@ refinement (brightness and gradient constancy, smoothness, OpenCV's weights and 
 runs ``dis_refine_iterations`` fixed-point iterations of 5 red-black SOR sweeps on tiles. The
 finest level's flow is upsampled to full resolution.
 
-The kernels are those of kernels/flow/dis.cl; only dis_vr_solve has two formulations (its
-work-group: a GPU's group shares a tile, a CPU's single work-item walks it), chosen by the
-``formulation`` the estimator passes. Frames with a side shorter than the patch get zero flow.
+The kernels are those of kernels/flow/dis.cl; only the solver has two formulations (SOLVERS:
+a GPU's work-group shares a tile, a CPU's single work-item walks it a row of one colour at a
+time as a float8), chosen by the ``formulation`` the estimator passes. Frames with a side shorter than the patch get zero flow.
 """
 from __future__ import annotations
 
@@ -50,8 +50,12 @@ TILE = 16
 """Side of the dis_vr_solve tiles (DIS_TILE): they shape the result, the work-group does not."""
 
 
+SOLVERS = {'gpu': 'dis_vr_solve', 'cpu': 'dis_vr_solve_rows'}
+"""The solver kernel of each formulation."""
+
+
 def solve_group(limits: DeviceLimits, formulation: str) -> tuple[int, int]:
-    """Work-group of dis_vr_solve: a TILE-wide group of rows on GPUs, one work-item on CPUs."""
+    """Work-group of the solver: a TILE-wide group of rows on GPUs, one work-item on CPUs."""
     if formulation == 'cpu':
         return 1, 1
     return limits.group_2d((TILE, TILE), min_width=1)
@@ -94,6 +98,7 @@ class DenseInverseSearch:
                  formulation: str):
         self.runtime = runtime
         self.buffers = buffers
+        self.formulation = formulation
         self.group = solve_group(runtime.limits, formulation)
         self._upsample = coarse_to_fine.program(runtime).kernel('flow_upsample')
         self.configure(settings)
@@ -106,7 +111,7 @@ class DenseInverseSearch:
         self._warp = built.kernel('dis_vr_warp')
         self._first = built.kernel('dis_vr_first')
         self._second = built.kernel('dis_vr_second')
-        self._solve = built.kernel('dis_vr_solve')
+        self._solve = built.kernel(SOLVERS[self.formulation])
 
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         """Flow from ``prev`` to ``cur`` at level 0 (float2)."""

@@ -16,11 +16,11 @@
 // the dense start, then from the best neighbour), dis_densify, then the variational refinement:
 // dis_vr_warp, dis_vr_first, dis_vr_second and one dis_vr_solve per fixed-point iteration.
 //
-// Built with DIS_PATCH (patch side), DIS_TILE (side of the dis_vr_solve tiles) and DIS_GROUP_W x
-// DIS_GROUP_H (its work-group). The two formulations differ only in that group: on a GPU a group
-// of many work-items shares a tile (each item a few of its pixels), on a CPU one work-item walks
-// the whole tile in plain loops (its barriers then cost nothing). A half-sweep updates pixels of
-// one colour, which read only pixels of the other, so both give the same numbers.
+// Built with DIS_PATCH (patch side), DIS_TILE (side of the solver's tiles) and DIS_GROUP_W x
+// DIS_GROUP_H (dis_vr_solve's work-group). The solver has two formulations: on a GPU a group of
+// many work-items shares a tile (dis_vr_solve), on a CPU one work-item walks the whole tile
+// (dis_vr_solve_rows, 8 pixels of a row at a time). A half-sweep updates pixels of one colour,
+// which read only pixels of the other, so both give the same numbers.
 #if !defined(DIS_PATCH) || !defined(DIS_TILE) || !defined(DIS_GROUP_W) || !defined(DIS_GROUP_H)
 #error "dis.cl needs -D DIS_PATCH, DIS_TILE, DIS_GROUP_W and DIS_GROUP_H"
 #endif
@@ -257,13 +257,6 @@ __kernel void dis_vr_second(__global const float4* t1, const int w, const int h,
     t2[i] = (float4)(t2[i].x, dx.x, dy.x, dy.y);
 }
 
-// Loops of dis_vr_solve over the tile pixels a work-item owns: rows ly, ly + DIS_GROUP_H, ...,
-// columns lx, lx + DIS_GROUP_W, ...
-#define DIS_TILE_ROWS(ty) \
-    for (int ty = (int)get_local_id(1); ty < DIS_TILE; ty += DIS_GROUP_H)
-#define DIS_TILE_COLS(tx) \
-    for (int tx = (int)get_local_id(0); tx < DIS_TILE; tx += DIS_GROUP_W)
-
 // One fixed-point iteration of the variational refinement of flow W by dW: energy
 // delta Psi(brightness constancy) + gamma Psi(gradient constancy) + alpha Psi(|grad (W + dW)|^2),
 // Psi(s^2) = sqrt(s^2 + eps^2), both data terms normalised by their gradients (zeta), linearised
@@ -276,7 +269,92 @@ __kernel void dis_vr_second(__global const float4* t1, const int w, const int h,
 // smoothness weight of pixel p, for the edges to its right and lower neighbours, is taken from
 // forward differences of W + dW at the launch start, so both tiles of an edge agree on it.
 // Input dflow_in (taken as 0 when `fresh`), output dflow_out; `last` also writes W + dW to
-// flow_out.
+// flow_out. Two kernels: dis_vr_solve (GPUs: a work-group shares the tile) and
+// dis_vr_solve_rows (CPUs: one work-item walks it, a row's pixels of one colour as a float8).
+// They share the helpers below and compute the same numbers in the same order.
+
+// The span (tile and halo) of W + dW and of dW at the launch start, span index k = sy *
+// DIS_SPAN + sx for span pixel (sx, sy) = tile pixel (sx - 1, sy - 1); borders clamped.
+inline void dis_span_pixel(__global const float2* flow, __global const float2* dflow_in,
+                           int w, int h, int ox, int oy, int k, int fresh, float2* total,
+                           float2* dd)
+{
+    const int gx = clamp(ox - 1 + k % DIS_SPAN, 0, w - 1);
+    const int gy = clamp(oy - 1 + k / DIS_SPAN, 0, h - 1);
+    const size_t g = (size_t)gy * w + gx;
+    *dd = fresh ? (float2)(0.0f) : dflow_in[g];
+    *total = flow[g] + *dd;
+}
+
+// Smoothness weight of span pixel k (edges to its right and lower neighbours), from the forward
+// differences of W + dW; 0 outside the image and in the halo's last row and column.
+inline float dis_smoothness(__local const float2* total, int w, int h, int ox, int oy, int k,
+                            float a2)
+{
+    const int sx = k % DIS_SPAN, sy = k / DIS_SPAN;
+    const int gx = ox - 1 + sx, gy = oy - 1 + sy;
+    if (sx > DIS_TILE || sy > DIS_TILE || gx < 0 || gy < 0 || gx >= w || gy >= h)
+        return 0.0f;
+    const float2 here = total[k];
+    const float2 ddx = gx < w - 1 ? total[k + 1] - here : (float2)(0.0f);
+    const float2 ddy = gy < h - 1 ? total[k + DIS_SPAN] - here : (float2)(0.0f);
+    return a2 / sqrt(ddx.x * ddx.x + ddx.y * ddx.y + ddy.x * ddy.x + ddy.y * ddy.y + DIS_EPS2);
+}
+
+// The linear system of tile pixel (gx, gy) at span index me: edge weights (left, right, up,
+// down; 0 where no neighbour), (1 / a11, a12, 1 / a22) with the smoothness weights on the
+// diagonal, and the right-hand side (data terms and the pull of W's differences).
+inline void dis_pixel_system(__global const float4* t1, __global const float4* t2,
+                             __local const float2* total, __local const float2* d,
+                             __local const float* smooth, int w, int h, int gx, int gy, int me,
+                             float g2, float d2, float4* edges, float4* system, float2* rhs)
+{
+    const size_t g = (size_t)gy * w + gx;
+    const float4 a = t1[g], e = t2[g];  // a: Ix Iy Iz Ixz, e: Iyz Ixx Ixy Iyy
+    const float2 du = d[me];
+    // reciprocals of the normalisations, so that a pixel divides 5 times rather than 16
+    const float inv_norm = 1.0f / (a.x * a.x + a.y * a.y + DIS_ZETA2);
+    const float residual = a.z + a.x * du.x + a.y * du.y;
+    const float wd = d2 / sqrt(residual * residual * inv_norm + DIS_EPS2) * inv_norm;
+    float a11 = wd * a.x * a.x + DIS_ZETA2, a12 = wd * a.x * a.y;
+    float a22 = wd * a.y * a.y + DIS_ZETA2;
+    float b1 = -wd * a.z * a.x, b2 = -wd * a.z * a.y;
+    const float inx = 1.0f / (e.y * e.y + e.z * e.z + DIS_ZETA2);
+    const float iny = 1.0f / (e.w * e.w + e.z * e.z + DIS_ZETA2);
+    const float rx = a.w + e.y * du.x + e.z * du.y;
+    const float ry = e.x + e.z * du.x + e.w * du.y;
+    const float wg = g2 / sqrt(rx * rx * inx + ry * ry * iny + DIS_EPS2);
+    a11 += wg * (e.y * e.y * inx + e.z * e.z * iny);
+    a12 += wg * (e.y * e.z * inx + e.z * e.w * iny);
+    a22 += wg * (e.z * e.z * inx + e.w * e.w * iny);
+    b1 -= wg * (e.y * a.w * inx + e.z * e.x * iny);
+    b2 -= wg * (e.z * a.w * inx + e.w * e.x * iny);
+    const float4 wn = (float4)(gx > 0 ? smooth[me - 1] : 0.0f, gx < w - 1 ? smooth[me] : 0.0f,
+                               gy > 0 ? smooth[me - DIS_SPAN] : 0.0f,
+                               gy < h - 1 ? smooth[me] : 0.0f);
+    const float2 own = total[me] - d[me];
+    const float2 pull = wn.x * (total[me - 1] - d[me - 1] - own)
+                        + wn.y * (total[me + 1] - d[me + 1] - own)
+                        + wn.z * (total[me - DIS_SPAN] - d[me - DIS_SPAN] - own)
+                        + wn.w * (total[me + DIS_SPAN] - d[me + DIS_SPAN] - own);
+    const float sum = wn.x + wn.y + wn.z + wn.w;
+    *edges = wn;
+    *system = (float4)(1.0f / (a11 + sum), a12, 1.0f / (a22 + sum), 0.0f);
+    *rhs = (float2)(b1, b2) + pull;
+}
+
+inline int dis_in_image(int gx, int gy, int w, int h)
+{
+    return gx >= 0 && gy >= 0 && gx < w && gy < h;
+}
+
+// Loops of dis_vr_solve over the tile pixels a work-item owns: rows ly, ly + DIS_GROUP_H, ...,
+// columns lx, lx + DIS_GROUP_W, ...
+#define DIS_TILE_ROWS(ty) \
+    for (int ty = (int)get_local_id(1); ty < DIS_TILE; ty += DIS_GROUP_H)
+#define DIS_TILE_COLS(tx) \
+    for (int tx = (int)get_local_id(0); tx < DIS_TILE; tx += DIS_GROUP_W)
+
 __kernel __attribute__((reqd_work_group_size(DIS_GROUP_W, DIS_GROUP_H, 1)))
 void dis_vr_solve(__global const float4* t1, __global const float4* t2,
                   __global const float2* flow, __global const float2* dflow_in,
@@ -286,93 +364,44 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
 {
     __local float2 total[DIS_SPAN * DIS_SPAN];    // W + dW at the launch start
     __local float2 d[DIS_SPAN * DIS_SPAN];        // dW
-    __local float smooth[DIS_SPAN * DIS_SPAN];    // smoothness weight, edges right and down
-    __local float4 edges[DIS_TILE * DIS_TILE];    // edge weights left, right, up, down
-    __local float4 system[DIS_TILE * DIS_TILE];   // 1 / a11, a12, 1 / a22, unused
+    __local float smooth[DIS_SPAN * DIS_SPAN];
+    __local float4 edges[DIS_TILE * DIS_TILE];
+    __local float4 system[DIS_TILE * DIS_TILE];
     __local float2 rhs[DIS_TILE * DIS_TILE];
     const int lid = get_local_id(1) * DIS_GROUP_W + get_local_id(0);
     const int ox = (int)get_group_id(0) * DIS_TILE - offset;
     const int oy = (int)get_group_id(1) * DIS_TILE - offset;
     for (int k = lid; k < DIS_SPAN * DIS_SPAN; k += DIS_ITEMS) {
-        const int gx = clamp(ox - 1 + k % DIS_SPAN, 0, w - 1);
-        const int gy = clamp(oy - 1 + k / DIS_SPAN, 0, h - 1);
-        const size_t g = (size_t)gy * w + gx;
-        const float2 dd = fresh ? (float2)(0.0f) : dflow_in[g];
+        float2 t, dd;
+        dis_span_pixel(flow, dflow_in, w, h, ox, oy, k, fresh, &t, &dd);
+        total[k] = t;
         d[k] = dd;
-        total[k] = flow[g] + dd;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = lid; k < DIS_SPAN * DIS_SPAN; k += DIS_ITEMS) {
-        const int sx = k % DIS_SPAN, sy = k / DIS_SPAN;
-        const int gx = ox - 1 + sx, gy = oy - 1 + sy;
-        float s = 0.0f;
-        if (sx <= DIS_TILE && sy <= DIS_TILE && gx >= 0 && gy >= 0 && gx < w && gy < h) {
-            const float2 here = total[k];
-            const float2 ddx = gx < w - 1 ? total[k + 1] - here : (float2)(0.0f);
-            const float2 ddy = gy < h - 1 ? total[k + DIS_SPAN] - here : (float2)(0.0f);
-            s = a2 / sqrt(ddx.x * ddx.x + ddx.y * ddx.y + ddy.x * ddy.x + ddy.y * ddy.y
-                          + DIS_EPS2);
-        }
-        smooth[k] = s;
-    }
+    for (int k = lid; k < DIS_SPAN * DIS_SPAN; k += DIS_ITEMS)
+        smooth[k] = dis_smoothness(total, w, h, ox, oy, k, a2);
     barrier(CLK_LOCAL_MEM_FENCE);
     DIS_TILE_ROWS(ty) {
         DIS_TILE_COLS(tx) {
             const int gx = ox + tx, gy = oy + ty, k = ty * DIS_TILE + tx;
-            if (gx < 0 || gy < 0 || gx >= w || gy >= h)
+            if (!dis_in_image(gx, gy, w, h))
                 continue;
-            const size_t g = (size_t)gy * w + gx;
-            const int me = (ty + 1) * DIS_SPAN + tx + 1;
-            const float4 a = t1[g], e = t2[g];  // a: Ix Iy Iz Ixz, e: Iyz Ixx Ixy Iyy
-            const float2 du = d[me];
-            const float norm = a.x * a.x + a.y * a.y + DIS_ZETA2;
-            const float residual = a.z + a.x * du.x + a.y * du.y;
-            const float wd = d2 / sqrt(residual * residual / norm + DIS_EPS2) / norm;
-            float a11 = wd * a.x * a.x + DIS_ZETA2, a12 = wd * a.x * a.y;
-            float a22 = wd * a.y * a.y + DIS_ZETA2;
-            float b1 = -wd * a.z * a.x, b2 = -wd * a.z * a.y;
-            const float nx = e.y * e.y + e.z * e.z + DIS_ZETA2;
-            const float ny = e.w * e.w + e.z * e.z + DIS_ZETA2;
-            const float rx = a.w + e.y * du.x + e.z * du.y;
-            const float ry = e.x + e.z * du.x + e.w * du.y;
-            const float wg = g2 / sqrt(rx * rx / nx + ry * ry / ny + DIS_EPS2);
-            a11 += wg * (e.y * e.y / nx + e.z * e.z / ny);
-            a12 += wg * (e.y * e.z / nx + e.z * e.w / ny);
-            a22 += wg * (e.z * e.z / nx + e.w * e.w / ny);
-            b1 -= wg * (e.y * a.w / nx + e.z * e.x / ny);
-            b2 -= wg * (e.z * a.w / nx + e.w * e.x / ny);
-            // Smoothness: edge weights (0 where no neighbour), and the part of the pull that
-            // does not move in the sweeps (the differences of W).
-            const float4 wn = (float4)(gx > 0 ? smooth[me - 1] : 0.0f,
-                                       gx < w - 1 ? smooth[me] : 0.0f,
-                                       gy > 0 ? smooth[me - DIS_SPAN] : 0.0f,
-                                       gy < h - 1 ? smooth[me] : 0.0f);
-            const float2 own = total[me] - d[me];
-            const float2 pull = wn.x * (total[me - 1] - d[me - 1] - own)
-                                + wn.y * (total[me + 1] - d[me + 1] - own)
-                                + wn.z * (total[me - DIS_SPAN] - d[me - DIS_SPAN] - own)
-                                + wn.w * (total[me + DIS_SPAN] - d[me + DIS_SPAN] - own);
-            const float sum = wn.x + wn.y + wn.z + wn.w;
+            float4 wn, c;
+            float2 r;
+            dis_pixel_system(t1, t2, total, d, smooth, w, h, gx, gy, (ty + 1) * DIS_SPAN + tx + 1,
+                             g2, d2, &wn, &c, &r);
             edges[k] = wn;
-            system[k] = (float4)(1.0f / (a11 + sum), a12, 1.0f / (a22 + sum), 0.0f);
-            rhs[k] = (float2)(b1, b2) + pull;
+            system[k] = c;
+            rhs[k] = r;
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int sweep = 0; sweep < DIS_SWEEPS; ++sweep) {
         for (int parity = 0; parity < 2; ++parity) {
             DIS_TILE_ROWS(ty) {
-                const int gy = oy + ty;
-#if DIS_GROUP_W == 1
-                // one work-item a row: visit only the pixels of this colour
-                for (int tx = (parity - ox - gy) & 1; tx < DIS_TILE; tx += 2) {
-#else
                 DIS_TILE_COLS(tx) {
-                    if (((ox + tx + gy) & 1) != parity)
-                        continue;
-#endif
-                    const int gx = ox + tx, k = ty * DIS_TILE + tx;
-                    if (gx < 0 || gy < 0 || gx >= w || gy >= h)
+                    const int gx = ox + tx, gy = oy + ty, k = ty * DIS_TILE + tx;
+                    if (((gx + gy) & 1) != parity || !dis_in_image(gx, gy, w, h))
                         continue;
                     const int me = (ty + 1) * DIS_SPAN + tx + 1;
                     const float4 wn = edges[k], c = system[k];
@@ -391,7 +420,7 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
     DIS_TILE_ROWS(ty) {
         DIS_TILE_COLS(tx) {
             const int gx = ox + tx, gy = oy + ty;
-            if (gx < 0 || gy < 0 || gx >= w || gy >= h)
+            if (!dis_in_image(gx, gy, w, h))
                 continue;
             const size_t g = (size_t)gy * w + gx;
             const float2 dd = d[(ty + 1) * DIS_SPAN + tx + 1];
@@ -401,3 +430,112 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
         }
     }
 }
+
+#if DIS_TILE == 16
+// dis_vr_solve_rows keeps dW per component in two planes per span row, the span's even and odd
+// columns (DIS_HALF each): in a half-sweep the pixels of one colour in a tile row are every
+// other column, i.e. 8 neighbouring entries of one plane, and their left, right, upper and
+// lower neighbours 8 neighbouring entries of the other plane or of the rows above and below.
+// The tile pixel's coefficients are stored by (row, plane, lane) in the same order. Lanes
+// outside the image get a system that leaves them alone for the image (no weights).
+#define DIS_HALF (DIS_SPAN / 2)
+#define DIS_LANES 8
+#define DIS_PLANE(row, odd) (((row) * 2 + (odd)) * DIS_HALF)
+#define DIS_COEF(ty, odd) (((ty) * 2 + (odd)) * DIS_LANES)
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void dis_vr_solve_rows(__global const float4* t1, __global const float4* t2,
+                       __global const float2* flow, __global const float2* dflow_in,
+                       __global float2* dflow_out, __global float2* flow_out, const int w,
+                       const int h, const int offset, const int fresh, const int last,
+                       const float a2, const float g2, const float d2)
+{
+    __local float2 total[DIS_SPAN * DIS_SPAN];
+    __local float2 d[DIS_SPAN * DIS_SPAN];
+    __local float smooth[DIS_SPAN * DIS_SPAN];
+    __local float u[DIS_SPAN * DIS_SPAN], v[DIS_SPAN * DIS_SPAN];  // dW in planes
+    __local float wl[DIS_TILE * 2 * DIS_LANES], wr[DIS_TILE * 2 * DIS_LANES];
+    __local float wu[DIS_TILE * 2 * DIS_LANES], wd[DIS_TILE * 2 * DIS_LANES];
+    __local float i11[DIS_TILE * 2 * DIS_LANES], a12[DIS_TILE * 2 * DIS_LANES];
+    __local float i22[DIS_TILE * 2 * DIS_LANES];
+    __local float r1[DIS_TILE * 2 * DIS_LANES], r2[DIS_TILE * 2 * DIS_LANES];
+    const int ox = (int)get_group_id(0) * DIS_TILE - offset;
+    const int oy = (int)get_group_id(1) * DIS_TILE - offset;
+    for (int k = 0; k < DIS_SPAN * DIS_SPAN; ++k) {
+        float2 t, dd;
+        dis_span_pixel(flow, dflow_in, w, h, ox, oy, k, fresh, &t, &dd);
+        total[k] = t;
+        d[k] = dd;
+        const int sx = k % DIS_SPAN, sy = k / DIS_SPAN;
+        const int at = DIS_PLANE(sy, sx & 1) + sx / 2;
+        u[at] = dd.x;
+        v[at] = dd.y;
+    }
+    for (int k = 0; k < DIS_SPAN * DIS_SPAN; ++k)
+        smooth[k] = dis_smoothness(total, w, h, ox, oy, k, a2);
+    for (int ty = 0; ty < DIS_TILE; ++ty) {
+        for (int tx = 0; tx < DIS_TILE; ++tx) {
+            const int gx = ox + tx, gy = oy + ty, sx = tx + 1;
+            // lane of span column sx: odd columns 1, 3, .. 15 and even ones 2, 4, .. 16
+            const int at = DIS_COEF(ty, sx & 1) + ((sx & 1) ? (sx - 1) / 2 : (sx - 2) / 2);
+            float4 edges = 0.0f, system = 0.0f;
+            float2 rhs = 0.0f;
+            if (dis_in_image(gx, gy, w, h))
+                dis_pixel_system(t1, t2, total, d, smooth, w, h, gx, gy,
+                                 (ty + 1) * DIS_SPAN + sx, g2, d2, &edges, &system, &rhs);
+            wl[at] = edges.x;
+            wr[at] = edges.y;
+            wu[at] = edges.z;
+            wd[at] = edges.w;
+            i11[at] = system.x;
+            a12[at] = system.y;
+            i22[at] = system.z;
+            r1[at] = rhs.x;
+            r2[at] = rhs.y;
+        }
+    }
+    for (int sweep = 0; sweep < DIS_SWEEPS; ++sweep) {
+        for (int parity = 0; parity < 2; ++parity) {
+            for (int ty = 0; ty < DIS_TILE; ++ty) {
+                const int sy = ty + 1;
+                // span columns of this colour in this row: odd (1, 3, ..) or even (2, 4, ..)
+                const int odd = ((parity - (ox - 1) - (oy + ty)) & 1);
+                const int own = DIS_PLANE(sy, odd) + (odd ? 0 : 1);
+                const int left = DIS_PLANE(sy, !odd), right = left + 1;
+                const int up = DIS_PLANE(sy - 1, odd) + (odd ? 0 : 1);
+                const int down = DIS_PLANE(sy + 1, odd) + (odd ? 0 : 1);
+                const int c = DIS_COEF(ty, odd);
+                const float8 cu = vload8(0, u + own), cv = vload8(0, v + own);
+                const float8 su = vload8(0, wl + c) * vload8(0, u + left)
+                                  + vload8(0, wr + c) * vload8(0, u + right)
+                                  + vload8(0, wu + c) * vload8(0, u + up)
+                                  + vload8(0, wd + c) * vload8(0, u + down) + vload8(0, r1 + c);
+                const float8 sv = vload8(0, wl + c) * vload8(0, v + left)
+                                  + vload8(0, wr + c) * vload8(0, v + right)
+                                  + vload8(0, wu + c) * vload8(0, v + up)
+                                  + vload8(0, wd + c) * vload8(0, v + down) + vload8(0, r2 + c);
+                const float8 b = vload8(0, a12 + c);
+                const float8 nu = (1.0f - DIS_OMEGA) * cu
+                                  + DIS_OMEGA * (su - b * cv) * vload8(0, i11 + c);
+                const float8 nv = (1.0f - DIS_OMEGA) * cv
+                                  + DIS_OMEGA * (sv - b * nu) * vload8(0, i22 + c);
+                vstore8(nu, 0, u + own);
+                vstore8(nv, 0, v + own);
+            }
+        }
+    }
+    for (int ty = 0; ty < DIS_TILE; ++ty) {
+        for (int tx = 0; tx < DIS_TILE; ++tx) {
+            const int gx = ox + tx, gy = oy + ty, sx = tx + 1;
+            if (!dis_in_image(gx, gy, w, h))
+                continue;
+            const size_t g = (size_t)gy * w + gx;
+            const int at = DIS_PLANE(ty + 1, sx & 1) + sx / 2;
+            const float2 dd = (float2)(u[at], v[at]);
+            dflow_out[g] = dd;
+            if (last)
+                flow_out[g] = flow[g] + dd;
+        }
+    }
+}
+#endif
