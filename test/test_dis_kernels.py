@@ -314,3 +314,28 @@ def test_patch_size_change_applies_to_the_next_frame(runtime):
     second = estimator.estimate(sample.frame0, sample.frame1)
     assert not np.array_equal(first, second)
     assert flow_errors(second, sample.flow, sample.valid).epe < 0.3
+
+
+def test_streaming_matches_one_shot_reuses_plans_and_follows_size_changes(runtime):
+    """Bound launches are replayed per pyramid slot; a new size or setting builds a new plan."""
+    from cl_vision_nodes.imaging.encodings import gray_to_raw
+    estimator = FlowEstimator(runtime, {'method': 'dis'})
+    once = FlowEstimator(runtime, {'method': 'dis'})
+    sequence = [flow_pair(45, 67, motion='rotation', seed=s).frame0 for s in range(4)]
+    sequence += [flow_pair(33, 50, motion='zoom', seed=9).frame0,
+                 flow_pair(33, 50, motion='zoom', seed=9).frame1]
+    estimator.push(gray_to_raw(sequence[0]))
+    handles = []
+    for previous, frame in zip(sequence, sequence[1:]):
+        flow = estimator.push(gray_to_raw(frame))
+        if previous.shape != frame.shape:
+            assert flow is None
+            continue
+        np.testing.assert_array_equal(flow, once.estimate(previous, frame))
+        if frame.shape == sequence[0].shape:
+            handles.append(estimator.buffers.handles())
+    assert len(handles) == 3 and handles[1] == handles[2]  # both pyramid slots seen by then
+    estimator.configure({'dis_refine_iterations': 0})
+    flow = estimator.push(gray_to_raw(sequence[4]))
+    once.configure({'dis_refine_iterations': 0})
+    np.testing.assert_array_equal(flow, once.estimate(sequence[5], sequence[4]))

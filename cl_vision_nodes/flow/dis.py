@@ -32,13 +32,17 @@ time as a float8), chosen by the ``formulation`` the estimator passes. Frames wi
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+import functools
 import math
+from typing import Callable
 
 from cl_vision_nodes.flow import coarse_to_fine
-from cl_vision_nodes.flow.coarse_to_fine import flow_buffers, FlowField
+from cl_vision_nodes.flow.coarse_to_fine import flow_buffers
 from cl_vision_nodes.flow.pyramid import DevicePyramid, Shape
 from cl_vision_nodes.flow.schema import FlowSettings
 from cl_vision_nodes.opencl.buffers import Buffers
+from cl_vision_nodes.opencl.kernel import Kernel
 from cl_vision_nodes.opencl.limits import DeviceLimits
 from cl_vision_nodes.opencl.programs import Program
 from cl_vision_nodes.opencl.runtime import ClRuntime
@@ -101,6 +105,7 @@ class DenseInverseSearch:
         self.formulation = formulation
         self.group = solve_group(runtime.limits, formulation)
         self._upsample = coarse_to_fine.program(runtime).kernel('flow_upsample')
+        self._plans: dict[int, _Plan] = {}
         self.configure(settings)
 
     def configure(self, settings: FlowSettings) -> None:
@@ -115,61 +120,105 @@ class DenseInverseSearch:
 
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         """Flow from ``prev`` to ``cur`` at level 0 (float2)."""
+        plan = self._plan(prev, cur, settings)
+        # Hand the frame's upload and pyramid to the device now (some drivers hold enqueued
+        # commands until a flush), so it works on them while the levels are enqueued.
+        self.runtime.queue.flush()
+        for step in plan.steps:
+            step()
+        return plan.result
+
+    def _levels(self, prev: DevicePyramid, settings: FlowSettings) -> range:
+        """Levels searched, coarse to fine; empty where the frame is smaller than a patch."""
         patch = settings.dis_patch_size
-        field = FlowField(self.runtime, self._upsample, flow_buffers(self.buffers,
-                                                                     prev.shapes[0]))
         if min(prev.shapes[0]) < patch:
-            field.zero(prev.shapes[0])
-            return field.current
+            return range(0)
         coarsest = coarsest_level(prev.shapes, patch)
-        finest = min(settings.dis_finest_level, coarsest)
-        field.zero(prev.shapes[coarsest])
-        for level in range(coarsest, finest - 1, -1):
-            if level < coarsest:
-                field.upsample(prev.shapes[level + 1], prev.shapes[level])
-            self._search_level(prev, cur, level, field, settings)
+        return range(coarsest, min(settings.dis_finest_level, coarsest) - 1, -1)
+
+    def _frame_buffers(self, prev: DevicePyramid, settings: FlowSettings) -> dict[str, cl.Buffer]:
+        """The estimator's buffers a frame uses, sized for level 0."""
+        h0, w0 = prev.shapes[0]
+        patch, stride = settings.dis_patch_size, settings.dis_patch_stride
+        sparse = grid_count(w0, patch, stride) * grid_count(h0, patch, stride) * 8 if min(
+            h0, w0) >= patch else 8
+        count = h0 * w0
+        flow_a, flow_b = flow_buffers(self.buffers, prev.shapes[0])
+        return {'flow_a': flow_a, 'flow_b': flow_b,
+                'sparse_a': self.buffers.get('dis_sparse_a', sparse),
+                'sparse_b': self.buffers.get('dis_sparse_b', sparse),
+                'averaged': self.buffers.get('dis_averaged', count * 8),
+                't1': self.buffers.get('dis_terms_1', count * 16),
+                't2': self.buffers.get('dis_terms_2', count * 16),
+                'dflow_a': self.buffers.get('dis_dflow_a', count * 8),
+                'dflow_b': self.buffers.get('dis_dflow_b', count * 8)}
+
+    def _plan(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> _Plan:
+        """The frame's launches, bound once per frame size, pyramid slot and settings."""
+        levels = self._levels(prev, settings)
+        # computed for this frame on first use (the pyramid's buffers themselves are reused)
+        gradients = tuple(prev.gradient(level) for level in levels)
+        named = self._frame_buffers(prev, settings)
+        buffers = (*prev.levels, *cur.levels, *gradients, *named.values())
+        key = (tuple(prev.shapes), settings, self.formulation)
+        plan = self._plans.get(prev.slot)
+        if (plan is not None and plan.key == key and len(plan.buffers) == len(buffers)
+                and all(a is b for a, b in zip(plan.buffers, buffers))):
+            return plan
+        steps = _Steps(self.runtime, named['flow_a'], named['flow_b'])
+        first = levels.start if levels else 0
+        steps.zero(prev.shapes[first])
+        for level in levels:
+            if level < first:
+                steps.add(self._upsample, prev.shapes[level][::-1],
+                          self._upsample_args(prev, level + 1, steps), 'upsample', swap=True)
+            self._search_level(prev, cur, level, named, steps, settings)
             if settings.dis_refine_iterations > 0:
-                self._refine_level(prev, cur, level, field, settings)
-        for level in range(finest - 1, -1, -1):
-            field.upsample(prev.shapes[level + 1], prev.shapes[level])
-        return field.current
+                self._refine_level(prev, cur, level, named, steps, settings)
+        for level in range(levels.stop + 1 if levels else 0, 0, -1):
+            steps.add(self._upsample, prev.shapes[level - 1][::-1],
+                      self._upsample_args(prev, level, steps), 'upsample', swap=True)
+        plan = _Plan(key, buffers, tuple(steps.launches), steps.current)
+        self._plans[prev.slot] = plan
+        return plan
+
+    @staticmethod
+    def _upsample_args(prev: DevicePyramid, coarse: int, steps: _Steps) -> tuple[object, ...]:
+        (ch, cw), (fh, fw) = prev.shapes[coarse], prev.shapes[coarse - 1]
+        return (steps.current, np.int32(cw), np.int32(ch), steps.spare, np.int32(fw),
+                np.int32(fh))
 
     def _search_level(self, prev: DevicePyramid, cur: DevicePyramid, level: int,
-                      field: FlowField, settings: FlowSettings) -> None:
+                      named: dict[str, cl.Buffer], steps: _Steps,
+                      settings: FlowSettings) -> None:
         """Both search passes, then the densified flow into the field."""
         h, w = prev.shapes[level]
         patch, stride = settings.dis_patch_size, settings.dis_patch_stride
         ws, hs = grid_count(w, patch, stride), grid_count(h, patch, stride)
-        h0, w0 = prev.shapes[0]
-        count = grid_count(w0, patch, stride) * grid_count(h0, patch, stride)
-        sparse = (self.buffers.get('dis_sparse_a', count * 8),
-                  self.buffers.get('dis_sparse_b', count * 8))
+        sparse = named['sparse_a'], named['sparse_b']
         wh = (np.int32(w), np.int32(h))
         grid = (np.int32(ws), np.int32(hs), np.int32(stride))
         images = (prev.levels[level], prev.gradient(level), cur.levels[level])
         passes = settings.dis_iterations // 2
         for propagate, source, target in ((0, sparse[1], sparse[0]), (1, sparse[0], sparse[1])):
-            self._search((ws, hs), (*images, *wh, field.current, source, target, *grid,
-                                    np.int32(passes), np.int32(propagate)), 'dis_search')
-        self._densify((w, h), (prev.levels[level], cur.levels[level], *wh, sparse[1], *grid,
-                               field.spare), 'dis_densify')
-        field.swap()
+            steps.add(self._search, (ws, hs), (*images, *wh, steps.current, source, target, *grid,
+                                               np.int32(passes), np.int32(propagate)),
+                      'dis_search')
+        steps.add(self._densify, (w, h), (prev.levels[level], cur.levels[level], *wh, sparse[1],
+                                          *grid, steps.spare), 'dis_densify', swap=True)
 
     def _refine_level(self, prev: DevicePyramid, cur: DevicePyramid, level: int,
-                      field: FlowField, settings: FlowSettings) -> None:
+                      named: dict[str, cl.Buffer], steps: _Steps,
+                      settings: FlowSettings) -> None:
         """The variational refinement of the field's flow at ``level``, into the field."""
         h, w = prev.shapes[level]
-        count = prev.shapes[0][0] * prev.shapes[0][1]
-        averaged = self.buffers.get('dis_averaged', count * 8)
-        t1 = self.buffers.get('dis_terms_1', count * 16)
-        t2 = self.buffers.get('dis_terms_2', count * 16)
-        dflow = (self.buffers.get('dis_dflow_a', count * 8),
-                 self.buffers.get('dis_dflow_b', count * 8))
+        averaged, t1, t2 = named['averaged'], named['t1'], named['t2']
+        dflow = named['dflow_a'], named['dflow_b']
         wh = (np.int32(w), np.int32(h))
-        self._warp((w, h), (prev.levels[level], cur.levels[level], field.current, *wh, averaged),
-                   'dis_refine')
-        self._first((w, h), (averaged, *wh, t1, t2), 'dis_refine')
-        self._second((w, h), (t1, *wh, t2), 'dis_refine')
+        steps.add(self._warp, (w, h), (prev.levels[level], cur.levels[level], steps.current, *wh,
+                                       averaged), 'dis_refine')
+        steps.add(self._first, (w, h), (averaged, *wh, t1, t2), 'dis_refine')
+        steps.add(self._second, (w, h), (t1, *wh, t2), 'dis_refine')
         weights = (np.float32(settings.dis_alpha / 2), np.float32(settings.dis_gamma / 2),
                    np.float32(settings.dis_delta / 2))
         iterations = settings.dis_refine_iterations
@@ -177,8 +226,38 @@ class DenseInverseSearch:
             offset = solve_offset(index)
             tiles = (-(-(w + offset) // TILE), -(-(h + offset) // TILE))
             items = (tiles[0] * self.group[0], tiles[1] * self.group[1])
-            self._solve(items, (t1, t2, field.current, dflow[index % 2], dflow[1 - index % 2],
-                                field.spare, *wh, np.int32(offset), np.int32(index == 0),
-                                np.int32(index == iterations - 1), *weights),
-                        'dis_refine', local=self.group)
-        field.swap()
+            steps.add(self._solve, items, (t1, t2, steps.current, dflow[index % 2],
+                                           dflow[1 - index % 2], steps.spare, *wh,
+                                           np.int32(offset), np.int32(index == 0),
+                                           np.int32(index == iterations - 1), *weights),
+                      'dis_refine', local=self.group, swap=index == iterations - 1)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A frame's launches, valid while ``key`` and every buffer in ``buffers`` are the same."""
+
+    key: tuple[object, ...]
+    buffers: tuple[cl.Buffer, ...]
+    steps: tuple[Callable[[], object], ...]
+    result: cl.Buffer
+
+
+class _Steps:
+    """The launches of a plan, and the pair of flow buffers they alternate between."""
+
+    def __init__(self, runtime: ClRuntime, current: cl.Buffer, spare: cl.Buffer):
+        self.runtime = runtime
+        self.current, self.spare = current, spare
+        self.launches: list[Callable[[], object]] = []
+
+    def add(self, kernel: Kernel, items: tuple[int, ...], args: tuple[object, ...], stage: str,
+            local: tuple[int, int] | None = None, swap: bool = False) -> None:
+        """Bind a launch; with ``swap`` it wrote the spare buffer, which becomes the current."""
+        self.launches.append(kernel.bind(items, args, stage, local))
+        if swap:
+            self.current, self.spare = self.spare, self.current
+
+    def zero(self, shape: Shape) -> None:
+        self.launches.append(functools.partial(self.runtime.fill, self.current, np.float32(0),
+                                               'init', shape[0] * shape[1] * 8))
