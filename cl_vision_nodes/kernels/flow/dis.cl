@@ -40,7 +40,7 @@
 // moved back to end at the border, so every pixel is covered.
 inline int dis_origin(int k, int stride, int n)
 {
-    return min(k * stride, n - DIS_PATCH);
+    return k * stride < n - DIS_PATCH ? k * stride : n - DIS_PATCH;
 }
 
 // Mean-normalised SSD between frame 0's patch at (ox, oy) and frame 1 at (ox, oy) + f, and the
@@ -52,24 +52,24 @@ inline float dis_patch_cost(__global const float* i0, __global const float2* g0,
                             __global const float* i1, int w, int h, int ox, int oy, float2 f,
                             float2 gsum, float2* b)
 {
-    const float px = clamp(ox + f.x, -(float)DIS_PATCH, (float)w);
-    const float py = clamp(oy + f.y, -(float)DIS_PATCH, (float)h);
-    const float fx = floor(px), fy = floor(py);
-    const float tx = px - fx, ty = py - fy;
-    const int bx = (int)fx, by = (int)fy;
+    const float fx = ox + f.x, fy = oy + f.y;
+    const float px = fx < -DIS_PATCH ? -DIS_PATCH : (fx > w ? w : fx);
+    const float py = fy < -DIS_PATCH ? -DIS_PATCH : (fy > h ? h : fy);
+    const int bx = floor_int(px), by = floor_int(py);
+    const float tx = px - (float)bx, ty = py - (float)by;
     float4 sd = 0.0f, sdd = 0.0f, sgx = 0.0f, sgy = 0.0f;
     if (bx >= 0 && by >= 0 && bx + DIS_PATCH < w && by + DIS_PATCH < h) {
         for (int r = 0; r < DIS_PATCH; ++r) {
             __global const float* top = i1 + (size_t)(by + r) * w + bx;
             __global const float* bottom = top + w;
-            const size_t at = (size_t)(oy + r) * w + ox;
+            __global const float* tmpl = i0 + (size_t)(oy + r) * w + ox;
+            __global const float* grad = (__global const float*)(g0 + (size_t)(oy + r) * w + ox);
 #pragma unroll
             for (int c = 0; c < DIS_PATCH; c += 4) {
-                const float4 upper = vload4(0, top + c) * (1.0f - tx) + vload4(0, top + c + 1) * tx;
-                const float4 lower = vload4(0, bottom + c) * (1.0f - tx)
-                                     + vload4(0, bottom + c + 1) * tx;
-                const float4 d = upper * (1.0f - ty) + lower * ty - vload4(0, i0 + at + c);
-                const float8 g = vload8(0, (__global const float*)(g0 + at + c));
+                const float4 upper = LOAD4(top + c) * (1.0f - tx) + LOAD4(top + c + 1) * tx;
+                const float4 lower = LOAD4(bottom + c) * (1.0f - tx) + LOAD4(bottom + c + 1) * tx;
+                const float4 d = upper * (1.0f - ty) + lower * ty - LOAD4(tmpl + c);
+                const float8 g = LOAD8(grad + 2 * c);
                 sd += d;
                 sdd += d * d;
                 sgx += d * g.even;
@@ -78,10 +78,10 @@ inline float dis_patch_cost(__global const float* i0, __global const float2* g0,
         }
     } else {
         for (int r = 0; r < DIS_PATCH; ++r) {
-            const int y0 = clamp(by + r, 0, h - 1), y1 = clamp(by + r + 1, 0, h - 1);
+            const int y0 = clamp_int(by + r, 0, h - 1), y1 = clamp_int(by + r + 1, 0, h - 1);
             for (int c = 0; c < DIS_PATCH; ++c) {
                 const size_t at = (size_t)(oy + r) * w + ox + c;
-                const int x0 = clamp(bx + c, 0, w - 1), x1 = clamp(bx + c + 1, 0, w - 1);
+                const int x0 = clamp_int(bx + c, 0, w - 1), x1 = clamp_int(bx + c + 1, 0, w - 1);
                 const float top = i1[y0 * w + x0] * (1.0f - tx) + i1[y0 * w + x1] * tx;
                 const float bottom = i1[y1 * w + x0] * (1.0f - tx) + i1[y1 * w + x1] * tx;
                 const float d = top * (1.0f - ty) + bottom * ty - i0[at];
@@ -129,7 +129,8 @@ __kernel void dis_search(__global const float* i0, __global const float2* g0,
     sxx -= gsum.x * gsum.x / DIS_N;
     sxy -= gsum.x * gsum.y / DIS_N;
     syy -= gsum.y * gsum.y / DIS_N;
-    const float det = fmax(sxx * syy - sxy * sxy, DIS_DET_MIN);
+    const float raw_det = sxx * syy - sxy * sxy;
+    const float det = raw_det > DIS_DET_MIN ? raw_det : DIS_DET_MIN;
     const int k = ky * ws + kx;
     float2 start, b;
     if (!propagate) {
@@ -173,13 +174,15 @@ __kernel void dis_search(__global const float* i0, __global const float2* g0,
 inline int2 dis_covering(int p, int n, int count, int stride)
 {
     return (int2)(p < DIS_PATCH ? 0 : (p - DIS_PATCH + stride) / stride,
-                  min(count - 2, p / stride));
+                  p / stride < count - 2 ? p / stride : count - 2);
 }
 
 inline void dis_vote(__global const float* i1, int w, int h, int x, int y, float v0, float2 f,
                      float2* num, float* den)
 {
-    const float weight = 1.0f / fmax(1.0f, fabs(bilinear1(i1, w, h, x + f.x, y + f.y) - v0));
+    const float error = bilinear1(i1, w, h, x + f.x, y + f.y) - v0;
+    const float size = error < 0.0f ? -error : error;
+    const float weight = 1.0f / (size > 1.0f ? size : 1.0f);
     *num += weight * f;
     *den += weight;
 }
@@ -225,14 +228,16 @@ __kernel void dis_vr_warp(__global const float* i0, __global const float* i1,
 // Central difference (f[+1] - f[-1]) / 2 with replicated borders along (dx, dy), per component.
 inline float2 dis_diff2(__global const float2* img, int w, int h, int x, int y, int dx, int dy)
 {
-    return 0.5f * (img[(size_t)min(y + dy, h - 1) * w + min(x + dx, w - 1)]
-                   - img[(size_t)max(y - dy, 0) * w + max(x - dx, 0)]);
+    const int xa = x + dx < w ? x + dx : w - 1, ya = y + dy < h ? y + dy : h - 1;
+    const int xb = x - dx > 0 ? x - dx : 0, yb = y - dy > 0 ? y - dy : 0;
+    return 0.5f * (img[(size_t)ya * w + xa] - img[(size_t)yb * w + xb]);
 }
 
 inline float4 dis_diff4(__global const float4* img, int w, int h, int x, int y, int dx, int dy)
 {
-    return 0.5f * (img[(size_t)min(y + dy, h - 1) * w + min(x + dx, w - 1)]
-                   - img[(size_t)max(y - dy, 0) * w + max(x - dx, 0)]);
+    const int xa = x + dx < w ? x + dx : w - 1, ya = y + dy < h ? y + dy : h - 1;
+    const int xb = x - dx > 0 ? x - dx : 0, yb = y - dy > 0 ? y - dy : 0;
+    return 0.5f * (img[(size_t)ya * w + xa] - img[(size_t)yb * w + xb]);
 }
 
 // First derivatives of dis_vr_warp's output: t1 = (Ix, Iy, Iz, Ixz) and t2.x = Iyz (I: the
@@ -279,8 +284,8 @@ inline void dis_span_pixel(__global const float2* flow, __global const float2* d
                            int w, int h, int ox, int oy, int k, int fresh, float2* total,
                            float2* dd)
 {
-    const int gx = clamp(ox - 1 + k % DIS_SPAN, 0, w - 1);
-    const int gy = clamp(oy - 1 + k / DIS_SPAN, 0, h - 1);
+    const int gx = clamp_int(ox - 1 + k % DIS_SPAN, 0, w - 1);
+    const int gy = clamp_int(oy - 1 + k / DIS_SPAN, 0, h - 1);
     const size_t g = (size_t)gy * w + gx;
     *dd = fresh ? (float2)(0.0f) : dflow_in[g];
     *total = flow[g] + *dd;
@@ -298,7 +303,7 @@ inline float dis_smoothness(__local const float2* total, int w, int h, int ox, i
     const float2 here = total[k];
     const float2 ddx = gx < w - 1 ? total[k + 1] - here : (float2)(0.0f);
     const float2 ddy = gy < h - 1 ? total[k + DIS_SPAN] - here : (float2)(0.0f);
-    return a2 / sqrt(ddx.x * ddx.x + ddx.y * ddx.y + ddy.x * ddy.x + ddy.y * ddy.y + DIS_EPS2);
+    return a2 / SQRT_OP(ddx.x * ddx.x + ddx.y * ddx.y + ddy.x * ddy.x + ddy.y * ddy.y + DIS_EPS2);
 }
 
 // The linear system of tile pixel (gx, gy) at span index me: edge weights (left, right, up,
@@ -315,7 +320,7 @@ inline void dis_pixel_system(__global const float4* t1, __global const float4* t
     // reciprocals of the normalisations, so that a pixel divides 5 times rather than 16
     const float inv_norm = 1.0f / (a.x * a.x + a.y * a.y + DIS_ZETA2);
     const float residual = a.z + a.x * du.x + a.y * du.y;
-    const float wd = d2 / sqrt(residual * residual * inv_norm + DIS_EPS2) * inv_norm;
+    const float wd = d2 / SQRT_OP(residual * residual * inv_norm + DIS_EPS2) * inv_norm;
     float a11 = wd * a.x * a.x + DIS_ZETA2, a12 = wd * a.x * a.y;
     float a22 = wd * a.y * a.y + DIS_ZETA2;
     float b1 = -wd * a.z * a.x, b2 = -wd * a.z * a.y;
@@ -323,7 +328,7 @@ inline void dis_pixel_system(__global const float4* t1, __global const float4* t
     const float iny = 1.0f / (e.w * e.w + e.z * e.z + DIS_ZETA2);
     const float rx = a.w + e.y * du.x + e.z * du.y;
     const float ry = e.x + e.z * du.x + e.w * du.y;
-    const float wg = g2 / sqrt(rx * rx * inx + ry * ry * iny + DIS_EPS2);
+    const float wg = g2 / SQRT_OP(rx * rx * inx + ry * ry * iny + DIS_EPS2);
     a11 += wg * (e.y * e.y * inx + e.z * e.z * iny);
     a12 += wg * (e.y * e.z * inx + e.z * e.w * iny);
     a22 += wg * (e.z * e.z * inx + e.w * e.w * iny);
@@ -505,22 +510,22 @@ void dis_vr_solve_rows(__global const float4* t1, __global const float4* t2,
                 const int up = DIS_PLANE(sy - 1, odd) + (odd ? 0 : 1);
                 const int down = DIS_PLANE(sy + 1, odd) + (odd ? 0 : 1);
                 const int c = DIS_COEF(ty, odd);
-                const float8 cu = vload8(0, u + own), cv = vload8(0, v + own);
-                const float8 su = vload8(0, wl + c) * vload8(0, u + left)
-                                  + vload8(0, wr + c) * vload8(0, u + right)
-                                  + vload8(0, wu + c) * vload8(0, u + up)
-                                  + vload8(0, wd + c) * vload8(0, u + down) + vload8(0, r1 + c);
-                const float8 sv = vload8(0, wl + c) * vload8(0, v + left)
-                                  + vload8(0, wr + c) * vload8(0, v + right)
-                                  + vload8(0, wu + c) * vload8(0, v + up)
-                                  + vload8(0, wd + c) * vload8(0, v + down) + vload8(0, r2 + c);
-                const float8 b = vload8(0, a12 + c);
+                const float8 cu = LOAD8(u + own), cv = LOAD8(v + own);
+                const float8 su = LOAD8(wl + c) * LOAD8(u + left)
+                                  + LOAD8(wr + c) * LOAD8(u + right)
+                                  + LOAD8(wu + c) * LOAD8(u + up)
+                                  + LOAD8(wd + c) * LOAD8(u + down) + LOAD8(r1 + c);
+                const float8 sv = LOAD8(wl + c) * LOAD8(v + left)
+                                  + LOAD8(wr + c) * LOAD8(v + right)
+                                  + LOAD8(wu + c) * LOAD8(v + up)
+                                  + LOAD8(wd + c) * LOAD8(v + down) + LOAD8(r2 + c);
+                const float8 b = LOAD8(a12 + c);
                 const float8 nu = (1.0f - DIS_OMEGA) * cu
-                                  + DIS_OMEGA * (su - b * cv) * vload8(0, i11 + c);
+                                  + DIS_OMEGA * (su - b * cv) * LOAD8(i11 + c);
                 const float8 nv = (1.0f - DIS_OMEGA) * cv
-                                  + DIS_OMEGA * (sv - b * nu) * vload8(0, i22 + c);
-                vstore8(nu, 0, u + own);
-                vstore8(nv, 0, v + own);
+                                  + DIS_OMEGA * (sv - b * nu) * LOAD8(i22 + c);
+                STORE8(nu, u + own);
+                STORE8(nv, v + own);
             }
         }
     }
