@@ -179,15 +179,25 @@ def test_dis_refinement_terms_match_reference(runtime, h, w):
 
 def solve(runtime, formulation: str, t1, t2, flow, dflow, offset: int, fresh: bool,
           weights=(10.0, 5.0, 2.5)) -> tuple[np.ndarray, np.ndarray]:
+    """One fixed-point iteration in a formulation: (new dflow, flow + new dflow)."""
     h, w = flow.shape[:2]
     built, group = program(runtime, 8, formulation)
     tiles = (-(-(w + offset) // dis.TILE), -(-(h + offset) // dis.TILE))
+    items = (tiles[0] * group[0], tiles[1] * group[1])
     out, total = empty(runtime, (h, w, 2)), empty(runtime, (h, w, 2))
-    built.kernel(dis.SOLVERS[formulation])(
-        (tiles[0] * group[0], tiles[1] * group[1]),
-        (upload(runtime, t1), upload(runtime, t2), upload(runtime, flow), upload(runtime, dflow),
-         out, total, i32(w), i32(h), i32(offset), i32(fresh), i32(1),
-         *(f32(v) for v in weights)), 'test', local=group)
+    terms = (upload(runtime, t1), upload(runtime, t2))
+    flow_in, dflow_in = upload(runtime, flow), upload(runtime, dflow)
+    flags = (i32(offset), i32(fresh), i32(1))
+    scalars = tuple(f32(v) for v in weights)
+    if formulation == 'cpu':
+        system = empty(runtime, (6, h, w))
+        built.kernel('dis_vr_system')((w, h), (*terms, flow_in, dflow_in, i32(w), i32(h),
+                                               i32(fresh), *scalars, system), 'test')
+        built.kernel('dis_vr_solve_rows')(items, (system, flow_in, dflow_in, out, total, i32(w),
+                                                  i32(h), *flags), 'test', local=group)
+    else:
+        built.kernel('dis_vr_solve')(items, (*terms, flow_in, dflow_in, out, total, i32(w),
+                                             i32(h), *flags, *scalars), 'test', local=group)
     return download(runtime, out, (h, w, 2)), download(runtime, total, (h, w, 2))
 
 
@@ -206,7 +216,7 @@ def test_dis_vr_solve_matches_reference(runtime, h, w, offset, fresh):
 
 @pytest.mark.parametrize('h, w, offset', [(29, 37, 0), (67, 45, 8), (16, 16, 0)])
 def test_dis_vr_solve_formulations_agree(runtime, h, w, offset):
-    """The CPU formulation (a work-item per tile) gives the GPU one's (a group per tile)."""
+    """The CPU formulation (systems per pixel, a work-item per tile) gives the GPU one's."""
     i0, i1, flow = refinement_inputs(runtime, h, w, 7)
     t1, t2 = ref.dis_vr_terms(i0, i1, flow)
     dflow = np.random.default_rng(2).normal(0, 0.2, (h, w, 2)).astype(np.float32)

@@ -26,9 +26,10 @@ refinement (brightness and gradient constancy, smoothness, OpenCV's weights and 
 runs ``dis_refine_iterations`` fixed-point iterations of 5 red-black SOR sweeps on tiles. The
 finest level's flow is upsampled to full resolution.
 
-The kernels are those of kernels/flow/dis.cl; only the solver has two formulations (SOLVERS:
-a GPU's work-group shares a tile, a CPU's single work-item walks it a row of one colour at a
-time as a float8), chosen by the ``formulation`` the estimator passes. Frames with a side shorter than the patch get zero flow.
+The kernels are those of kernels/flow/dis.cl; only the solver has two formulations, chosen by
+the ``formulation`` the estimator passes: on a GPU dis_vr_solve (a work-group shares a tile and
+forms its systems), on a CPU dis_vr_system (every pixel's system, which PoCL vectorises across
+pixels) then dis_vr_solve_rows (a work-item walks a tile, a row of one colour as a float8). Frames with a side shorter than the patch get zero flow.
 """
 from __future__ import annotations
 
@@ -52,10 +53,6 @@ import pyopencl as cl
 KERNELS = ('flow/common.cl', 'flow/dis.cl')
 TILE = 16
 """Side of the dis_vr_solve tiles (DIS_TILE): they shape the result, the work-group does not."""
-
-
-SOLVERS = {'gpu': 'dis_vr_solve', 'cpu': 'dis_vr_solve_rows'}
-"""The solver kernel of each formulation."""
 
 
 def solve_group(limits: DeviceLimits, formulation: str) -> tuple[int, int]:
@@ -116,7 +113,9 @@ class DenseInverseSearch:
         self._warp = built.kernel('dis_vr_warp')
         self._first = built.kernel('dis_vr_first')
         self._second = built.kernel('dis_vr_second')
-        self._solve = built.kernel(SOLVERS[self.formulation])
+        self._solve = built.kernel('dis_vr_solve')
+        self._system = built.kernel('dis_vr_system')
+        self._solve_rows = built.kernel('dis_vr_solve_rows')
 
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         """Flow from ``prev`` to ``cur`` at level 0 (float2)."""
@@ -151,7 +150,9 @@ class DenseInverseSearch:
                 't1': self.buffers.get('dis_terms_1', count * 16),
                 't2': self.buffers.get('dis_terms_2', count * 16),
                 'dflow_a': self.buffers.get('dis_dflow_a', count * 8),
-                'dflow_b': self.buffers.get('dis_dflow_b', count * 8)}
+                'dflow_b': self.buffers.get('dis_dflow_b', count * 8),
+                'system': self.buffers.get('dis_system', count * 24 if self.formulation == 'cpu'
+                                           else 1)}
 
     def _plan(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> _Plan:
         """The frame's launches, bound once per frame size, pyramid slot and settings."""
@@ -226,11 +227,19 @@ class DenseInverseSearch:
             offset = solve_offset(index)
             tiles = (-(-(w + offset) // TILE), -(-(h + offset) // TILE))
             items = (tiles[0] * self.group[0], tiles[1] * self.group[1])
-            steps.add(self._solve, items, (t1, t2, steps.current, dflow[index % 2],
-                                           dflow[1 - index % 2], steps.spare, *wh,
-                                           np.int32(offset), np.int32(index == 0),
-                                           np.int32(index == iterations - 1), *weights),
-                      'dis_refine', local=self.group, swap=index == iterations - 1)
+            source, target = dflow[index % 2], dflow[1 - index % 2]
+            flags = (np.int32(offset), np.int32(index == 0), np.int32(index == iterations - 1))
+            last = index == iterations - 1
+            if self.formulation == 'cpu':
+                steps.add(self._system, (w, h), (t1, t2, steps.current, source, *wh, flags[1],
+                                                 *weights, named['system']), 'dis_refine')
+                steps.add(self._solve_rows, items, (named['system'], steps.current, source,
+                                                    target, steps.spare, *wh, *flags),
+                          'dis_refine', local=self.group, swap=last)
+            else:
+                steps.add(self._solve, items, (t1, t2, steps.current, source, target, steps.spare,
+                                               *wh, *flags, *weights),
+                          'dis_refine', local=self.group, swap=last)
 
 
 @dataclass(frozen=True)

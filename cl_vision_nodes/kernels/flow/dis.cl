@@ -291,33 +291,19 @@ inline void dis_span_pixel(__global const float2* flow, __global const float2* d
     *total = flow[g] + *dd;
 }
 
-// Smoothness weight of span pixel k (edges to its right and lower neighbours), from the forward
-// differences of W + dW; 0 outside the image and in the halo's last row and column.
-inline float dis_smoothness(__local const float2* total, int w, int h, int ox, int oy, int k,
-                            float a2)
+// Smoothness weight of a pixel, for the edges to its right and lower neighbours, from W + dW
+// there (`right`, `down` equal to `here` where the image ends: replicated border).
+inline float dis_smooth_weight(float2 here, float2 right, float2 down, float a2)
 {
-    const int sx = k % DIS_SPAN, sy = k / DIS_SPAN;
-    const int gx = ox - 1 + sx, gy = oy - 1 + sy;
-    if (sx > DIS_TILE || sy > DIS_TILE || gx < 0 || gy < 0 || gx >= w || gy >= h)
-        return 0.0f;
-    const float2 here = total[k];
-    const float2 ddx = gx < w - 1 ? total[k + 1] - here : (float2)(0.0f);
-    const float2 ddy = gy < h - 1 ? total[k + DIS_SPAN] - here : (float2)(0.0f);
+    const float2 ddx = right - here, ddy = down - here;
     return a2 / SQRT_OP(ddx.x * ddx.x + ddx.y * ddx.y + ddy.x * ddy.x + ddy.y * ddy.y + DIS_EPS2);
 }
 
-// The linear system of tile pixel (gx, gy) at span index me: edge weights (left, right, up,
-// down; 0 where no neighbour), (1 / a11, a12, 1 / a22) with the smoothness weights on the
-// diagonal, and the right-hand side (data terms and the pull of W's differences).
-inline void dis_pixel_system(__global const float4* t1, __global const float4* t2,
-                             __local const float2* total, __local const float2* d,
-                             __local const float* smooth, int w, int h, int gx, int gy, int me,
-                             float g2, float d2, float4* edges, float4* system, float2* rhs)
+// The data terms' part of a pixel's system at the lagged dW: (a11, a12, a22, b1, b2, ...).
+// a = (Ix, Iy, Iz, Ixz), e = (Iyz, Ixx, Ixy, Iyy). Reciprocals of the normalisations keep it
+// to 5 divisions.
+inline float8 dis_data_system(float4 a, float4 e, float2 du, float g2, float d2)
 {
-    const size_t g = (size_t)gy * w + gx;
-    const float4 a = t1[g], e = t2[g];  // a: Ix Iy Iz Ixz, e: Iyz Ixx Ixy Iyy
-    const float2 du = d[me];
-    // reciprocals of the normalisations, so that a pixel divides 5 times rather than 16
     const float inv_norm = 1.0f / (a.x * a.x + a.y * a.y + DIS_ZETA2);
     const float residual = a.z + a.x * du.x + a.y * du.y;
     const float wd = d2 / SQRT_OP(residual * residual * inv_norm + DIS_EPS2) * inv_norm;
@@ -334,6 +320,17 @@ inline void dis_pixel_system(__global const float4* t1, __global const float4* t
     a22 += wg * (e.z * e.z * inx + e.w * e.w * iny);
     b1 -= wg * (e.y * a.w * inx + e.z * e.x * iny);
     b2 -= wg * (e.z * a.w * inx + e.w * e.x * iny);
+    return (float8)(a11, a12, a22, b1, b2, 0.0f, 0.0f, 0.0f);
+}
+
+// A tile pixel's whole system, at span index me, from its data part and the span's smoothness
+// weights: edge weights wn (left, right, up, down; 0 where no neighbour), (1 / a11, a12,
+// 1 / a22) with the smoothness on the diagonal, and the right-hand side with the pull of W's
+// differences (the part that does not move in the sweeps).
+inline void dis_pixel_system(float8 data, __local const float2* total, __local const float2* d,
+                             __local const float* smooth, int w, int h, int gx, int gy, int me,
+                             float4* edges, float4* system, float2* rhs)
+{
     const float4 wn = (float4)(gx > 0 ? smooth[me - 1] : 0.0f, gx < w - 1 ? smooth[me] : 0.0f,
                                gy > 0 ? smooth[me - DIS_SPAN] : 0.0f,
                                gy < h - 1 ? smooth[me] : 0.0f);
@@ -344,8 +341,8 @@ inline void dis_pixel_system(__global const float4* t1, __global const float4* t
                         + wn.w * (total[me + DIS_SPAN] - d[me + DIS_SPAN] - own);
     const float sum = wn.x + wn.y + wn.z + wn.w;
     *edges = wn;
-    *system = (float4)(1.0f / (a11 + sum), a12, 1.0f / (a22 + sum), 0.0f);
-    *rhs = (float2)(b1, b2) + pull;
+    *system = (float4)(1.0f / (data.s0 + sum), data.s1, 1.0f / (data.s2 + sum), 0.0f);
+    *rhs = (float2)(data.s3, data.s4) + pull;
 }
 
 inline int dis_in_image(int gx, int gy, int w, int h)
@@ -383,18 +380,26 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
         d[k] = dd;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = lid; k < DIS_SPAN * DIS_SPAN; k += DIS_ITEMS)
-        smooth[k] = dis_smoothness(total, w, h, ox, oy, k, a2);
+    for (int k = lid; k < DIS_SPAN * DIS_SPAN; k += DIS_ITEMS) {
+        const int sx = k % DIS_SPAN, sy = k / DIS_SPAN;
+        const int gx = ox - 1 + sx, gy = oy - 1 + sy;
+        const int inside = sx <= DIS_TILE && sy <= DIS_TILE && dis_in_image(gx, gy, w, h);
+        smooth[k] = inside ? dis_smooth_weight(total[k], gx < w - 1 ? total[k + 1] : total[k],
+                                               gy < h - 1 ? total[k + DIS_SPAN] : total[k], a2)
+                           : 0.0f;
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
     DIS_TILE_ROWS(ty) {
         DIS_TILE_COLS(tx) {
             const int gx = ox + tx, gy = oy + ty, k = ty * DIS_TILE + tx;
             if (!dis_in_image(gx, gy, w, h))
                 continue;
+            const int me = (ty + 1) * DIS_SPAN + tx + 1;
+            const size_t g = (size_t)gy * w + gx;
             float4 wn, c;
             float2 r;
-            dis_pixel_system(t1, t2, total, d, smooth, w, h, gx, gy, (ty + 1) * DIS_SPAN + tx + 1,
-                             g2, d2, &wn, &c, &r);
+            dis_pixel_system(dis_data_system(t1[g], t2[g], d[me], g2, d2), total, d, smooth, w, h,
+                             gx, gy, me, &wn, &c, &r);
             edges[k] = wn;
             system[k] = c;
             rhs[k] = r;
@@ -436,6 +441,39 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
     }
 }
 
+// The CPU formulation's first step of a fixed-point iteration: every pixel's data system and
+// smoothness weight in 6 planes of w * h floats (a11, a12, a22, b1, b2, smoothness), a
+// work-item per pixel (PoCL computes 8 pixels an instruction here; planes keep its stores
+// contiguous).
+#define DIS_SYSTEM_PLANES 6
+__kernel void dis_vr_system(__global const float4* t1, __global const float4* t2,
+                            __global const float2* flow, __global const float2* dflow_in,
+                            const int w, const int h, const int fresh, const float a2,
+                            const float g2, const float d2, __global float* sys)
+{
+    const int2 p = item_pixel(w, h);
+    const size_t g = (size_t)p.y * w + p.x;
+    const size_t right = p.x < w - 1 ? g + 1 : g, down = p.y < h - 1 ? g + w : g;
+    const float2 du = fresh ? (float2)(0.0f) : dflow_in[g];
+    const float2 dr = fresh ? (float2)(0.0f) : dflow_in[right];
+    const float2 dd = fresh ? (float2)(0.0f) : dflow_in[down];
+    const float8 data = dis_data_system(t1[g], t2[g], du, g2, d2);
+    const size_t plane = (size_t)w * h;
+    sys[g] = data.s0;
+    sys[g + plane] = data.s1;
+    sys[g + 2 * plane] = data.s2;
+    sys[g + 3 * plane] = data.s3;
+    sys[g + 4 * plane] = data.s4;
+    sys[g + 5 * plane] = dis_smooth_weight(flow[g] + du, flow[right] + dr, flow[down] + dd, a2);
+}
+
+// Pixel g's data system from dis_vr_system's planes.
+inline float8 dis_stored_system(__global const float* sys, size_t g, size_t plane)
+{
+    return (float8)(sys[g], sys[g + plane], sys[g + 2 * plane], sys[g + 3 * plane],
+                    sys[g + 4 * plane], 0.0f, 0.0f, 0.0f);
+}
+
 #if DIS_TILE == 16
 // dis_vr_solve_rows keeps dW per component in two planes per span row, the span's even and odd
 // columns (DIS_HALF each): in a half-sweep the pixels of one colour in a tile row are every
@@ -449,11 +487,10 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
 #define DIS_COEF(ty, odd) (((ty) * 2 + (odd)) * DIS_LANES)
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void dis_vr_solve_rows(__global const float4* t1, __global const float4* t2,
-                       __global const float2* flow, __global const float2* dflow_in,
+void dis_vr_solve_rows(__global const float* sys, __global const float2* flow,
+                       __global const float2* dflow_in,
                        __global float2* dflow_out, __global float2* flow_out, const int w,
-                       const int h, const int offset, const int fresh, const int last,
-                       const float a2, const float g2, const float d2)
+                       const int h, const int offset, const int fresh, const int last)
 {
     __local float2 total[DIS_SPAN * DIS_SPAN];
     __local float2 d[DIS_SPAN * DIS_SPAN];
@@ -466,6 +503,7 @@ void dis_vr_solve_rows(__global const float4* t1, __global const float4* t2,
     __local float r1[DIS_TILE * 2 * DIS_LANES], r2[DIS_TILE * 2 * DIS_LANES];
     const int ox = (int)get_group_id(0) * DIS_TILE - offset;
     const int oy = (int)get_group_id(1) * DIS_TILE - offset;
+    const size_t plane = (size_t)w * h;
     for (int k = 0; k < DIS_SPAN * DIS_SPAN; ++k) {
         float2 t, dd;
         dis_span_pixel(flow, dflow_in, w, h, ox, oy, k, fresh, &t, &dd);
@@ -475,9 +513,10 @@ void dis_vr_solve_rows(__global const float4* t1, __global const float4* t2,
         const int at = DIS_PLANE(sy, sx & 1) + sx / 2;
         u[at] = dd.x;
         v[at] = dd.y;
+        // only read where the pixel and its edge exist (dis_pixel_system)
+        smooth[k] = sys[(size_t)clamp_int(oy - 1 + sy, 0, h - 1) * w
+                        + clamp_int(ox - 1 + sx, 0, w - 1) + 5 * plane];
     }
-    for (int k = 0; k < DIS_SPAN * DIS_SPAN; ++k)
-        smooth[k] = dis_smoothness(total, w, h, ox, oy, k, a2);
     for (int ty = 0; ty < DIS_TILE; ++ty) {
         for (int tx = 0; tx < DIS_TILE; ++tx) {
             const int gx = ox + tx, gy = oy + ty, sx = tx + 1;
@@ -486,8 +525,9 @@ void dis_vr_solve_rows(__global const float4* t1, __global const float4* t2,
             float4 edges = 0.0f, system = 0.0f;
             float2 rhs = 0.0f;
             if (dis_in_image(gx, gy, w, h))
-                dis_pixel_system(t1, t2, total, d, smooth, w, h, gx, gy,
-                                 (ty + 1) * DIS_SPAN + sx, g2, d2, &edges, &system, &rhs);
+                dis_pixel_system(dis_stored_system(sys, (size_t)gy * w + gx, plane), total, d,
+                                 smooth, w, h, gx, gy,
+                                 (ty + 1) * DIS_SPAN + sx, &edges, &system, &rhs);
             wl[at] = edges.x;
             wr[at] = edges.y;
             wu[at] = edges.z;
