@@ -504,18 +504,18 @@ void dis_vr_solve_rows(__global const float* sys, __global const float2* flow,
     const int ox = (int)get_group_id(0) * DIS_TILE - offset;
     const int oy = (int)get_group_id(1) * DIS_TILE - offset;
     const size_t plane = (size_t)w * h;
-    for (int k = 0; k < DIS_SPAN * DIS_SPAN; ++k) {
-        float2 t, dd;
-        dis_span_pixel(flow, dflow_in, w, h, ox, oy, k, fresh, &t, &dd);
-        total[k] = t;
-        d[k] = dd;
-        const int sx = k % DIS_SPAN, sy = k / DIS_SPAN;
-        const int at = DIS_PLANE(sy, sx & 1) + sx / 2;
-        u[at] = dd.x;
-        v[at] = dd.y;
-        // only read where the pixel and its edge exist (dis_pixel_system)
-        smooth[k] = sys[(size_t)clamp_int(oy - 1 + sy, 0, h - 1) * w
-                        + clamp_int(ox - 1 + sx, 0, w - 1) + 5 * plane];
+    for (int sy = 0; sy < DIS_SPAN; ++sy) {
+        const size_t row = (size_t)clamp_int(oy - 1 + sy, 0, h - 1) * w;
+        for (int sx = 0; sx < DIS_SPAN; ++sx) {
+            const size_t g = row + clamp_int(ox - 1 + sx, 0, w - 1);
+            const int k = sy * DIS_SPAN + sx, at = DIS_PLANE(sy, sx & 1) + sx / 2;
+            const float2 dd = fresh ? (float2)(0.0f) : dflow_in[g];
+            total[k] = flow[g] + dd;
+            d[k] = dd;
+            u[at] = dd.x;
+            v[at] = dd.y;
+            smooth[k] = sys[g + 5 * plane];  // read only where the pixel and its edge exist
+        }
     }
     for (int ty = 0; ty < DIS_TILE; ++ty) {
         for (int tx = 0; tx < DIS_TILE; ++tx) {
