@@ -17,9 +17,9 @@
 
 The demo drives through the Middlebury Motorcycle scene (dataio.motorcycle), so its accuracy
 figures are measured on real imagery against exact truth. Bounds are twice the errors measured on
-PoCL (half the repeatability) for the 4 frames run here: flow EPE 0.058 px (a zero flow scores
-4.4 px), D1 16.4 %, SURF repeatability between consecutive frames under the true flow 0.79 to
-0.85.
+PoCL (half the repeatability) for the 4 frames run here: flow EPE 0.127 px (flow_node's method
+auto is dis on PoCL; hs scored 0.058; a zero flow scores 4.4 px), D1 16.4 %, SURF repeatability
+between consecutive frames under the true flow 0.79 to 0.85.
 """
 import json
 
@@ -30,7 +30,7 @@ from cl_vision_nodes.tools.quality import flow_repeatability
 from cliutil import cl_vision
 import numpy as np
 
-MAX_FLOW_EPE_PX = 0.12
+MAX_FLOW_EPE_PX = 0.25
 MAX_D1 = 0.33
 MIN_REPEATABILITY = 0.4
 

@@ -68,3 +68,53 @@ def test_bad_input_one_line_exit_2(frames, args, words):
     folder, _ = frames
     args = [str(folder / a) if a.endswith(('.png', '.flo', '.txt')) else a for a in args]
     assert_one_line_error(cl_vision('flow', *args), words)
+
+
+SEQUENCES = [('middlebury', name, 'frame10.png', 'frame11.png', 'flow10.flo')
+             for name in ('RubberWhale', 'Grove2', 'Urban2', 'Venus')]
+
+
+def test_dis_reaches_opencv_dis_medium_on_middlebury_and_yosemite(shared_data, tmp_path):
+    """
+    Issue 19: `cl-vision flow --method dis` (OpenCV's MEDIUM values) against OpenCV's DIS MEDIUM.
+
+    Same frames, same test: mean EPE over the four Middlebury pairs, and Yosemite without its
+    sky (ground truth exactly (1, 0)), at or under OpenCV's.
+    """
+    import cv2
+    opencv = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
+    ours, theirs = {}, {}
+    for folder, name, first, second, truth_file in SEQUENCES + [
+            ('yosemite', '', 'yos9.png', 'yos10.png', 'correct_yos.flo')]:
+        root = shared_data('flow', folder, name) if name else shared_data('flow', folder)
+        truth = read_flo(root / truth_file)
+        mask = None if name else ~((truth[..., 0] == 1.0) & (truth[..., 1] == 0.0))
+        out = tmp_path / f'{name or folder}.flo'
+        result = cl_vision('flow', str(root / first), str(root / second), '--method', 'dis',
+                           '--out', str(out))
+        assert result.returncode == 0, result.stderr
+        frames = [cv2.imread(str(root / f), cv2.IMREAD_GRAYSCALE) for f in (first, second)]
+        ours[name or folder] = flow_errors(read_flo(out), truth, mask).epe
+        theirs[name or folder] = flow_errors(opencv.calc(*frames, None), truth, mask).epe
+    print('\nEPE dis / OpenCV DIS MEDIUM: '
+          + ', '.join(f'{k} {ours[k]:.3f} / {theirs[k]:.3f}' for k in ours))
+    middlebury = [name for _, name, *_ in SEQUENCES]
+    assert np.mean([ours[k] for k in middlebury]) <= np.mean([theirs[k] for k in middlebury])
+    assert ours['yosemite'] <= theirs['yosemite']
+
+
+def test_preset_and_method_together_are_refused(frames):
+    folder, _ = frames
+    result = cl_vision('flow', str(folder / 'f0.png'), str(folder / 'f1.png'), '--preset', 'fast',
+                       '--method', 'lk', '--out', str(folder / 'x.flo'))
+    assert_one_line_error(result, '--preset fast sets the dis parameters')
+
+
+def test_auto_says_which_method_ran(frames):
+    folder, _ = frames
+    result = cl_vision('flow', str(folder / 'f0.png'), str(folder / 'f1.png'), '--preset', 'fast',
+                       '--out', str(folder / 'fast.flo'))
+    assert result.returncode == 0 and result.stdout.startswith('dis: 83x61'), result.stdout
+    result = cl_vision('flow', str(folder / 'f0.png'), str(folder / 'f1.png'), '--method',
+                       'auto', '--out', str(folder / 'auto.flo'))
+    assert result.returncode == 0 and result.stdout.startswith('auto -> '), result.stdout

@@ -158,8 +158,23 @@ def test_method_change_applies_to_the_next_frame(ros, node):
     assert finite.size and np.array_equal(finite, np.round(finite))  # whole-pixel block vectors
 
 
+def test_auto_runs_dis_on_pocl_says_so_and_applies_from_the_next_frame(ros, node):
+    proc = node[0]
+    assert 'flow method: lk' in proc.output()  # the explicit method, never overridden
+    with ros.changed_parameters(NODE, method='auto') as results:
+        assert all(r.successful for r in results), results
+        assert proc.wait_for_output('flow method: dis (method auto on a CPU device', 10.0), \
+            proc.output()
+        flow = image_to_numpy(send_pair(ros, node, frame(1, 'd1', 0), frame(2, 'd2', 0)))
+    assert np.isfinite(flow).all()  # dis has an estimate everywhere (lk leaves NaN)
+    assert flow_errors(flow, SEQ.flows[1], SEQ.valid[1]).epe < 0.3
+    assert proc.wait_for_output('flow method: lk\n', 10.0)
+
+
 @pytest.mark.parametrize('change, reason', [
     ({'window_size': 14}, 'odd'),
+    ({'dis_patch_stride': 12}, 'larger than dis_patch_size'),
+    ({'dis_patch_size': 10}, 'dis_patch_size'),
     ({'method': 'farneback'}, 'not one of'),
     ({'alpha': -1.0}, 'alpha'),
 ])

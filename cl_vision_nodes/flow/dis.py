@@ -26,19 +26,24 @@ refinement (brightness and gradient constancy, smoothness, OpenCV's weights and 
 runs ``dis_refine_iterations`` fixed-point iterations of 5 red-black SOR sweeps on tiles. The
 finest level's flow is upsampled to full resolution.
 
-The kernels are those of kernels/flow/dis.cl; only dis_vr_solve has two formulations (its
-work-group: a GPU's group shares a tile, a CPU's single work-item walks it), chosen by the
-``formulation`` the estimator passes. Frames with a side shorter than the patch get zero flow.
+The kernels are those of kernels/flow/dis.cl; only the solver has two formulations, chosen by
+the ``formulation`` the estimator passes: on a GPU dis_vr_solve (a work-group shares a tile and
+forms its systems), on a CPU dis_vr_system (every pixel's system, which PoCL vectorises across
+pixels) then dis_vr_solve_rows (a work-item walks a tile, a row of one colour as a float8). Frames with a side shorter than the patch get zero flow.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+import functools
 import math
+from typing import Callable
 
 from cl_vision_nodes.flow import coarse_to_fine
-from cl_vision_nodes.flow.coarse_to_fine import flow_buffers, FlowField
+from cl_vision_nodes.flow.coarse_to_fine import flow_buffers
 from cl_vision_nodes.flow.pyramid import DevicePyramid, Shape
 from cl_vision_nodes.flow.schema import FlowSettings
 from cl_vision_nodes.opencl.buffers import Buffers
+from cl_vision_nodes.opencl.kernel import Kernel
 from cl_vision_nodes.opencl.limits import DeviceLimits
 from cl_vision_nodes.opencl.programs import Program
 from cl_vision_nodes.opencl.runtime import ClRuntime
@@ -51,7 +56,7 @@ TILE = 16
 
 
 def solve_group(limits: DeviceLimits, formulation: str) -> tuple[int, int]:
-    """Work-group of dis_vr_solve: a TILE-wide group of rows on GPUs, one work-item on CPUs."""
+    """Work-group of the solver: a TILE-wide group of rows on GPUs, one work-item on CPUs."""
     if formulation == 'cpu':
         return 1, 1
     return limits.group_2d((TILE, TILE), min_width=1)
@@ -94,8 +99,10 @@ class DenseInverseSearch:
                  formulation: str):
         self.runtime = runtime
         self.buffers = buffers
+        self.formulation = formulation
         self.group = solve_group(runtime.limits, formulation)
         self._upsample = coarse_to_fine.program(runtime).kernel('flow_upsample')
+        self._plans: dict[int, _Plan] = {}
         self.configure(settings)
 
     def configure(self, settings: FlowSettings) -> None:
@@ -107,64 +114,112 @@ class DenseInverseSearch:
         self._first = built.kernel('dis_vr_first')
         self._second = built.kernel('dis_vr_second')
         self._solve = built.kernel('dis_vr_solve')
+        self._system = built.kernel('dis_vr_system')
+        self._solve_rows = built.kernel('dis_vr_solve_rows')
 
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         """Flow from ``prev`` to ``cur`` at level 0 (float2)."""
+        plan = self._plan(prev, cur, settings)
+        # Hand the frame's upload and pyramid to the device now (some drivers hold enqueued
+        # commands until a flush), so it works on them while the levels are enqueued.
+        self.runtime.queue.flush()
+        for step in plan.steps:
+            step()
+        return plan.result
+
+    def _levels(self, prev: DevicePyramid, settings: FlowSettings) -> range:
+        """Levels searched, coarse to fine; empty where the frame is smaller than a patch."""
         patch = settings.dis_patch_size
-        field = FlowField(self.runtime, self._upsample, flow_buffers(self.buffers,
-                                                                     prev.shapes[0]))
         if min(prev.shapes[0]) < patch:
-            field.zero(prev.shapes[0])
-            return field.current
+            return range(0)
         coarsest = coarsest_level(prev.shapes, patch)
-        finest = min(settings.dis_finest_level, coarsest)
-        field.zero(prev.shapes[coarsest])
-        for level in range(coarsest, finest - 1, -1):
-            if level < coarsest:
-                field.upsample(prev.shapes[level + 1], prev.shapes[level])
-            self._search_level(prev, cur, level, field, settings)
+        return range(coarsest, min(settings.dis_finest_level, coarsest) - 1, -1)
+
+    def _frame_buffers(self, prev: DevicePyramid, settings: FlowSettings) -> dict[str, cl.Buffer]:
+        """The estimator's buffers a frame uses, sized for level 0."""
+        h0, w0 = prev.shapes[0]
+        patch, stride = settings.dis_patch_size, settings.dis_patch_stride
+        sparse = grid_count(w0, patch, stride) * grid_count(h0, patch, stride) * 8 if min(
+            h0, w0) >= patch else 8
+        count = h0 * w0
+        flow_a, flow_b = flow_buffers(self.buffers, prev.shapes[0])
+        return {'flow_a': flow_a, 'flow_b': flow_b,
+                'sparse_a': self.buffers.get('dis_sparse_a', sparse),
+                'sparse_b': self.buffers.get('dis_sparse_b', sparse),
+                'averaged': self.buffers.get('dis_averaged', count * 8),
+                't1': self.buffers.get('dis_terms_1', count * 16),
+                't2': self.buffers.get('dis_terms_2', count * 16),
+                'dflow_a': self.buffers.get('dis_dflow_a', count * 8),
+                'dflow_b': self.buffers.get('dis_dflow_b', count * 8),
+                'system': self.buffers.get('dis_system', count * 24 if self.formulation == 'cpu'
+                                           else 1)}
+
+    def _plan(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> _Plan:
+        """The frame's launches, bound once per frame size, pyramid slot and settings."""
+        levels = self._levels(prev, settings)
+        # computed for this frame on first use (the pyramid's buffers themselves are reused)
+        gradients = tuple(prev.gradient(level) for level in levels)
+        named = self._frame_buffers(prev, settings)
+        buffers = (*prev.levels, *cur.levels, *gradients, *named.values())
+        key = (tuple(prev.shapes), settings, self.formulation)
+        plan = self._plans.get(prev.slot)
+        if (plan is not None and plan.key == key and len(plan.buffers) == len(buffers)
+                and all(a is b for a, b in zip(plan.buffers, buffers))):
+            return plan
+        steps = _Steps(self.runtime, named['flow_a'], named['flow_b'])
+        first = levels.start if levels else 0
+        steps.zero(prev.shapes[first])
+        for level in levels:
+            if level < first:
+                steps.add(self._upsample, prev.shapes[level][::-1],
+                          self._upsample_args(prev, level + 1, steps), 'upsample', swap=True)
+            self._search_level(prev, cur, level, named, steps, settings)
             if settings.dis_refine_iterations > 0:
-                self._refine_level(prev, cur, level, field, settings)
-        for level in range(finest - 1, -1, -1):
-            field.upsample(prev.shapes[level + 1], prev.shapes[level])
-        return field.current
+                self._refine_level(prev, cur, level, named, steps, settings)
+        for level in range(levels.stop + 1 if levels else 0, 0, -1):
+            steps.add(self._upsample, prev.shapes[level - 1][::-1],
+                      self._upsample_args(prev, level, steps), 'upsample', swap=True)
+        plan = _Plan(key, buffers, tuple(steps.launches), steps.current)
+        self._plans[prev.slot] = plan
+        return plan
+
+    @staticmethod
+    def _upsample_args(prev: DevicePyramid, coarse: int, steps: _Steps) -> tuple[object, ...]:
+        (ch, cw), (fh, fw) = prev.shapes[coarse], prev.shapes[coarse - 1]
+        return (steps.current, np.int32(cw), np.int32(ch), steps.spare, np.int32(fw),
+                np.int32(fh))
 
     def _search_level(self, prev: DevicePyramid, cur: DevicePyramid, level: int,
-                      field: FlowField, settings: FlowSettings) -> None:
+                      named: dict[str, cl.Buffer], steps: _Steps,
+                      settings: FlowSettings) -> None:
         """Both search passes, then the densified flow into the field."""
         h, w = prev.shapes[level]
         patch, stride = settings.dis_patch_size, settings.dis_patch_stride
         ws, hs = grid_count(w, patch, stride), grid_count(h, patch, stride)
-        h0, w0 = prev.shapes[0]
-        count = grid_count(w0, patch, stride) * grid_count(h0, patch, stride)
-        sparse = (self.buffers.get('dis_sparse_a', count * 8),
-                  self.buffers.get('dis_sparse_b', count * 8))
+        sparse = named['sparse_a'], named['sparse_b']
         wh = (np.int32(w), np.int32(h))
         grid = (np.int32(ws), np.int32(hs), np.int32(stride))
         images = (prev.levels[level], prev.gradient(level), cur.levels[level])
         passes = settings.dis_iterations // 2
         for propagate, source, target in ((0, sparse[1], sparse[0]), (1, sparse[0], sparse[1])):
-            self._search((ws, hs), (*images, *wh, field.current, source, target, *grid,
-                                    np.int32(passes), np.int32(propagate)), 'dis_search')
-        self._densify((w, h), (prev.levels[level], cur.levels[level], *wh, sparse[1], *grid,
-                               field.spare), 'dis_densify')
-        field.swap()
+            steps.add(self._search, (ws, hs), (*images, *wh, steps.current, source, target, *grid,
+                                               np.int32(passes), np.int32(propagate)),
+                      'dis_search')
+        steps.add(self._densify, (w, h), (prev.levels[level], cur.levels[level], *wh, sparse[1],
+                                          *grid, steps.spare), 'dis_densify', swap=True)
 
     def _refine_level(self, prev: DevicePyramid, cur: DevicePyramid, level: int,
-                      field: FlowField, settings: FlowSettings) -> None:
+                      named: dict[str, cl.Buffer], steps: _Steps,
+                      settings: FlowSettings) -> None:
         """The variational refinement of the field's flow at ``level``, into the field."""
         h, w = prev.shapes[level]
-        count = prev.shapes[0][0] * prev.shapes[0][1]
-        averaged = self.buffers.get('dis_averaged', count * 8)
-        t1 = self.buffers.get('dis_terms_1', count * 16)
-        t2 = self.buffers.get('dis_terms_2', count * 16)
-        dflow = (self.buffers.get('dis_dflow_a', count * 8),
-                 self.buffers.get('dis_dflow_b', count * 8))
+        averaged, t1, t2 = named['averaged'], named['t1'], named['t2']
+        dflow = named['dflow_a'], named['dflow_b']
         wh = (np.int32(w), np.int32(h))
-        self._warp((w, h), (prev.levels[level], cur.levels[level], field.current, *wh, averaged),
-                   'dis_refine')
-        self._first((w, h), (averaged, *wh, t1, t2), 'dis_refine')
-        self._second((w, h), (t1, *wh, t2), 'dis_refine')
+        steps.add(self._warp, (w, h), (prev.levels[level], cur.levels[level], steps.current, *wh,
+                                       averaged), 'dis_refine')
+        steps.add(self._first, (w, h), (averaged, *wh, t1, t2), 'dis_refine')
+        steps.add(self._second, (w, h), (t1, *wh, t2), 'dis_refine')
         weights = (np.float32(settings.dis_alpha / 2), np.float32(settings.dis_gamma / 2),
                    np.float32(settings.dis_delta / 2))
         iterations = settings.dis_refine_iterations
@@ -172,8 +227,46 @@ class DenseInverseSearch:
             offset = solve_offset(index)
             tiles = (-(-(w + offset) // TILE), -(-(h + offset) // TILE))
             items = (tiles[0] * self.group[0], tiles[1] * self.group[1])
-            self._solve(items, (t1, t2, field.current, dflow[index % 2], dflow[1 - index % 2],
-                                field.spare, *wh, np.int32(offset), np.int32(index == 0),
-                                np.int32(index == iterations - 1), *weights),
-                        'dis_refine', local=self.group)
-        field.swap()
+            source, target = dflow[index % 2], dflow[1 - index % 2]
+            flags = (np.int32(offset), np.int32(index == 0), np.int32(index == iterations - 1))
+            last = index == iterations - 1
+            if self.formulation == 'cpu':
+                steps.add(self._system, (w, h), (t1, t2, steps.current, source, *wh, flags[1],
+                                                 *weights, named['system']), 'dis_refine')
+                steps.add(self._solve_rows, items, (named['system'], steps.current, source,
+                                                    target, steps.spare, *wh, *flags),
+                          'dis_refine', local=self.group, swap=last)
+            else:
+                steps.add(self._solve, items, (t1, t2, steps.current, source, target, steps.spare,
+                                               *wh, *flags, *weights),
+                          'dis_refine', local=self.group, swap=last)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A frame's launches, valid while ``key`` and every buffer in ``buffers`` are the same."""
+
+    key: tuple[object, ...]
+    buffers: tuple[cl.Buffer, ...]
+    steps: tuple[Callable[[], object], ...]
+    result: cl.Buffer
+
+
+class _Steps:
+    """The launches of a plan, and the pair of flow buffers they alternate between."""
+
+    def __init__(self, runtime: ClRuntime, current: cl.Buffer, spare: cl.Buffer):
+        self.runtime = runtime
+        self.current, self.spare = current, spare
+        self.launches: list[Callable[[], object]] = []
+
+    def add(self, kernel: Kernel, items: tuple[int, ...], args: tuple[object, ...], stage: str,
+            local: tuple[int, int] | None = None, swap: bool = False) -> None:
+        """Bind a launch; with ``swap`` it wrote the spare buffer, which becomes the current."""
+        self.launches.append(kernel.bind(items, args, stage, local))
+        if swap:
+            self.current, self.spare = self.spare, self.current
+
+    def zero(self, shape: Shape) -> None:
+        self.launches.append(functools.partial(self.runtime.fill, self.current, np.float32(0),
+                                               'init', shape[0] * shape[1] * 8))

@@ -308,3 +308,193 @@ def bm_search(i0: np.ndarray, i1: np.ndarray, block: int, radius: int,
                                                       -0.5, 0.5))
             flow[y0:y0 + bh, x0:x0 + bw] = vector
     return flow
+
+
+# --- Dense inverse search (kernels/flow/dis.cl) --------------------------------------------------
+
+DIS_DET_MIN = 1e-3
+DIS_SWEEPS = 5
+DIS_OMEGA = 1.6
+DIS_ZETA2 = 0.01
+DIS_EPS2 = 1e-6
+
+
+def dis_origins(n: int, patch: int, stride: int) -> np.ndarray:
+    """Patch origins along an axis of ``n`` pixels: k * stride, the last one at n - patch."""
+    count = -(-(n - patch) // stride) + 1
+    return np.minimum(np.arange(count) * stride, n - patch)
+
+
+def _dis_cost(i0: np.ndarray, g0: np.ndarray, i1: np.ndarray, ox: int, oy: int, patch: int,
+              f: np.ndarray) -> tuple[float, np.ndarray]:
+    """Mean-normalised SSD of a patch against frame 1 at + f, and its descent sums b."""
+    h, w = i0.shape
+    px = np.clip(ox + f[0], -patch, w)
+    py = np.clip(oy + f[1], -patch, h)
+    y, x = np.mgrid[:patch, :patch].astype(np.float64)
+    diff = bilinear(i1, px + x, py + y) - i0[oy:oy + patch, ox:ox + patch]
+    grad = g0[oy:oy + patch, ox:ox + patch]
+    n = patch * patch
+    total = diff.sum()
+    b = (diff[..., None] * grad).sum(axis=(0, 1)) - total * grad.sum(axis=(0, 1)) / n
+    return float((diff * diff).sum() - total * total / n), b
+
+
+def dis_search(i0: np.ndarray, g0: np.ndarray, i1: np.ndarray, dense: np.ndarray,
+               sparse: np.ndarray | None, patch: int, stride: int,
+               iterations: int) -> np.ndarray:
+    """
+    Kernel dis_search: one pass over the patch grid, (hs, ws, 2) patch flows.
+
+    Starts from ``dense`` at the patch centres (``sparse`` None) or from the best of each
+    patch's and its 4 neighbours' flows in ``sparse``; then at most ``iterations``
+    inverse-compositional steps, stopping once the cost stops falling.
+    """
+    i0, g0, i1 = (a.astype(np.float64) for a in (i0, g0, i1))
+    h, w = i0.shape
+    oys, oxs = dis_origins(h, patch, stride), dis_origins(w, patch, stride)
+    out = np.zeros((len(oys), len(oxs), 2))
+    for ky, oy in enumerate(oys):
+        for kx, ox in enumerate(oxs):
+            grad = g0[oy:oy + patch, ox:ox + patch].reshape(-1, 2)
+            mean = grad.mean(axis=0)
+            centred = grad - mean
+            hxx, hxy, hyy = ((centred[:, 0] ** 2).sum(), (centred[:, 0] * centred[:, 1]).sum(),
+                             (centred[:, 1] ** 2).sum())
+            det = max(hxx * hyy - hxy * hxy, DIS_DET_MIN)
+            if sparse is None:
+                start = dense[oy + patch // 2, ox + patch // 2].astype(np.float64)
+            else:
+                start = sparse[ky, kx].astype(np.float64)
+                best = _dis_cost(i0, g0, i1, ox, oy, patch, start)[0]
+                for ny, nx in ((ky, kx - 1), (ky, kx + 1), (ky - 1, kx), (ky + 1, kx)):
+                    if 0 <= ny < len(oys) and 0 <= nx < len(oxs):
+                        cost = _dis_cost(i0, g0, i1, ox, oy, patch, sparse[ny, nx])[0]
+                        if cost < best:
+                            best, start = cost, sparse[ny, nx].astype(np.float64)
+            f, previous, last = start.copy(), start.copy(), np.inf
+            for _ in range(iterations):
+                cost, b = _dis_cost(i0, g0, i1, ox, oy, patch, f)
+                if not cost < last:
+                    f = previous
+                    break
+                last, previous = cost, f.copy()
+                f = f - np.array([hyy * b[0] - hxy * b[1], hxx * b[1] - hxy * b[0]]) / det
+            out[ky, kx] = start if np.sum((f - start) ** 2) > patch * patch else f
+    return out
+
+
+def dis_densify(i0: np.ndarray, i1: np.ndarray, sparse: np.ndarray, patch: int,
+                stride: int) -> np.ndarray:
+    """Kernel dis_densify: per pixel the covering patches' flows, weighted by 1/max(1, |error|)."""
+    i0, i1 = i0.astype(np.float64), i1.astype(np.float64)
+    h, w = i0.shape
+    num, den = np.zeros((h, w, 2)), np.zeros((h, w))
+    y, x = np.mgrid[:patch, :patch].astype(np.float64)
+    for ky, oy in enumerate(dis_origins(h, patch, stride)):
+        for kx, ox in enumerate(dis_origins(w, patch, stride)):
+            f = sparse[ky, kx].astype(np.float64)
+            error = bilinear(i1, ox + x + f[0], oy + y + f[1]) - i0[oy:oy + patch, ox:ox + patch]
+            weight = 1.0 / np.maximum(1.0, np.abs(error))
+            num[oy:oy + patch, ox:ox + patch] += weight[..., None] * f
+            den[oy:oy + patch, ox:ox + patch] += weight
+    return num / den[..., None]
+
+
+def _central(img: np.ndarray, axis: int) -> np.ndarray:
+    """(f[+1] - f[-1]) / 2 along ``axis`` (0: y, 1: x) with replicated borders."""
+    n = img.shape[axis]
+    ahead = np.take(img, np.minimum(np.arange(n) + 1, n - 1), axis=axis)
+    behind = np.take(img, np.maximum(np.arange(n) - 1, 0), axis=axis)
+    return 0.5 * (ahead - behind)
+
+
+def dis_vr_terms(i0: np.ndarray, i1: np.ndarray, flow: np.ndarray) -> tuple[np.ndarray,
+                                                                           np.ndarray]:
+    """
+    Kernels dis_vr_warp, dis_vr_first and dis_vr_second.
+
+    t1 = (Ix, Iy, Iz, Ixz), t2 = (Iyz, Ixx, Ixy, Iyy) of the average of frame 0 and frame 1
+    warped by ``flow`` and of their difference Iz.
+    """
+    h, w = i0.shape
+    y, x = np.mgrid[:h, :w].astype(np.float64)
+    warped = bilinear(i1.astype(np.float64), x + flow[..., 0], y + flow[..., 1])
+    average, iz = 0.5 * (i0 + warped), warped - i0
+    ix, iy = _central(average, 1), _central(average, 0)
+    t1 = np.stack([ix, iy, iz, _central(iz, 1)], axis=-1)
+    t2 = np.stack([_central(iz, 0), _central(ix, 1), _central(ix, 0), _central(iy, 0)], axis=-1)
+    return t1, t2
+
+
+def _dis_system(t1: np.ndarray, t2: np.ndarray, dflow: np.ndarray, g2: float,
+                d2: float) -> tuple[np.ndarray, ...]:
+    """Data-term coefficients a11, a12, a22, b1, b2 at the lagged dflow (OpenCV's)."""
+    ix, iy, iz, ixz = (t1[..., k] for k in range(4))
+    iyz, ixx, ixy, iyy = (t2[..., k] for k in range(4))
+    du, dv = dflow[..., 0], dflow[..., 1]
+    norm = ix * ix + iy * iy + DIS_ZETA2
+    residual = iz + ix * du + iy * dv
+    wd = d2 / np.sqrt(residual * residual / norm + DIS_EPS2) / norm
+    nx, ny = ixx * ixx + ixy * ixy + DIS_ZETA2, iyy * iyy + ixy * ixy + DIS_ZETA2
+    rx, ry = ixz + ixx * du + ixy * dv, iyz + ixy * du + iyy * dv
+    wg = g2 / np.sqrt(rx * rx / nx + ry * ry / ny + DIS_EPS2)
+    a11 = wd * ix * ix + DIS_ZETA2 + wg * (ixx * ixx / nx + ixy * ixy / ny)
+    a12 = wd * ix * iy + wg * (ixx * ixy / nx + ixy * iyy / ny)
+    a22 = wd * iy * iy + DIS_ZETA2 + wg * (ixy * ixy / nx + iyy * iyy / ny)
+    b1 = -wd * iz * ix - wg * (ixx * ixz / nx + ixy * iyz / ny)
+    b2 = -wd * iz * iy - wg * (ixy * ixz / nx + iyy * iyz / ny)
+    return a11, a12, a22, b1, b2
+
+
+def dis_vr_solve(t1: np.ndarray, t2: np.ndarray, flow: np.ndarray, dflow: np.ndarray,
+                 offset: int, tile: int, a2: float, g2: float, d2: float) -> np.ndarray:
+    """
+    Kernel dis_vr_solve: one fixed-point iteration, the new dflow.
+
+    Weights lagged at the launch start; per tile (origins k * tile - offset) DIS_SWEEPS
+    red-black SOR sweeps, the other tiles' dflow held at the launch start.
+    """
+    h, w = flow.shape[:2]
+    flow, dflow = flow.astype(np.float64), dflow.astype(np.float64)
+    a11, a12, a22, b1, b2 = _dis_system(t1, t2, dflow, g2, d2)
+    total = flow + dflow
+    fwd_x = np.zeros_like(total)
+    fwd_x[:, :-1] = total[:, 1:] - total[:, :-1]
+    fwd_y = np.zeros_like(total)
+    fwd_y[:-1] = total[1:] - total[:-1]
+    smooth = a2 / np.sqrt((fwd_x ** 2).sum(axis=-1) + (fwd_y ** 2).sum(axis=-1) + DIS_EPS2)
+    # edge weights to the left, right, upper and lower neighbour, 0 where there is none
+    edges = np.zeros((h, w, 4))
+    edges[:, 1:, 0] = smooth[:, :-1]
+    edges[:, :-1, 1] = smooth[:, :-1]
+    edges[1:, :, 2] = smooth[:-1, :]
+    edges[:-1, :, 3] = smooth[:-1, :]
+    shifts = ((0, -1), (0, 1), (-1, 0), (1, 0))
+
+    def neighbours(field: np.ndarray) -> list[np.ndarray]:
+        padded = np.pad(field, ((1, 1), (1, 1), (0, 0)), mode='edge')
+        return [padded[1 + dy:1 + dy + h, 1 + dx:1 + dx + w] for dy, dx in shifts]
+
+    pull = sum(edges[..., k, None] * (n - flow) for k, n in enumerate(neighbours(flow)))
+    rhs = np.stack([b1, b2], axis=-1) + pull
+    total_weight = edges.sum(axis=-1)
+    inv11, inv22 = 1.0 / (a11 + total_weight), 1.0 / (a22 + total_weight)
+    out = dflow.copy()
+    y, x = np.mgrid[:h, :w]
+    for oy in range(-offset, h, tile):
+        for ox in range(-offset, w, tile):
+            region = (y >= oy) & (y < oy + tile) & (x >= ox) & (x < ox + tile)
+            d = dflow.copy()
+            for _ in range(DIS_SWEEPS):
+                for parity in (0, 1):
+                    sigma = rhs + sum(edges[..., k, None] * n
+                                      for k, n in enumerate(neighbours(d)))
+                    du = (1 - DIS_OMEGA) * d[..., 0] + DIS_OMEGA * (
+                        sigma[..., 0] - a12 * d[..., 1]) * inv11
+                    dv = (1 - DIS_OMEGA) * d[..., 1] + DIS_OMEGA * (
+                        sigma[..., 1] - a12 * du) * inv22
+                    chosen = region & ((x + y) % 2 == parity)
+                    d[chosen] = np.stack([du, dv], axis=-1)[chosen]
+            out[region] = d[region]
+    return out

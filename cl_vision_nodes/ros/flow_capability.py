@@ -19,7 +19,8 @@ Publishes ``flow`` (32FC2, u,v in pixels per frame from the previous frame to th
 of this frame, NaN where the method has no estimate) and ``flow/color`` (the Middlebury colour
 wheel, drawn on the device and downloaded finished, only while subscribed). The first frame
 publishes nothing; a change of size or encoding, or a timestamp going backwards (a bag loop),
-restarts the stream.
+restarts the stream. The method that runs is logged at start and whenever it changes: with
+``method: auto`` that is dis on a CPU device and hs on a GPU.
 """
 from __future__ import annotations
 
@@ -50,6 +51,8 @@ class FlowCapability:
         self.max_flow = float(values['max_flow'])
         self._stream: tuple[str, int, int] | None = None
         self._last_stamp = 0
+        self._announced = ''
+        self._announce_method()
 
     def connect(self) -> None:
         self.flow_pub, self.color_pub = (self.node.output_publisher(t.msg_type, t.name)
@@ -59,6 +62,19 @@ class FlowCapability:
         """Apply changed parameters from the next frame on (CLVisionError refuses them)."""
         self.estimator.configure(values)
         self.max_flow = float(values['max_flow'])
+        self._announce_method()
+
+    def _announce_method(self) -> None:
+        """Log the method that runs when it is not the one logged last."""
+        method = self.estimator.method
+        if method == self._announced:
+            return
+        self._announced = method
+        why = ''
+        if self.estimator.settings.method == 'auto':
+            device = 'a GPU' if self.node.runtime.limits.is_gpu else 'a CPU device'
+            why = f' (method auto on {device}; set method to choose another)'
+        self.node.get_logger().info(f'flow method: {method}{why}')
 
     def reset(self) -> None:
         """Forget the previous frame (the pipeline switched flow off and on)."""

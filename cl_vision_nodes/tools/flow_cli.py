@@ -19,8 +19,9 @@ import argparse
 from pathlib import Path
 import time
 
-from cl_vision_nodes.errors import DataFormatError, ImageFormatError
-from cl_vision_nodes.flow.schema import FLOW_SCHEMA, METHODS
+from cl_vision_nodes.errors import DataFormatError, ImageFormatError, ParameterError
+from cl_vision_nodes.flow.presets import DIS_PRESETS
+from cl_vision_nodes.flow.schema import AUTO, FLOW_SCHEMA, METHODS
 from cl_vision_nodes.tools.cli_common import (add_algorithm_options, algorithm_params, output_file,
                                               print_profile, runtime_for)
 
@@ -35,7 +36,10 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.suffix not in FLOW_SUFFIXES:
         raise DataFormatError(f'--out {out}: expected a {" or ".join(FLOW_SUFFIXES)} file')
-    values = algorithm_params(FLOW_SCHEMA, args, method=args.method)
+    if args.preset and args.method not in (None, 'dis'):
+        raise ParameterError(f'--preset {args.preset} sets the dis parameters: it takes no '
+                             f'--method {args.method}')
+    values = algorithm_params(FLOW_SCHEMA, args, DIS_PRESETS.get(args.preset), method=args.method)
     frame0, frame1 = read_image(args.frame1), read_image(args.frame2)
     if frame0.shape != frame1.shape:
         raise ImageFormatError(f'{args.frame1} is {frame0.shape[1]}x{frame0.shape[0]} but '
@@ -52,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     if args.color:
         write_png(args.color, flow_to_color(flow, float(values['max_flow'])))
     valid = np.isfinite(flow).all(axis=2)
-    print(f"{values['method']}: {flow.shape[1]}x{flow.shape[0]} on {runtime.entry.name}, "
+    chosen = 'auto -> ' if values['method'] == AUTO else ''
+    print(f'{chosen}{estimator.method}: {flow.shape[1]}x{flow.shape[0]} on {runtime.entry.name}, '
           f'{elapsed_ms:.0f} ms (kernel builds excluded), '
           f'{100 * valid.mean():.1f} % of pixels with an estimate -> {out}')
     print_profile(runtime)
@@ -63,7 +68,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser('flow', help='dense optical flow from FRAME1 to FRAME2')
     parser.add_argument('frame1')
     parser.add_argument('frame2')
-    parser.add_argument('--method', choices=METHODS, help='default: the method parameter (hs)')
+    parser.add_argument('--method', choices=(AUTO, *METHODS),
+                        help='default: the method parameter (auto: dis on a CPU, hs on a GPU)')
+    parser.add_argument('--preset', choices=tuple(DIS_PRESETS),
+                        help="dis with OpenCV's parameters of this preset (before --param)")
     parser.add_argument('--out', required=True, type=output_file,
                         help='Middlebury .flo or .npy (HxWx2 float32)')
     parser.add_argument('--color', type=output_file,

@@ -30,30 +30,63 @@
 // No contraction into fused multiply-adds: results match the references on every device.
 #pragma OPENCL FP_CONTRACT OFF
 
+// PoCL (the CPU devices) calls its built-in functions rather than inlining them, and spills the
+// vector registers around every call; the helpers below give the same values with operators, for
+// the loops a CPU runs hot. floor_int: |x| < 2^31.
+inline int floor_int(float x)
+{
+    const int i = (int)x;
+    return (float)i > x ? i - 1 : i;
+}
+
+inline int clamp_int(int i, int lo, int hi)
+{
+    return i < lo ? lo : (i > hi ? hi : i);
+}
+
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_sqrtf)
+#define SQRT_OP __builtin_sqrtf
+#endif
+#endif
+#ifndef SQRT_OP
+#define SQRT_OP sqrt
+#endif
+// Unaligned vector loads and stores element by element (the compiler merges them into one).
+#define LOAD4(p) ((float4)((p)[0], (p)[1], (p)[2], (p)[3]))
+#define LOAD8(p) ((float8)(LOAD4(p), LOAD4((p) + 4)))
+#define STORE8(v, p) \
+    do { \
+        (p)[0] = (v).s0; (p)[1] = (v).s1; (p)[2] = (v).s2; (p)[3] = (v).s3; \
+        (p)[4] = (v).s4; (p)[5] = (v).s5; (p)[6] = (v).s6; (p)[7] = (v).s7; \
+    } while (0)
+
 // The pixel of this work-item, clamped into a w x h image. Per-pixel kernels take it instead of
 // returning early beyond the image: work-items past the edge (global sizes rounded up to whole
 // work-groups) recompute the edge pixel and store the same value again. Without the branch PoCL
 // vectorises the kernel across work-items on a CPU (pyr_down ran 5-8x faster there).
 inline int2 item_pixel(int w, int h)
 {
-    return (int2)(min((int)get_global_id(0), w - 1), min((int)get_global_id(1), h - 1));
+    const int x = (int)get_global_id(0), y = (int)get_global_id(1);
+    return (int2)(x < w ? x : w - 1, y < h ? y : h - 1);
 }
 
 // Reflect-101 border (cv2.BORDER_REFLECT_101) for offsets up to one image length, then clamped,
 // so it is safe for any stencil on any size (n == 1 included).
 inline int mirror(int i, int n)
 {
-    i = abs(i);
-    i = (n - 1) - abs((n - 1) - i);
-    return clamp(i, 0, n - 1);
+    i = i < 0 ? -i : i;
+    const int back = (n - 1) - i;
+    i = (n - 1) - (back < 0 ? -back : back);
+    return clamp_int(i, 0, n - 1);
 }
 
 inline float2 bilinear2(__global const float2* img, int w, int h, float x, float y)
 {
-    const float fx = floor(x), fy = floor(y);
-    const float tx = x - fx, ty = y - fy;
-    const int x0 = clamp((int)fx, 0, w - 1), x1 = clamp((int)fx + 1, 0, w - 1);
-    const int y0 = clamp((int)fy, 0, h - 1), y1 = clamp((int)fy + 1, 0, h - 1);
+    const int ix = floor_int(x), iy = floor_int(y);
+    const float tx = x - (float)ix, ty = y - (float)iy;
+    const int x0 = clamp_int(ix, 0, w - 1), x1 = clamp_int(ix + 1, 0, w - 1);
+    const int y0 = clamp_int(iy, 0, h - 1), y1 = clamp_int(iy + 1, 0, h - 1);
     const float2 top = img[y0 * w + x0] * (1.0f - tx) + img[y0 * w + x1] * tx;
     const float2 bottom = img[y1 * w + x0] * (1.0f - tx) + img[y1 * w + x1] * tx;
     return top * (1.0f - ty) + bottom * ty;
@@ -61,10 +94,10 @@ inline float2 bilinear2(__global const float2* img, int w, int h, float x, float
 
 inline float bilinear1(__global const float* img, int w, int h, float x, float y)
 {
-    const float fx = floor(x), fy = floor(y);
-    const float tx = x - fx, ty = y - fy;
-    const int x0 = clamp((int)fx, 0, w - 1), x1 = clamp((int)fx + 1, 0, w - 1);
-    const int y0 = clamp((int)fy, 0, h - 1), y1 = clamp((int)fy + 1, 0, h - 1);
+    const int ix = floor_int(x), iy = floor_int(y);
+    const float tx = x - (float)ix, ty = y - (float)iy;
+    const int x0 = clamp_int(ix, 0, w - 1), x1 = clamp_int(ix + 1, 0, w - 1);
+    const int y0 = clamp_int(iy, 0, h - 1), y1 = clamp_int(iy + 1, 0, h - 1);
     const float top = img[y0 * w + x0] * (1.0f - tx) + img[y0 * w + x1] * tx;
     const float bottom = img[y1 * w + x0] * (1.0f - tx) + img[y1 * w + x1] * tx;
     return top * (1.0f - ty) + bottom * ty;

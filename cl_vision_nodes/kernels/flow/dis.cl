@@ -16,11 +16,11 @@
 // the dense start, then from the best neighbour), dis_densify, then the variational refinement:
 // dis_vr_warp, dis_vr_first, dis_vr_second and one dis_vr_solve per fixed-point iteration.
 //
-// Built with DIS_PATCH (patch side), DIS_TILE (side of the dis_vr_solve tiles) and DIS_GROUP_W x
-// DIS_GROUP_H (its work-group). The two formulations differ only in that group: on a GPU a group
-// of many work-items shares a tile (each item a few of its pixels), on a CPU one work-item walks
-// the whole tile in plain loops (its barriers then cost nothing). A half-sweep updates pixels of
-// one colour, which read only pixels of the other, so both give the same numbers.
+// Built with DIS_PATCH (patch side), DIS_TILE (side of the solver's tiles) and DIS_GROUP_W x
+// DIS_GROUP_H (dis_vr_solve's work-group). The solver has two formulations: on a GPU a group of
+// many work-items shares a tile (dis_vr_solve), on a CPU one work-item walks the whole tile
+// (dis_vr_solve_rows, 8 pixels of a row at a time). A half-sweep updates pixels of one colour,
+// which read only pixels of the other, so both give the same numbers.
 #if !defined(DIS_PATCH) || !defined(DIS_TILE) || !defined(DIS_GROUP_W) || !defined(DIS_GROUP_H)
 #error "dis.cl needs -D DIS_PATCH, DIS_TILE, DIS_GROUP_W and DIS_GROUP_H"
 #endif
@@ -40,7 +40,7 @@
 // moved back to end at the border, so every pixel is covered.
 inline int dis_origin(int k, int stride, int n)
 {
-    return min(k * stride, n - DIS_PATCH);
+    return k * stride < n - DIS_PATCH ? k * stride : n - DIS_PATCH;
 }
 
 // Mean-normalised SSD between frame 0's patch at (ox, oy) and frame 1 at (ox, oy) + f, and the
@@ -52,24 +52,24 @@ inline float dis_patch_cost(__global const float* i0, __global const float2* g0,
                             __global const float* i1, int w, int h, int ox, int oy, float2 f,
                             float2 gsum, float2* b)
 {
-    const float px = clamp(ox + f.x, -(float)DIS_PATCH, (float)w);
-    const float py = clamp(oy + f.y, -(float)DIS_PATCH, (float)h);
-    const float fx = floor(px), fy = floor(py);
-    const float tx = px - fx, ty = py - fy;
-    const int bx = (int)fx, by = (int)fy;
+    const float fx = ox + f.x, fy = oy + f.y;
+    const float px = fx < -DIS_PATCH ? -DIS_PATCH : (fx > w ? w : fx);
+    const float py = fy < -DIS_PATCH ? -DIS_PATCH : (fy > h ? h : fy);
+    const int bx = floor_int(px), by = floor_int(py);
+    const float tx = px - (float)bx, ty = py - (float)by;
     float4 sd = 0.0f, sdd = 0.0f, sgx = 0.0f, sgy = 0.0f;
     if (bx >= 0 && by >= 0 && bx + DIS_PATCH < w && by + DIS_PATCH < h) {
         for (int r = 0; r < DIS_PATCH; ++r) {
             __global const float* top = i1 + (size_t)(by + r) * w + bx;
             __global const float* bottom = top + w;
-            const size_t at = (size_t)(oy + r) * w + ox;
+            __global const float* tmpl = i0 + (size_t)(oy + r) * w + ox;
+            __global const float* grad = (__global const float*)(g0 + (size_t)(oy + r) * w + ox);
 #pragma unroll
             for (int c = 0; c < DIS_PATCH; c += 4) {
-                const float4 upper = vload4(0, top + c) * (1.0f - tx) + vload4(0, top + c + 1) * tx;
-                const float4 lower = vload4(0, bottom + c) * (1.0f - tx)
-                                     + vload4(0, bottom + c + 1) * tx;
-                const float4 d = upper * (1.0f - ty) + lower * ty - vload4(0, i0 + at + c);
-                const float8 g = vload8(0, (__global const float*)(g0 + at + c));
+                const float4 upper = LOAD4(top + c) * (1.0f - tx) + LOAD4(top + c + 1) * tx;
+                const float4 lower = LOAD4(bottom + c) * (1.0f - tx) + LOAD4(bottom + c + 1) * tx;
+                const float4 d = upper * (1.0f - ty) + lower * ty - LOAD4(tmpl + c);
+                const float8 g = LOAD8(grad + 2 * c);
                 sd += d;
                 sdd += d * d;
                 sgx += d * g.even;
@@ -78,10 +78,10 @@ inline float dis_patch_cost(__global const float* i0, __global const float2* g0,
         }
     } else {
         for (int r = 0; r < DIS_PATCH; ++r) {
-            const int y0 = clamp(by + r, 0, h - 1), y1 = clamp(by + r + 1, 0, h - 1);
+            const int y0 = clamp_int(by + r, 0, h - 1), y1 = clamp_int(by + r + 1, 0, h - 1);
             for (int c = 0; c < DIS_PATCH; ++c) {
                 const size_t at = (size_t)(oy + r) * w + ox + c;
-                const int x0 = clamp(bx + c, 0, w - 1), x1 = clamp(bx + c + 1, 0, w - 1);
+                const int x0 = clamp_int(bx + c, 0, w - 1), x1 = clamp_int(bx + c + 1, 0, w - 1);
                 const float top = i1[y0 * w + x0] * (1.0f - tx) + i1[y0 * w + x1] * tx;
                 const float bottom = i1[y1 * w + x0] * (1.0f - tx) + i1[y1 * w + x1] * tx;
                 const float d = top * (1.0f - ty) + bottom * ty - i0[at];
@@ -129,7 +129,8 @@ __kernel void dis_search(__global const float* i0, __global const float2* g0,
     sxx -= gsum.x * gsum.x / DIS_N;
     sxy -= gsum.x * gsum.y / DIS_N;
     syy -= gsum.y * gsum.y / DIS_N;
-    const float det = fmax(sxx * syy - sxy * sxy, DIS_DET_MIN);
+    const float raw_det = sxx * syy - sxy * sxy;
+    const float det = raw_det > DIS_DET_MIN ? raw_det : DIS_DET_MIN;
     const int k = ky * ws + kx;
     float2 start, b;
     if (!propagate) {
@@ -173,13 +174,15 @@ __kernel void dis_search(__global const float* i0, __global const float2* g0,
 inline int2 dis_covering(int p, int n, int count, int stride)
 {
     return (int2)(p < DIS_PATCH ? 0 : (p - DIS_PATCH + stride) / stride,
-                  min(count - 2, p / stride));
+                  p / stride < count - 2 ? p / stride : count - 2);
 }
 
 inline void dis_vote(__global const float* i1, int w, int h, int x, int y, float v0, float2 f,
                      float2* num, float* den)
 {
-    const float weight = 1.0f / fmax(1.0f, fabs(bilinear1(i1, w, h, x + f.x, y + f.y) - v0));
+    const float error = bilinear1(i1, w, h, x + f.x, y + f.y) - v0;
+    const float size = error < 0.0f ? -error : error;
+    const float weight = 1.0f / (size > 1.0f ? size : 1.0f);
     *num += weight * f;
     *den += weight;
 }
@@ -225,14 +228,16 @@ __kernel void dis_vr_warp(__global const float* i0, __global const float* i1,
 // Central difference (f[+1] - f[-1]) / 2 with replicated borders along (dx, dy), per component.
 inline float2 dis_diff2(__global const float2* img, int w, int h, int x, int y, int dx, int dy)
 {
-    return 0.5f * (img[(size_t)min(y + dy, h - 1) * w + min(x + dx, w - 1)]
-                   - img[(size_t)max(y - dy, 0) * w + max(x - dx, 0)]);
+    const int xa = x + dx < w ? x + dx : w - 1, ya = y + dy < h ? y + dy : h - 1;
+    const int xb = x - dx > 0 ? x - dx : 0, yb = y - dy > 0 ? y - dy : 0;
+    return 0.5f * (img[(size_t)ya * w + xa] - img[(size_t)yb * w + xb]);
 }
 
 inline float4 dis_diff4(__global const float4* img, int w, int h, int x, int y, int dx, int dy)
 {
-    return 0.5f * (img[(size_t)min(y + dy, h - 1) * w + min(x + dx, w - 1)]
-                   - img[(size_t)max(y - dy, 0) * w + max(x - dx, 0)]);
+    const int xa = x + dx < w ? x + dx : w - 1, ya = y + dy < h ? y + dy : h - 1;
+    const int xb = x - dx > 0 ? x - dx : 0, yb = y - dy > 0 ? y - dy : 0;
+    return 0.5f * (img[(size_t)ya * w + xa] - img[(size_t)yb * w + xb]);
 }
 
 // First derivatives of dis_vr_warp's output: t1 = (Ix, Iy, Iz, Ixz) and t2.x = Iyz (I: the
@@ -257,13 +262,6 @@ __kernel void dis_vr_second(__global const float4* t1, const int w, const int h,
     t2[i] = (float4)(t2[i].x, dx.x, dy.x, dy.y);
 }
 
-// Loops of dis_vr_solve over the tile pixels a work-item owns: rows ly, ly + DIS_GROUP_H, ...,
-// columns lx, lx + DIS_GROUP_W, ...
-#define DIS_TILE_ROWS(ty) \
-    for (int ty = (int)get_local_id(1); ty < DIS_TILE; ty += DIS_GROUP_H)
-#define DIS_TILE_COLS(tx) \
-    for (int tx = (int)get_local_id(0); tx < DIS_TILE; tx += DIS_GROUP_W)
-
 // One fixed-point iteration of the variational refinement of flow W by dW: energy
 // delta Psi(brightness constancy) + gamma Psi(gradient constancy) + alpha Psi(|grad (W + dW)|^2),
 // Psi(s^2) = sqrt(s^2 + eps^2), both data terms normalised by their gradients (zeta), linearised
@@ -276,7 +274,89 @@ __kernel void dis_vr_second(__global const float4* t1, const int w, const int h,
 // smoothness weight of pixel p, for the edges to its right and lower neighbours, is taken from
 // forward differences of W + dW at the launch start, so both tiles of an edge agree on it.
 // Input dflow_in (taken as 0 when `fresh`), output dflow_out; `last` also writes W + dW to
-// flow_out.
+// flow_out. Two kernels: dis_vr_solve (GPUs: a work-group shares the tile) and
+// dis_vr_solve_rows (CPUs: one work-item walks it, a row's pixels of one colour as a float8).
+// They share the helpers below and compute the same numbers in the same order.
+
+// The span (tile and halo) of W + dW and of dW at the launch start, span index k = sy *
+// DIS_SPAN + sx for span pixel (sx, sy) = tile pixel (sx - 1, sy - 1); borders clamped.
+inline void dis_span_pixel(__global const float2* flow, __global const float2* dflow_in,
+                           int w, int h, int ox, int oy, int k, int fresh, float2* total,
+                           float2* dd)
+{
+    const int gx = clamp_int(ox - 1 + k % DIS_SPAN, 0, w - 1);
+    const int gy = clamp_int(oy - 1 + k / DIS_SPAN, 0, h - 1);
+    const size_t g = (size_t)gy * w + gx;
+    *dd = fresh ? (float2)(0.0f) : dflow_in[g];
+    *total = flow[g] + *dd;
+}
+
+// Smoothness weight of a pixel, for the edges to its right and lower neighbours, from W + dW
+// there (`right`, `down` equal to `here` where the image ends: replicated border).
+inline float dis_smooth_weight(float2 here, float2 right, float2 down, float a2)
+{
+    const float2 ddx = right - here, ddy = down - here;
+    return a2 / SQRT_OP(ddx.x * ddx.x + ddx.y * ddx.y + ddy.x * ddy.x + ddy.y * ddy.y + DIS_EPS2);
+}
+
+// The data terms' part of a pixel's system at the lagged dW: (a11, a12, a22, b1, b2, ...).
+// a = (Ix, Iy, Iz, Ixz), e = (Iyz, Ixx, Ixy, Iyy). Reciprocals of the normalisations keep it
+// to 5 divisions.
+inline float8 dis_data_system(float4 a, float4 e, float2 du, float g2, float d2)
+{
+    const float inv_norm = 1.0f / (a.x * a.x + a.y * a.y + DIS_ZETA2);
+    const float residual = a.z + a.x * du.x + a.y * du.y;
+    const float wd = d2 / SQRT_OP(residual * residual * inv_norm + DIS_EPS2) * inv_norm;
+    float a11 = wd * a.x * a.x + DIS_ZETA2, a12 = wd * a.x * a.y;
+    float a22 = wd * a.y * a.y + DIS_ZETA2;
+    float b1 = -wd * a.z * a.x, b2 = -wd * a.z * a.y;
+    const float inx = 1.0f / (e.y * e.y + e.z * e.z + DIS_ZETA2);
+    const float iny = 1.0f / (e.w * e.w + e.z * e.z + DIS_ZETA2);
+    const float rx = a.w + e.y * du.x + e.z * du.y;
+    const float ry = e.x + e.z * du.x + e.w * du.y;
+    const float wg = g2 / SQRT_OP(rx * rx * inx + ry * ry * iny + DIS_EPS2);
+    a11 += wg * (e.y * e.y * inx + e.z * e.z * iny);
+    a12 += wg * (e.y * e.z * inx + e.z * e.w * iny);
+    a22 += wg * (e.z * e.z * inx + e.w * e.w * iny);
+    b1 -= wg * (e.y * a.w * inx + e.z * e.x * iny);
+    b2 -= wg * (e.z * a.w * inx + e.w * e.x * iny);
+    return (float8)(a11, a12, a22, b1, b2, 0.0f, 0.0f, 0.0f);
+}
+
+// A tile pixel's whole system, at span index me, from its data part and the span's smoothness
+// weights: edge weights wn (left, right, up, down; 0 where no neighbour), (1 / a11, a12,
+// 1 / a22) with the smoothness on the diagonal, and the right-hand side with the pull of W's
+// differences (the part that does not move in the sweeps).
+inline void dis_pixel_system(float8 data, __local const float2* total, __local const float2* d,
+                             __local const float* smooth, int w, int h, int gx, int gy, int me,
+                             float4* edges, float4* system, float2* rhs)
+{
+    const float4 wn = (float4)(gx > 0 ? smooth[me - 1] : 0.0f, gx < w - 1 ? smooth[me] : 0.0f,
+                               gy > 0 ? smooth[me - DIS_SPAN] : 0.0f,
+                               gy < h - 1 ? smooth[me] : 0.0f);
+    const float2 own = total[me] - d[me];
+    const float2 pull = wn.x * (total[me - 1] - d[me - 1] - own)
+                        + wn.y * (total[me + 1] - d[me + 1] - own)
+                        + wn.z * (total[me - DIS_SPAN] - d[me - DIS_SPAN] - own)
+                        + wn.w * (total[me + DIS_SPAN] - d[me + DIS_SPAN] - own);
+    const float sum = wn.x + wn.y + wn.z + wn.w;
+    *edges = wn;
+    *system = (float4)(1.0f / (data.s0 + sum), data.s1, 1.0f / (data.s2 + sum), 0.0f);
+    *rhs = (float2)(data.s3, data.s4) + pull;
+}
+
+inline int dis_in_image(int gx, int gy, int w, int h)
+{
+    return gx >= 0 && gy >= 0 && gx < w && gy < h;
+}
+
+// Loops of dis_vr_solve over the tile pixels a work-item owns: rows ly, ly + DIS_GROUP_H, ...,
+// columns lx, lx + DIS_GROUP_W, ...
+#define DIS_TILE_ROWS(ty) \
+    for (int ty = (int)get_local_id(1); ty < DIS_TILE; ty += DIS_GROUP_H)
+#define DIS_TILE_COLS(tx) \
+    for (int tx = (int)get_local_id(0); tx < DIS_TILE; tx += DIS_GROUP_W)
+
 __kernel __attribute__((reqd_work_group_size(DIS_GROUP_W, DIS_GROUP_H, 1)))
 void dis_vr_solve(__global const float4* t1, __global const float4* t2,
                   __global const float2* flow, __global const float2* dflow_in,
@@ -286,93 +366,52 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
 {
     __local float2 total[DIS_SPAN * DIS_SPAN];    // W + dW at the launch start
     __local float2 d[DIS_SPAN * DIS_SPAN];        // dW
-    __local float smooth[DIS_SPAN * DIS_SPAN];    // smoothness weight, edges right and down
-    __local float4 edges[DIS_TILE * DIS_TILE];    // edge weights left, right, up, down
-    __local float4 system[DIS_TILE * DIS_TILE];   // 1 / a11, a12, 1 / a22, unused
+    __local float smooth[DIS_SPAN * DIS_SPAN];
+    __local float4 edges[DIS_TILE * DIS_TILE];
+    __local float4 system[DIS_TILE * DIS_TILE];
     __local float2 rhs[DIS_TILE * DIS_TILE];
     const int lid = get_local_id(1) * DIS_GROUP_W + get_local_id(0);
     const int ox = (int)get_group_id(0) * DIS_TILE - offset;
     const int oy = (int)get_group_id(1) * DIS_TILE - offset;
     for (int k = lid; k < DIS_SPAN * DIS_SPAN; k += DIS_ITEMS) {
-        const int gx = clamp(ox - 1 + k % DIS_SPAN, 0, w - 1);
-        const int gy = clamp(oy - 1 + k / DIS_SPAN, 0, h - 1);
-        const size_t g = (size_t)gy * w + gx;
-        const float2 dd = fresh ? (float2)(0.0f) : dflow_in[g];
+        float2 t, dd;
+        dis_span_pixel(flow, dflow_in, w, h, ox, oy, k, fresh, &t, &dd);
+        total[k] = t;
         d[k] = dd;
-        total[k] = flow[g] + dd;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int k = lid; k < DIS_SPAN * DIS_SPAN; k += DIS_ITEMS) {
         const int sx = k % DIS_SPAN, sy = k / DIS_SPAN;
         const int gx = ox - 1 + sx, gy = oy - 1 + sy;
-        float s = 0.0f;
-        if (sx <= DIS_TILE && sy <= DIS_TILE && gx >= 0 && gy >= 0 && gx < w && gy < h) {
-            const float2 here = total[k];
-            const float2 ddx = gx < w - 1 ? total[k + 1] - here : (float2)(0.0f);
-            const float2 ddy = gy < h - 1 ? total[k + DIS_SPAN] - here : (float2)(0.0f);
-            s = a2 / sqrt(ddx.x * ddx.x + ddx.y * ddx.y + ddy.x * ddy.x + ddy.y * ddy.y
-                          + DIS_EPS2);
-        }
-        smooth[k] = s;
+        const int inside = sx <= DIS_TILE && sy <= DIS_TILE && dis_in_image(gx, gy, w, h);
+        smooth[k] = inside ? dis_smooth_weight(total[k], gx < w - 1 ? total[k + 1] : total[k],
+                                               gy < h - 1 ? total[k + DIS_SPAN] : total[k], a2)
+                           : 0.0f;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     DIS_TILE_ROWS(ty) {
         DIS_TILE_COLS(tx) {
             const int gx = ox + tx, gy = oy + ty, k = ty * DIS_TILE + tx;
-            if (gx < 0 || gy < 0 || gx >= w || gy >= h)
+            if (!dis_in_image(gx, gy, w, h))
                 continue;
-            const size_t g = (size_t)gy * w + gx;
             const int me = (ty + 1) * DIS_SPAN + tx + 1;
-            const float4 a = t1[g], e = t2[g];  // a: Ix Iy Iz Ixz, e: Iyz Ixx Ixy Iyy
-            const float2 du = d[me];
-            const float norm = a.x * a.x + a.y * a.y + DIS_ZETA2;
-            const float residual = a.z + a.x * du.x + a.y * du.y;
-            const float wd = d2 / sqrt(residual * residual / norm + DIS_EPS2) / norm;
-            float a11 = wd * a.x * a.x + DIS_ZETA2, a12 = wd * a.x * a.y;
-            float a22 = wd * a.y * a.y + DIS_ZETA2;
-            float b1 = -wd * a.z * a.x, b2 = -wd * a.z * a.y;
-            const float nx = e.y * e.y + e.z * e.z + DIS_ZETA2;
-            const float ny = e.w * e.w + e.z * e.z + DIS_ZETA2;
-            const float rx = a.w + e.y * du.x + e.z * du.y;
-            const float ry = e.x + e.z * du.x + e.w * du.y;
-            const float wg = g2 / sqrt(rx * rx / nx + ry * ry / ny + DIS_EPS2);
-            a11 += wg * (e.y * e.y / nx + e.z * e.z / ny);
-            a12 += wg * (e.y * e.z / nx + e.z * e.w / ny);
-            a22 += wg * (e.z * e.z / nx + e.w * e.w / ny);
-            b1 -= wg * (e.y * a.w / nx + e.z * e.x / ny);
-            b2 -= wg * (e.z * a.w / nx + e.w * e.x / ny);
-            // Smoothness: edge weights (0 where no neighbour), and the part of the pull that
-            // does not move in the sweeps (the differences of W).
-            const float4 wn = (float4)(gx > 0 ? smooth[me - 1] : 0.0f,
-                                       gx < w - 1 ? smooth[me] : 0.0f,
-                                       gy > 0 ? smooth[me - DIS_SPAN] : 0.0f,
-                                       gy < h - 1 ? smooth[me] : 0.0f);
-            const float2 own = total[me] - d[me];
-            const float2 pull = wn.x * (total[me - 1] - d[me - 1] - own)
-                                + wn.y * (total[me + 1] - d[me + 1] - own)
-                                + wn.z * (total[me - DIS_SPAN] - d[me - DIS_SPAN] - own)
-                                + wn.w * (total[me + DIS_SPAN] - d[me + DIS_SPAN] - own);
-            const float sum = wn.x + wn.y + wn.z + wn.w;
+            const size_t g = (size_t)gy * w + gx;
+            float4 wn, c;
+            float2 r;
+            dis_pixel_system(dis_data_system(t1[g], t2[g], d[me], g2, d2), total, d, smooth, w, h,
+                             gx, gy, me, &wn, &c, &r);
             edges[k] = wn;
-            system[k] = (float4)(1.0f / (a11 + sum), a12, 1.0f / (a22 + sum), 0.0f);
-            rhs[k] = (float2)(b1, b2) + pull;
+            system[k] = c;
+            rhs[k] = r;
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int sweep = 0; sweep < DIS_SWEEPS; ++sweep) {
         for (int parity = 0; parity < 2; ++parity) {
             DIS_TILE_ROWS(ty) {
-                const int gy = oy + ty;
-#if DIS_GROUP_W == 1
-                // one work-item a row: visit only the pixels of this colour
-                for (int tx = (parity - ox - gy) & 1; tx < DIS_TILE; tx += 2) {
-#else
                 DIS_TILE_COLS(tx) {
-                    if (((ox + tx + gy) & 1) != parity)
-                        continue;
-#endif
-                    const int gx = ox + tx, k = ty * DIS_TILE + tx;
-                    if (gx < 0 || gy < 0 || gx >= w || gy >= h)
+                    const int gx = ox + tx, gy = oy + ty, k = ty * DIS_TILE + tx;
+                    if (((gx + gy) & 1) != parity || !dis_in_image(gx, gy, w, h))
                         continue;
                     const int me = (ty + 1) * DIS_SPAN + tx + 1;
                     const float4 wn = edges[k], c = system[k];
@@ -391,7 +430,7 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
     DIS_TILE_ROWS(ty) {
         DIS_TILE_COLS(tx) {
             const int gx = ox + tx, gy = oy + ty;
-            if (gx < 0 || gy < 0 || gx >= w || gy >= h)
+            if (!dis_in_image(gx, gy, w, h))
                 continue;
             const size_t g = (size_t)gy * w + gx;
             const float2 dd = d[(ty + 1) * DIS_SPAN + tx + 1];
@@ -401,3 +440,147 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
         }
     }
 }
+
+// The CPU formulation's first step of a fixed-point iteration: every pixel's data system and
+// smoothness weight in 6 planes of w * h floats (a11, a12, a22, b1, b2, smoothness), a
+// work-item per pixel (PoCL computes 8 pixels an instruction here; planes keep its stores
+// contiguous).
+#define DIS_SYSTEM_PLANES 6
+__kernel void dis_vr_system(__global const float4* t1, __global const float4* t2,
+                            __global const float2* flow, __global const float2* dflow_in,
+                            const int w, const int h, const int fresh, const float a2,
+                            const float g2, const float d2, __global float* sys)
+{
+    const int2 p = item_pixel(w, h);
+    const size_t g = (size_t)p.y * w + p.x;
+    const size_t right = p.x < w - 1 ? g + 1 : g, down = p.y < h - 1 ? g + w : g;
+    const float2 du = fresh ? (float2)(0.0f) : dflow_in[g];
+    const float2 dr = fresh ? (float2)(0.0f) : dflow_in[right];
+    const float2 dd = fresh ? (float2)(0.0f) : dflow_in[down];
+    const float8 data = dis_data_system(t1[g], t2[g], du, g2, d2);
+    const size_t plane = (size_t)w * h;
+    sys[g] = data.s0;
+    sys[g + plane] = data.s1;
+    sys[g + 2 * plane] = data.s2;
+    sys[g + 3 * plane] = data.s3;
+    sys[g + 4 * plane] = data.s4;
+    sys[g + 5 * plane] = dis_smooth_weight(flow[g] + du, flow[right] + dr, flow[down] + dd, a2);
+}
+
+// Pixel g's data system from dis_vr_system's planes.
+inline float8 dis_stored_system(__global const float* sys, size_t g, size_t plane)
+{
+    return (float8)(sys[g], sys[g + plane], sys[g + 2 * plane], sys[g + 3 * plane],
+                    sys[g + 4 * plane], 0.0f, 0.0f, 0.0f);
+}
+
+#if DIS_TILE == 16
+// dis_vr_solve_rows keeps dW per component in two planes per span row, the span's even and odd
+// columns (DIS_HALF each): in a half-sweep the pixels of one colour in a tile row are every
+// other column, i.e. 8 neighbouring entries of one plane, and their left, right, upper and
+// lower neighbours 8 neighbouring entries of the other plane or of the rows above and below.
+// The tile pixel's coefficients are stored by (row, plane, lane) in the same order. Lanes
+// outside the image get a system that leaves them alone for the image (no weights).
+#define DIS_HALF (DIS_SPAN / 2)
+#define DIS_LANES 8
+#define DIS_PLANE(row, odd) (((row) * 2 + (odd)) * DIS_HALF)
+#define DIS_COEF(ty, odd) (((ty) * 2 + (odd)) * DIS_LANES)
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void dis_vr_solve_rows(__global const float* sys, __global const float2* flow,
+                       __global const float2* dflow_in,
+                       __global float2* dflow_out, __global float2* flow_out, const int w,
+                       const int h, const int offset, const int fresh, const int last)
+{
+    __local float2 total[DIS_SPAN * DIS_SPAN];
+    __local float2 d[DIS_SPAN * DIS_SPAN];
+    __local float smooth[DIS_SPAN * DIS_SPAN];
+    __local float u[DIS_SPAN * DIS_SPAN], v[DIS_SPAN * DIS_SPAN];  // dW in planes
+    __local float wl[DIS_TILE * 2 * DIS_LANES], wr[DIS_TILE * 2 * DIS_LANES];
+    __local float wu[DIS_TILE * 2 * DIS_LANES], wd[DIS_TILE * 2 * DIS_LANES];
+    __local float i11[DIS_TILE * 2 * DIS_LANES], a12[DIS_TILE * 2 * DIS_LANES];
+    __local float i22[DIS_TILE * 2 * DIS_LANES];
+    __local float r1[DIS_TILE * 2 * DIS_LANES], r2[DIS_TILE * 2 * DIS_LANES];
+    const int ox = (int)get_group_id(0) * DIS_TILE - offset;
+    const int oy = (int)get_group_id(1) * DIS_TILE - offset;
+    const size_t plane = (size_t)w * h;
+    for (int sy = 0; sy < DIS_SPAN; ++sy) {
+        const size_t row = (size_t)clamp_int(oy - 1 + sy, 0, h - 1) * w;
+        for (int sx = 0; sx < DIS_SPAN; ++sx) {
+            const size_t g = row + clamp_int(ox - 1 + sx, 0, w - 1);
+            const int k = sy * DIS_SPAN + sx, at = DIS_PLANE(sy, sx & 1) + sx / 2;
+            const float2 dd = fresh ? (float2)(0.0f) : dflow_in[g];
+            total[k] = flow[g] + dd;
+            d[k] = dd;
+            u[at] = dd.x;
+            v[at] = dd.y;
+            smooth[k] = sys[g + 5 * plane];  // read only where the pixel and its edge exist
+        }
+    }
+    for (int ty = 0; ty < DIS_TILE; ++ty) {
+        for (int tx = 0; tx < DIS_TILE; ++tx) {
+            const int gx = ox + tx, gy = oy + ty, sx = tx + 1;
+            // lane of span column sx: odd columns 1, 3, .. 15 and even ones 2, 4, .. 16
+            const int at = DIS_COEF(ty, sx & 1) + ((sx & 1) ? (sx - 1) / 2 : (sx - 2) / 2);
+            float4 edges = 0.0f, system = 0.0f;
+            float2 rhs = 0.0f;
+            if (dis_in_image(gx, gy, w, h))
+                dis_pixel_system(dis_stored_system(sys, (size_t)gy * w + gx, plane), total, d,
+                                 smooth, w, h, gx, gy,
+                                 (ty + 1) * DIS_SPAN + sx, &edges, &system, &rhs);
+            wl[at] = edges.x;
+            wr[at] = edges.y;
+            wu[at] = edges.z;
+            wd[at] = edges.w;
+            i11[at] = system.x;
+            a12[at] = system.y;
+            i22[at] = system.z;
+            r1[at] = rhs.x;
+            r2[at] = rhs.y;
+        }
+    }
+    for (int sweep = 0; sweep < DIS_SWEEPS; ++sweep) {
+        for (int parity = 0; parity < 2; ++parity) {
+            for (int ty = 0; ty < DIS_TILE; ++ty) {
+                const int sy = ty + 1;
+                // span columns of this colour in this row: odd (1, 3, ..) or even (2, 4, ..)
+                const int odd = ((parity - (ox - 1) - (oy + ty)) & 1);
+                const int own = DIS_PLANE(sy, odd) + (odd ? 0 : 1);
+                const int left = DIS_PLANE(sy, !odd), right = left + 1;
+                const int up = DIS_PLANE(sy - 1, odd) + (odd ? 0 : 1);
+                const int down = DIS_PLANE(sy + 1, odd) + (odd ? 0 : 1);
+                const int c = DIS_COEF(ty, odd);
+                const float8 cu = LOAD8(u + own), cv = LOAD8(v + own);
+                const float8 su = LOAD8(wl + c) * LOAD8(u + left)
+                                  + LOAD8(wr + c) * LOAD8(u + right)
+                                  + LOAD8(wu + c) * LOAD8(u + up)
+                                  + LOAD8(wd + c) * LOAD8(u + down) + LOAD8(r1 + c);
+                const float8 sv = LOAD8(wl + c) * LOAD8(v + left)
+                                  + LOAD8(wr + c) * LOAD8(v + right)
+                                  + LOAD8(wu + c) * LOAD8(v + up)
+                                  + LOAD8(wd + c) * LOAD8(v + down) + LOAD8(r2 + c);
+                const float8 b = LOAD8(a12 + c);
+                const float8 nu = (1.0f - DIS_OMEGA) * cu
+                                  + DIS_OMEGA * (su - b * cv) * LOAD8(i11 + c);
+                const float8 nv = (1.0f - DIS_OMEGA) * cv
+                                  + DIS_OMEGA * (sv - b * nu) * LOAD8(i22 + c);
+                STORE8(nu, u + own);
+                STORE8(nv, v + own);
+            }
+        }
+    }
+    for (int ty = 0; ty < DIS_TILE; ++ty) {
+        for (int tx = 0; tx < DIS_TILE; ++tx) {
+            const int gx = ox + tx, gy = oy + ty, sx = tx + 1;
+            if (!dis_in_image(gx, gy, w, h))
+                continue;
+            const size_t g = (size_t)gy * w + gx;
+            const int at = DIS_PLANE(ty + 1, sx & 1) + sx / 2;
+            const float2 dd = (float2)(u[at], v[at]);
+            dflow_out[g] = dd;
+            if (last)
+                flow_out[g] = flow[g] + dd;
+        }
+    }
+}
+#endif

@@ -1,0 +1,351 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Dense inverse search: each kernel of kernels/flow/dis.cl against flow/reference.py, both
+formulations of dis_vr_solve against each other, and the method through FlowEstimator.
+
+Sizes are odd and not multiples of the patch stride, the solver tile or a work-group. Tolerances:
+densification and the refinement terms to 1e-4 of the data's scale (float32 against float64);
+the patch search makes decisions (the best candidate, when the descent stops), so float rounding
+can flip one: its flows must agree to 1e-3 px on at least 97 % of the patches. The solver runs
+5 sweeps of an iterative method: 1e-3 px. Run also under POCL_MAX_WORK_GROUP_SIZE=64
+(test_small_devices), where the GPU formulation's work-group is 16 x 4.
+"""
+from cl_vision_nodes.errors import ParameterError
+from cl_vision_nodes.flow import dis, FlowEstimator
+from cl_vision_nodes.flow import reference as ref
+from cl_vision_nodes.flow.presets import DIS_PRESETS
+from cl_vision_nodes.flow.pyramid import level_shapes
+from cl_vision_nodes.flow.schema import FLOW_SCHEMA, FlowSettings, resolve_method
+from cl_vision_nodes.dataio.synthetic import flow_pair
+from cl_vision_nodes.flow.metrics import flow_errors
+import cv2
+import numpy as np
+import pyopencl as cl
+import pytest
+
+pytestmark = pytest.mark.kernels
+
+i32, f32 = np.int32, np.float32
+
+
+def upload(runtime, array: np.ndarray) -> cl.Buffer:
+    host = np.ascontiguousarray(array, np.float32)
+    return cl.Buffer(runtime.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                     hostbuf=host)
+
+
+def download(runtime, buf: cl.Buffer, shape: tuple[int, ...]) -> np.ndarray:
+    out = np.empty(shape, np.float32)
+    cl.enqueue_copy(runtime.queue, out, buf)
+    return out
+
+
+def empty(runtime, shape: tuple[int, ...]) -> cl.Buffer:
+    return cl.Buffer(runtime.context, cl.mem_flags.READ_WRITE, int(np.prod(shape)) * 4)
+
+
+def textured(rng: np.random.Generator, h: int, w: int, flat: bool = False) -> np.ndarray:
+    """Blurred noise on 0..255; with ``flat`` a textureless block (singular patch Hessians)."""
+    img = cv2.GaussianBlur(rng.uniform(0, 255, (h, w)).astype(np.float32), (0, 0), 1.5)
+    img = np.clip((img - img.mean()) * 4 + 128, 0, 255)
+    if flat:
+        img[2:2 + h // 2, 3:3 + w // 2] = 77.0
+    return img.astype(np.float32)
+
+
+def shifted(img: np.ndarray, dx: float, dy: float) -> np.ndarray:
+    """Frame 1 of a translation by (dx, dy): img sampled at x - d (replicated border)."""
+    h, w = img.shape
+    y, x = np.mgrid[:h, :w].astype(np.float64)
+    return ref.bilinear(img.astype(np.float64), x - dx, y - dy).astype(np.float32)
+
+
+def smooth_flow(rng: np.random.Generator, h: int, w: int, scale: float) -> np.ndarray:
+    flow = cv2.GaussianBlur(rng.normal(0, 1, (h, w, 2)).astype(np.float32), (0, 0), 4)
+    return flow / np.abs(flow).max() * scale
+
+
+def program(runtime, patch: int, formulation: str = 'cpu'):
+    group = dis.solve_group(runtime.limits, formulation)
+    return dis.program(runtime, patch, group), group
+
+
+CASES = [(29, 37, 8, 3), (37, 29, 8, 4), (23, 41, 4, 3), (41, 33, 12, 5), (19, 17, 16, 16)]
+
+
+@pytest.mark.parametrize('h, w, patch, stride', CASES)
+@pytest.mark.parametrize('propagate', [0, 1])
+def test_dis_search_matches_reference(runtime, h, w, patch, stride, propagate):
+    rng = np.random.default_rng(h * w + patch + propagate)
+    i0 = textured(rng, h, w, flat=h > 25)
+    i1 = shifted(i0, 1.3, -0.6)
+    g0 = ref.gradient(i0).astype(np.float32)
+    dense = smooth_flow(rng, h, w, 1.5)
+    ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
+    sparse = (rng.normal(0, 1.0, (hs, ws, 2)) + [1.3, -0.6]).astype(np.float32)
+    built, _ = program(runtime, patch)
+    out = empty(runtime, (hs, ws, 2))
+    built.kernel('dis_search')((ws, hs), (
+        upload(runtime, i0), upload(runtime, g0), upload(runtime, i1), i32(w), i32(h),
+        upload(runtime, dense), upload(runtime, sparse), out, i32(ws), i32(hs), i32(stride),
+        i32(8), i32(propagate)), 'test')
+    got = download(runtime, out, (hs, ws, 2))
+    want = ref.dis_search(i0, g0, i1, dense, sparse if propagate else None, patch, stride, 8)
+    agree = np.abs(got - want).max(axis=-1) <= 1e-3
+    assert agree.mean() >= 0.97, (agree.mean(), np.abs(got - want).max())
+    assert np.isfinite(got).all()
+
+
+def test_dis_search_finds_a_translation_and_keeps_textureless_patches_at_their_start(runtime):
+    rng = np.random.default_rng(3)
+    h, w, patch, stride = 48, 56, 8, 4
+    i0 = textured(rng, h, w)
+    i0[6:34, 6:34] = 90.0  # patches 2 px inside see no gradient: singular Hessian, b = 0
+    i1 = shifted(i0, 3.0, 2.0)  # whole pixels: frame 1 is frame 0 moved, not resampled
+    g0 = ref.gradient(i0).astype(np.float32)
+    dense = np.full((h, w, 2), [2.0, 2.0], np.float32)
+    ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
+    built, _ = program(runtime, patch)
+    out = empty(runtime, (hs, ws, 2))
+    built.kernel('dis_search')((ws, hs), (
+        upload(runtime, i0), upload(runtime, g0), upload(runtime, i1), i32(w), i32(h),
+        upload(runtime, dense), out, out, i32(ws), i32(hs), i32(stride), i32(20), i32(0)),
+        'test')
+    got = download(runtime, out, (hs, ws, 2))
+    oys, oxs = ref.dis_origins(h, patch, stride), ref.dis_origins(w, patch, stride)
+    inner = ((oys[:, None] >= 8) & (oys[:, None] + patch <= 32)
+             & (oxs[None, :] >= 8) & (oxs[None, :] + patch <= 32))
+    assert inner.sum() == 25
+    np.testing.assert_array_equal(got[inner], 2.0)
+    # textured patches whose match in frame 1 is not in the replicated border
+    textured_patches = (((oys[:, None] >= 36) | (oxs[None, :] >= 36))
+                        & (oys[:, None] + patch <= h - 2) & (oxs[None, :] + patch <= w - 3))
+    error = np.linalg.norm(got[textured_patches] - [3.0, 2.0], axis=-1)
+    assert error.max() < 1e-3, error
+
+
+@pytest.mark.parametrize('h, w, patch, stride', CASES)
+def test_dis_densify_matches_reference(runtime, h, w, patch, stride):
+    rng = np.random.default_rng(h + w)
+    i0, i1 = textured(rng, h, w), textured(rng, h, w)
+    ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
+    sparse = rng.normal(0, 2.0, (hs, ws, 2)).astype(np.float32)
+    built, _ = program(runtime, patch)
+    out = empty(runtime, (h, w, 2))
+    built.kernel('dis_densify')((w, h), (upload(runtime, i0), upload(runtime, i1), i32(w), i32(h),
+                                        upload(runtime, sparse), i32(ws), i32(hs),
+                                        i32(stride), out), 'test')
+    got = download(runtime, out, (h, w, 2))
+    np.testing.assert_allclose(got, ref.dis_densify(i0, i1, sparse, patch, stride),
+                               atol=1e-4 * np.abs(sparse).max())
+
+
+def refinement_inputs(runtime, h: int, w: int, seed: int):
+    rng = np.random.default_rng(seed)
+    i0 = textured(rng, h, w)
+    i1 = shifted(i0, 0.7, -0.4) + rng.normal(0, 2, (h, w)).astype(np.float32)
+    flow = smooth_flow(rng, h, w, 1.0)
+    return i0, i1, flow
+
+
+@pytest.mark.parametrize('h, w', [(29, 37), (37, 29), (5, 3), (40, 33)])
+def test_dis_refinement_terms_match_reference(runtime, h, w):
+    i0, i1, flow = refinement_inputs(runtime, h, w, h * w)
+    built, _ = program(runtime, 8)
+    averaged, t1, t2 = empty(runtime, (h, w, 2)), empty(runtime, (h, w, 4)), empty(runtime,
+                                                                                  (h, w, 4))
+    wh = (i32(w), i32(h))
+    built.kernel('dis_vr_warp')((w, h), (upload(runtime, i0), upload(runtime, i1),
+                                         upload(runtime, flow), *wh, averaged), 'test')
+    built.kernel('dis_vr_first')((w, h), (averaged, *wh, t1, t2), 'test')
+    built.kernel('dis_vr_second')((w, h), (t1, *wh, t2), 'test')
+    want1, want2 = ref.dis_vr_terms(i0, i1, flow)
+    np.testing.assert_allclose(download(runtime, t1, (h, w, 4)), want1, atol=255e-4)
+    np.testing.assert_allclose(download(runtime, t2, (h, w, 4)), want2, atol=255e-4)
+
+
+def solve(runtime, formulation: str, t1, t2, flow, dflow, offset: int, fresh: bool,
+          weights=(10.0, 5.0, 2.5)) -> tuple[np.ndarray, np.ndarray]:
+    """One fixed-point iteration in a formulation: (new dflow, flow + new dflow)."""
+    h, w = flow.shape[:2]
+    built, group = program(runtime, 8, formulation)
+    tiles = (-(-(w + offset) // dis.TILE), -(-(h + offset) // dis.TILE))
+    items = (tiles[0] * group[0], tiles[1] * group[1])
+    out, total = empty(runtime, (h, w, 2)), empty(runtime, (h, w, 2))
+    terms = (upload(runtime, t1), upload(runtime, t2))
+    flow_in, dflow_in = upload(runtime, flow), upload(runtime, dflow)
+    flags = (i32(offset), i32(fresh), i32(1))
+    scalars = tuple(f32(v) for v in weights)
+    if formulation == 'cpu':
+        system = empty(runtime, (6, h, w))
+        built.kernel('dis_vr_system')((w, h), (*terms, flow_in, dflow_in, i32(w), i32(h),
+                                               i32(fresh), *scalars, system), 'test')
+        built.kernel('dis_vr_solve_rows')(items, (system, flow_in, dflow_in, out, total, i32(w),
+                                                  i32(h), *flags), 'test', local=group)
+    else:
+        built.kernel('dis_vr_solve')(items, (*terms, flow_in, dflow_in, out, total, i32(w),
+                                             i32(h), *flags, *scalars), 'test', local=group)
+    return download(runtime, out, (h, w, 2)), download(runtime, total, (h, w, 2))
+
+
+@pytest.mark.parametrize('h, w', [(29, 37), (40, 33), (3, 5), (17, 16)])
+@pytest.mark.parametrize('offset, fresh', [(0, True), (8, False)])
+def test_dis_vr_solve_matches_reference(runtime, h, w, offset, fresh):
+    i0, i1, flow = refinement_inputs(runtime, h, w, h + w)
+    t1, t2 = ref.dis_vr_terms(i0, i1, flow)
+    dflow = np.random.default_rng(1).normal(0, 0.2, (h, w, 2)).astype(np.float32)
+    got, total = solve(runtime, 'cpu', t1, t2, flow, dflow, offset, fresh)
+    want = ref.dis_vr_solve(t1, t2, flow, 0 * dflow if fresh else dflow, offset, dis.TILE,
+                            10.0, 5.0, 2.5)
+    np.testing.assert_allclose(got, want, atol=1e-3)
+    np.testing.assert_allclose(total, flow + got, atol=1e-6)
+
+
+@pytest.mark.parametrize('h, w, offset', [(29, 37, 0), (67, 45, 8), (16, 16, 0)])
+def test_dis_vr_solve_formulations_agree(runtime, h, w, offset):
+    """The CPU formulation (systems per pixel, a work-item per tile) gives the GPU one's."""
+    i0, i1, flow = refinement_inputs(runtime, h, w, 7)
+    t1, t2 = ref.dis_vr_terms(i0, i1, flow)
+    dflow = np.random.default_rng(2).normal(0, 0.2, (h, w, 2)).astype(np.float32)
+    cpu, _ = solve(runtime, 'cpu', t1, t2, flow, dflow, offset, False)
+    gpu, _ = solve(runtime, 'gpu', t1, t2, flow, dflow, offset, False)
+    np.testing.assert_allclose(cpu, gpu, atol=1e-6)
+
+
+def test_solve_groups_fit_the_device():
+    from cl_vision_nodes.opencl.limits import DeviceLimits
+    small = DeviceLimits(max_group=64, max_item_sizes=(64, 64, 64), local_mem=32768, fp64=False,
+                         image_support=False, compute_units=1, is_gpu=True)
+    assert dis.solve_group(small, 'gpu') == (16, 4)
+    assert dis.solve_group(small, 'cpu') == (1, 1)
+    assert small.formulation == 'gpu'
+
+
+def test_coarsest_level_follows_opencv_and_the_pyramid():
+    # OpenCV: min(int(log2(max / (4 * patch)) + 0.5), int(log2(min / patch)))
+    assert dis.coarsest_level(level_shapes(480, 640), 8) == 4
+    assert dis.coarsest_level(level_shapes(720, 1280), 8) == 5
+    assert dis.coarsest_level(level_shapes(37, 29), 8) == 0
+    assert dis.coarsest_level(level_shapes(60, 2000), 16) == 1
+
+
+@pytest.fixture(scope='module')
+def estimators(runtime):
+    return {formulation: FlowEstimator(runtime, {'method': 'dis'}, formulation=formulation)
+            for formulation in ('cpu', 'gpu')}
+
+
+@pytest.mark.parametrize('h, w', [(61, 83), (97, 131), (480 // 3, 641 // 3)])
+def test_formulations_give_the_same_flow(estimators, h, w):
+    sample = flow_pair(h, w, motion='rotation', seed=h)
+    flows = {f: e.estimate(sample.frame0, sample.frame1) for f, e in estimators.items()}
+    np.testing.assert_allclose(flows['cpu'], flows['gpu'], atol=1e-5)
+    assert np.isfinite(flows['cpu']).all() and flows['cpu'].shape == (h, w, 2)
+
+
+@pytest.mark.parametrize('preset', sorted(DIS_PRESETS))
+def test_presets_recover_a_translation_larger_than_a_patch(runtime, preset):
+    estimator = FlowEstimator(runtime, DIS_PRESETS[preset])
+    sample = flow_pair(240, 320, motion='translation', seed=4)
+    img = sample.frame0.astype(np.float32)
+    moved = shifted(img, 13.0, -9.0)  # more than the 8-pixel patch
+    flow = estimator.estimate(img, moved)
+    valid = np.zeros((240, 320), bool)
+    valid[20:-20, 20:-20] = True
+    errors = flow_errors(flow, np.broadcast_to(np.float32([13.0, -9.0]), flow.shape), valid)
+    assert errors.epe < 0.2, errors
+
+
+@pytest.mark.parametrize('h, w', [(7, 5), (3, 2), (8, 8), (9, 300)])
+def test_frames_smaller_than_a_patch_or_barely_larger(runtime, h, w):
+    estimator = FlowEstimator(runtime, {'method': 'dis'})
+    rng = np.random.default_rng(0)
+    flow = estimator.estimate(textured(rng, h, w), textured(rng, h, w))
+    assert flow.shape == (h, w, 2) and np.isfinite(flow).all()
+    if min(h, w) < 8:
+        assert not flow.any()
+
+
+def test_auto_is_dis_on_cpus_and_hs_on_gpus_and_never_overrides_a_method(runtime):
+    estimator = FlowEstimator(runtime)
+    expected = 'hs' if runtime.limits.is_gpu else 'dis'
+    assert estimator.settings.method == 'auto' and estimator.method == expected
+    for method in ('lk', 'hs', 'bm', 'dis'):
+        assert resolve_method(method, True) == resolve_method(method, False) == method
+    estimator.configure({'method': 'bm'})
+    assert estimator.method == 'bm'
+    estimator.configure({'method': 'auto'})
+    assert estimator.method == expected
+
+
+@pytest.mark.parametrize('change, words', [
+    ({'dis_patch_size': 6}, 'dis_patch_size'),
+    ({'dis_patch_size': 20}, 'dis_patch_size'),
+    ({'dis_patch_stride': 9}, 'larger than dis_patch_size'),
+    ({'dis_iterations': 1}, 'dis_iterations'),
+    ({'dis_refine_iterations': -1}, 'dis_refine_iterations'),
+    ({'dis_alpha': -1.0}, 'dis_alpha'),
+    ({'method': 'farneback'}, 'method'),
+])
+def test_bad_dis_parameters_are_refused_with_the_reason(runtime, change, words):
+    estimator = FlowEstimator(runtime, {'method': 'dis'})
+    before = dict(estimator.values)
+    with pytest.raises(ParameterError, match=words):
+        estimator.configure(change)
+    assert estimator.values == before
+
+
+def test_presets_are_valid_parameter_values():
+    for values in DIS_PRESETS.values():
+        settings = FlowSettings.from_values(FLOW_SCHEMA.validate(FLOW_SCHEMA.defaults(), values))
+        assert settings.method == 'dis'
+    assert {k: v for k, v in DIS_PRESETS['medium'].items() if k != 'method'} == {
+        k: FLOW_SCHEMA.defaults()[k] for k in DIS_PRESETS['medium'] if k != 'method'}
+
+
+def test_patch_size_change_applies_to_the_next_frame(runtime):
+    estimator = FlowEstimator(runtime, {'method': 'dis'})
+    sample = flow_pair(64, 80, motion='translation', seed=1)
+    first = estimator.estimate(sample.frame0, sample.frame1)
+    estimator.configure({'dis_patch_size': 12, 'dis_patch_stride': 4})
+    second = estimator.estimate(sample.frame0, sample.frame1)
+    assert not np.array_equal(first, second)
+    assert flow_errors(second, sample.flow, sample.valid).epe < 0.3
+
+
+def test_streaming_matches_one_shot_reuses_plans_and_follows_size_changes(runtime):
+    """Bound launches are replayed per pyramid slot; a new size or setting builds a new plan."""
+    from cl_vision_nodes.imaging.encodings import gray_to_raw
+    estimator = FlowEstimator(runtime, {'method': 'dis'})
+    once = FlowEstimator(runtime, {'method': 'dis'})
+    sequence = [flow_pair(45, 67, motion='rotation', seed=s).frame0 for s in range(4)]
+    sequence += [flow_pair(33, 50, motion='zoom', seed=9).frame0,
+                 flow_pair(33, 50, motion='zoom', seed=9).frame1]
+    estimator.push(gray_to_raw(sequence[0]))
+    handles = []
+    for previous, frame in zip(sequence, sequence[1:]):
+        flow = estimator.push(gray_to_raw(frame))
+        if previous.shape != frame.shape:
+            assert flow is None
+            continue
+        np.testing.assert_array_equal(flow, once.estimate(previous, frame))
+        if frame.shape == sequence[0].shape:
+            handles.append(estimator.buffers.handles())
+    assert len(handles) == 3 and handles[1] == handles[2]  # both pyramid slots seen by then
+    estimator.configure({'dis_refine_iterations': 0})
+    flow = estimator.push(gray_to_raw(sequence[4]))
+    once.configure({'dis_refine_iterations': 0})
+    np.testing.assert_array_equal(flow, once.estimate(sequence[5], sequence[4]))
