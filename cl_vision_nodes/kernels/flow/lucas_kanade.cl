@@ -236,39 +236,14 @@ void lk_level(__global const float* i0, __global const float* i1, const int w, c
 // one work-item per tile (global size: the tiles, work-groups of one) walking it with plain loops,
 // tile columns as float8 in the window passes, and no barriers. Its arrays are in local memory,
 // which a group of one work-item owns alone (about 90 KiB at the default window: PoCL has 1 MiB;
-// built only for the CPU formulation, so a GPU never compiles it). The pixel loops call no
-// built-in function where lk_level's do (PoCL calls them rather than inlining them).
+// built only for the CPU formulation, so a GPU never compiles it). Window rows are read with
+// LOAD8 (common.cl: PoCL calls vload8 rather than inlining it).
 #ifdef LK_CPU
 #if LK_TILE_W % 8 != 0
 #error "lk_level_cpu needs LK_TILE_W to be a multiple of 8"
 #endif
 #define LK_CHUNKS (LK_TILE_W / 8)
 #define LK_SPAN (LK_SPAN_W * LK_SPAN_H)
-
-// 8 consecutive floats (a vector load, without vload8's call).
-inline __attribute__((always_inline)) float8 lk_load8(__local const float* p)
-{
-    return (float8)(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
-}
-
-// lk_rhs with the same numbers: floor is the truncation of the non-negative position and the
-// clamps are ?:.
-inline __attribute__((always_inline)) float2 lk_rhs_cpu(__global const float* i1, int w, int h,
-                                                        int x, int y, float v0, float2 g,
-                                                        float2 u)
-{
-    const float px = x + u.x, py = y + u.y;
-    float e = 0.0f;
-    if (px >= 0.0f && px <= w - 1 && py >= 0.0f && py <= h - 1) {
-        const int ix = (int)px, iy = (int)py;
-        const float tx = px - (float)ix, ty = py - (float)iy;
-        const int x1 = ix + 1 > w - 1 ? w - 1 : ix + 1, y1 = iy + 1 > h - 1 ? h - 1 : iy + 1;
-        const float top = i1[iy * w + ix] * (1.0f - tx) + i1[iy * w + x1] * tx;
-        const float bottom = i1[y1 * w + ix] * (1.0f - tx) + i1[y1 * w + x1] * tx;
-        e = (top * (1.0f - ty) + bottom * ty) - v0;
-    }
-    return g * (dot(g, u) - e);
-}
 
 // Row pass of one component (lk_window_rows): r[row][chunk] over every span row.
 inline __attribute__((always_inline)) void lk_rows_cpu(__local const float* s, __local float8* r,
@@ -280,7 +255,7 @@ inline __attribute__((always_inline)) void lk_rows_cpu(__local const float* s, _
             float8 acc = 0.0f;
 #pragma unroll
             for (int j = 0; j < LK_TAPS; ++j)
-                acc += taps[j] * lk_load8(from + j);
+                acc += taps[j] * LOAD8(from + j);
             r[row * LK_CHUNKS + c] = acc;
         }
 }
@@ -363,7 +338,7 @@ void lk_level_cpu(__global const float* i0, __global const float* i1, const int 
             const int y = span_y[row];
             for (int col = 0; col < LK_SPAN_W; ++col) {
                 const int x = span_x[col], k = row * LK_SPAN_W + col;
-                const float2 q = lk_rhs_cpu(i1, w, h, x, y, v0[k], g[k], current[at[k]]);
+                const float2 q = lk_rhs(i1, w, h, x, y, v0[k], g[k], current[at[k]]);
                 fx[k] = q.x;
                 fy[k] = q.y;
             }
