@@ -13,8 +13,10 @@
 # limitations under the License.
 
 """
-Dense inverse search: each kernel of kernels/flow/dis.cl against flow/reference.py, both
-formulations of dis_vr_solve against each other, and the method through FlowEstimator.
+Dense inverse search: each kernel against its NumPy reference, and the method as a whole.
+
+Kernels of kernels/flow/dense_inverse_search.cl against flow/reference.py, both formulations of
+the refinement solver against each other, and the method through FlowEstimator.
 
 Sizes are odd and not multiples of the patch stride, the solver tile or a work-group. Tolerances:
 densification and the refinement terms to 1e-4 of the data's scale (float32 against float64);
@@ -23,14 +25,14 @@ can flip one: its flows must agree to 1e-3 px on at least 97 % of the patches. T
 5 sweeps of an iterative method: 1e-3 px. Run also under POCL_MAX_WORK_GROUP_SIZE=64
 (test_small_devices), where the GPU formulation's work-group is 16 x 4.
 """
+from cl_vision_nodes.dataio.synthetic import flow_pair
 from cl_vision_nodes.errors import ParameterError
-from cl_vision_nodes.flow import dis, FlowEstimator
+from cl_vision_nodes.flow import dense_inverse_search as dis, FlowEstimator
 from cl_vision_nodes.flow import reference as ref
+from cl_vision_nodes.flow.metrics import flow_errors
 from cl_vision_nodes.flow.presets import DIS_PRESETS
 from cl_vision_nodes.flow.pyramid import level_shapes
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA, FlowSettings, resolve_method
-from cl_vision_nodes.dataio.synthetic import flow_pair
-from cl_vision_nodes.flow.metrics import flow_errors
 import cv2
 import numpy as np
 import pyopencl as cl
@@ -145,9 +147,9 @@ def test_dis_densify_matches_reference(runtime, h, w, patch, stride):
     sparse = rng.normal(0, 2.0, (hs, ws, 2)).astype(np.float32)
     built, _ = program(runtime, patch)
     out = empty(runtime, (h, w, 2))
-    built.kernel('dis_densify')((w, h), (upload(runtime, i0), upload(runtime, i1), i32(w), i32(h),
-                                        upload(runtime, sparse), i32(ws), i32(hs),
-                                        i32(stride), out), 'test')
+    built.kernel('dis_densify')((w, h), (
+        upload(runtime, i0), upload(runtime, i1), i32(w), i32(h), upload(runtime, sparse),
+        i32(ws), i32(hs), i32(stride), out), 'test')
     got = download(runtime, out, (h, w, 2))
     np.testing.assert_allclose(got, ref.dis_densify(i0, i1, sparse, patch, stride),
                                atol=1e-4 * np.abs(sparse).max())
@@ -165,8 +167,8 @@ def refinement_inputs(runtime, h: int, w: int, seed: int):
 def test_dis_refinement_terms_match_reference(runtime, h, w):
     i0, i1, flow = refinement_inputs(runtime, h, w, h * w)
     built, _ = program(runtime, 8)
-    averaged, t1, t2 = empty(runtime, (h, w, 2)), empty(runtime, (h, w, 4)), empty(runtime,
-                                                                                  (h, w, 4))
+    averaged = empty(runtime, (h, w, 2))
+    t1, t2 = empty(runtime, (h, w, 4)), empty(runtime, (h, w, 4))
     wh = (i32(w), i32(h))
     built.kernel('dis_vr_warp')((w, h), (upload(runtime, i0), upload(runtime, i1),
                                          upload(runtime, flow), *wh, averaged), 'test')

@@ -274,7 +274,7 @@ def test_bm_search_cpu_is_the_gpu_kernel_and_the_reference_exactly(runtime, h, w
 
 
 def test_bm_search_cpu_runs_a_grid_of_73_x_49_blocks(runtime):
-    """RubberWhale's size: with no explicit group PoCL ran all 3577 blocks as one and crashed."""
+    """At RubberWhale's size PoCL, given no group, ran all 3577 blocks as one and crashed."""
     rng = np.random.default_rng(29)
     i0 = rng.uniform(0, 255, (388, 584)).astype(np.float32)
     i1 = np.roll(i0, (2, 1), (0, 1))

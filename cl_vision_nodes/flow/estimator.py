@@ -33,7 +33,7 @@ from typing import Mapping, Protocol
 
 from cl_vision_nodes.errors import ImageFormatError
 from cl_vision_nodes.flow.block_matching import BlockMatcher
-from cl_vision_nodes.flow.dis import DenseInverseSearch
+from cl_vision_nodes.flow.dense_inverse_search import DenseInverseSearch
 from cl_vision_nodes.flow.horn_schunck import HornSchunck
 from cl_vision_nodes.flow.lucas_kanade import LucasKanade
 from cl_vision_nodes.flow.pyramid import DevicePyramid

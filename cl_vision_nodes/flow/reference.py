@@ -310,7 +310,7 @@ def bm_search(i0: np.ndarray, i1: np.ndarray, block: int, radius: int,
     return flow
 
 
-# --- Dense inverse search (kernels/flow/dis.cl) --------------------------------------------------
+# --- Dense inverse search (kernels/flow/dense_inverse_search.cl) ------------------------------
 
 DIS_DET_MIN = 1e-3
 DIS_SWEEPS = 5
@@ -409,8 +409,8 @@ def _central(img: np.ndarray, axis: int) -> np.ndarray:
     return 0.5 * (ahead - behind)
 
 
-def dis_vr_terms(i0: np.ndarray, i1: np.ndarray, flow: np.ndarray) -> tuple[np.ndarray,
-                                                                           np.ndarray]:
+def dis_vr_terms(i0: np.ndarray, i1: np.ndarray,
+                 flow: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     Kernels dis_vr_warp, dis_vr_first and dis_vr_second.
 

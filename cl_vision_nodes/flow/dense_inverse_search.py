@@ -26,10 +26,11 @@ refinement (brightness and gradient constancy, smoothness, OpenCV's weights and 
 runs ``dis_refine_iterations`` fixed-point iterations of 5 red-black SOR sweeps on tiles. The
 finest level's flow is upsampled to full resolution.
 
-The kernels are those of kernels/flow/dis.cl; only the solver has two formulations, chosen by
-the ``formulation`` the estimator passes: on a GPU dis_vr_solve (a work-group shares a tile and
-forms its systems), on a CPU dis_vr_system (every pixel's system, which PoCL vectorises across
-pixels) then dis_vr_solve_rows (a work-item walks a tile, a row of one colour as a float8). Frames with a side shorter than the patch get zero flow.
+The kernels are those of kernels/flow/dense_inverse_search.cl; only the solver has two
+formulations, chosen by the ``formulation`` the estimator passes: on a GPU dis_vr_solve (a
+work-group shares a tile and forms its systems), on a CPU dis_vr_system (every pixel's system,
+which PoCL vectorises across pixels) then dis_vr_solve_rows (a work-item walks a tile, a row of
+one colour as a float8). Frames with a side shorter than the patch get zero flow.
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ from cl_vision_nodes.opencl.runtime import ClRuntime
 import numpy as np
 import pyopencl as cl
 
-KERNELS = ('flow/common.cl', 'flow/dis.cl')
+KERNELS = ('flow/common.cl', 'flow/dense_inverse_search.cl')
 TILE = 16
 """Side of the dis_vr_solve tiles (DIS_TILE): they shape the result, the work-group does not."""
 
@@ -75,7 +76,7 @@ def grid_count(n: int, patch: int, stride: int) -> int:
 
 def coarsest_level(shapes: list[Shape], patch: int) -> int:
     """
-    OpenCV's coarsest scale for the level-0 size, within the levels whose sides hold a patch.
+    Return OpenCV's coarsest scale for the level-0 size, within the levels holding a patch.
 
     OpenCV: the level where a quarter of the image is about one patch (motions up to a
     quarter of the image are found), and no level smaller than a patch.
@@ -128,7 +129,7 @@ class DenseInverseSearch:
         return plan.result
 
     def _levels(self, prev: DevicePyramid, settings: FlowSettings) -> range:
-        """Levels searched, coarse to fine; empty where the frame is smaller than a patch."""
+        """Return the levels searched, coarse to fine; none for frames smaller than a patch."""
         patch = settings.dis_patch_size
         if min(prev.shapes[0]) < patch:
             return range(0)
@@ -136,7 +137,7 @@ class DenseInverseSearch:
         return range(coarsest, min(settings.dis_finest_level, coarsest) - 1, -1)
 
     def _frame_buffers(self, prev: DevicePyramid, settings: FlowSettings) -> dict[str, cl.Buffer]:
-        """The estimator's buffers a frame uses, sized for level 0."""
+        """Return the estimator's buffers a frame uses, sized for level 0."""
         h0, w0 = prev.shapes[0]
         patch, stride = settings.dis_patch_size, settings.dis_patch_stride
         sparse = grid_count(w0, patch, stride) * grid_count(h0, patch, stride) * 8 if min(
@@ -155,7 +156,7 @@ class DenseInverseSearch:
                                            else 1)}
 
     def _plan(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> _Plan:
-        """The frame's launches, bound once per frame size, pyramid slot and settings."""
+        """Return the frame's launches, bound once per frame size, pyramid slot and settings."""
         levels = self._levels(prev, settings)
         # computed for this frame on first use (the pyramid's buffers themselves are reused)
         gradients = tuple(prev.gradient(level) for level in levels)
@@ -192,7 +193,7 @@ class DenseInverseSearch:
     def _search_level(self, prev: DevicePyramid, cur: DevicePyramid, level: int,
                       named: dict[str, cl.Buffer], steps: _Steps,
                       settings: FlowSettings) -> None:
-        """Both search passes, then the densified flow into the field."""
+        """Run both search passes, then densify the patches' flow into the field."""
         h, w = prev.shapes[level]
         patch, stride = settings.dis_patch_size, settings.dis_patch_stride
         ws, hs = grid_count(w, patch, stride), grid_count(h, patch, stride)
@@ -211,7 +212,7 @@ class DenseInverseSearch:
     def _refine_level(self, prev: DevicePyramid, cur: DevicePyramid, level: int,
                       named: dict[str, cl.Buffer], steps: _Steps,
                       settings: FlowSettings) -> None:
-        """The variational refinement of the field's flow at ``level``, into the field."""
+        """Refine the field's flow at ``level`` variationally, into the field."""
         h, w = prev.shapes[level]
         averaged, t1, t2 = named['averaged'], named['t1'], named['t2']
         dflow = named['dflow_a'], named['dflow_b']

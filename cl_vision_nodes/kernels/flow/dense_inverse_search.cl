@@ -12,7 +12,7 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-// Dense inverse search (flow/dis.py); after common.cl. Per level: dis_search twice (patches from
+// Dense inverse search (flow/dense_inverse_search.py); after common.cl. Per level: dis_search twice (patches from
 // the dense start, then from the best neighbour), dis_densify, then the variational refinement:
 // dis_vr_warp, dis_vr_first, dis_vr_second and one dis_vr_solve per fixed-point iteration.
 //
@@ -22,7 +22,7 @@
 // (dis_vr_solve_rows, 8 pixels of a row at a time). A half-sweep updates pixels of one colour,
 // which read only pixels of the other, so both give the same numbers.
 #if !defined(DIS_PATCH) || !defined(DIS_TILE) || !defined(DIS_GROUP_W) || !defined(DIS_GROUP_H)
-#error "dis.cl needs -D DIS_PATCH, DIS_TILE, DIS_GROUP_W and DIS_GROUP_H"
+#error "dense_inverse_search.cl needs -D DIS_PATCH, DIS_TILE, DIS_GROUP_W and DIS_GROUP_H"
 #endif
 #if DIS_PATCH % 4 != 0
 #error "DIS_PATCH must be a multiple of 4"
