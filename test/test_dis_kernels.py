@@ -26,7 +26,7 @@ can flip one: its flows must agree to 1e-3 px on at least 97 % of the patches. T
 (test_small_devices), where the GPU formulation's work-group is 16 x 4.
 """
 from cl_vision_nodes.dataio.synthetic import flow_pair
-from cl_vision_nodes.errors import ParameterError
+from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.flow import dense_inverse_search as dis, FlowEstimator
 from cl_vision_nodes.flow import reference as ref
 from cl_vision_nodes.flow.metrics import flow_errors
@@ -351,3 +351,28 @@ def test_streaming_matches_one_shot_reuses_plans_and_follows_size_changes(runtim
     flow = estimator.push(gray_to_raw(sequence[4]))
     once.configure({'dis_refine_iterations': 0})
     np.testing.assert_array_equal(flow, once.estimate(sequence[5], sequence[4]))
+
+
+@pytest.mark.parametrize('method', ['dis', 'hs', 'lk', 'bm'])
+def test_built_in_and_operator_spellings_give_the_same_flow(monkeypatch, method):
+    """
+    Kernels use operators on CPU devices (CL_VISION_CPU_DEVICE) and built-ins elsewhere.
+
+    Both spellings are built here, the built-in one as a GPU gets it, and must agree exactly:
+    this is also the only place a CPU-only CI compiles the GPU spelling.
+    """
+    from cl_vision_nodes.opencl import programs
+    from cl_vision_nodes.opencl.runtime import ClRuntime
+    sample = flow_pair(45, 67, motion='rotation', seed=2)
+    flows = []
+    for prelude in (programs.CPU_DEVICE_PRELUDE, ''):
+        monkeypatch.setattr(programs, 'CPU_DEVICE_PRELUDE', prelude)
+        try:  # a fresh runtime: nothing cached from the other spelling
+            runtime = ClRuntime('cpu')
+        except CLVisionError as exc:
+            pytest.skip(f'no CPU OpenCL device here: {exc}')
+        for formulation in ('cpu', 'gpu'):
+            estimator = FlowEstimator(runtime, {'method': method}, formulation=formulation)
+            flows.append(estimator.estimate(sample.frame0, sample.frame1))
+    np.testing.assert_array_equal(flows[0], flows[2])  # cpu formulation, both spellings
+    np.testing.assert_array_equal(flows[1], flows[3])  # gpu formulation, both spellings

@@ -40,6 +40,9 @@ Defines = Mapping[str, 'int | float | str']
 NO_DEFINES: Defines = MappingProxyType({})
 NO_FP64_PRELUDE = ''.join(f'#define double{n} fp64_is_not_used_by_cl_vision_nodes\n'
                           for n in ('', '2', '3', '4', '8', '16'))
+CPU_DEVICE_PRELUDE = '#define CL_VISION_CPU_DEVICE 1\n'
+"""Added to every build for a CPU device: kernels may then spell a value so PoCL computes it
+fast (its built-in functions are calls), without changing the value."""
 BUILD_FIX = ('choose another device (`device` parameter, --device or CL_VISION_DEVICE) or '
              'install a working OpenCL driver; `cl-vision doctor` checks each device')
 
@@ -91,7 +94,8 @@ def build(context: cl.Context, entry: DeviceEntry, files: Sequence[str],
     KernelBuildError: one line naming the device, the files, the compiler's first error and the
     fix; the whole compiler log is in its ``log`` attribute.
     """
-    source = NO_FP64_PRELUDE + ''.join(kernel_source(file) for file in files)
+    cpu = CPU_DEVICE_PRELUDE if entry.device.type & cl.device_type.CPU else ''
+    source = NO_FP64_PRELUDE + cpu + ''.join(kernel_source(file) for file in files)
     options = build_options(defines)
     try:
         return cl.Program(context, source).build(options=list(options))

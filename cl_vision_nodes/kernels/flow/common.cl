@@ -31,8 +31,10 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 // PoCL (the CPU devices) calls its built-in functions rather than inlining them, and spills the
-// vector registers around every call; the helpers below give the same values with operators, for
-// the loops a CPU runs hot. floor_int: |x| < 2^31.
+// vector registers around every call: on CPU devices (CL_VISION_CPU_DEVICE, set by the
+// runtime) the helpers below give the same values with operators, for the loops a CPU runs hot;
+// elsewhere they are the built-ins, single instructions on a GPU. floor_int: |x| < 2^31.
+#ifdef CL_VISION_CPU_DEVICE
 inline int floor_int(float x)
 {
     const int i = (int)x;
@@ -49,9 +51,6 @@ inline int clamp_int(int i, int lo, int hi)
 #define SQRT_OP __builtin_sqrtf
 #endif
 #endif
-#ifndef SQRT_OP
-#define SQRT_OP sqrt
-#endif
 // Unaligned vector loads and stores element by element (the compiler merges them into one).
 #define LOAD4(p) ((float4)((p)[0], (p)[1], (p)[2], (p)[3]))
 #define LOAD8(p) ((float8)(LOAD4(p), LOAD4((p) + 4)))
@@ -60,6 +59,24 @@ inline int clamp_int(int i, int lo, int hi)
         (p)[0] = (v).s0; (p)[1] = (v).s1; (p)[2] = (v).s2; (p)[3] = (v).s3; \
         (p)[4] = (v).s4; (p)[5] = (v).s5; (p)[6] = (v).s6; (p)[7] = (v).s7; \
     } while (0)
+#else
+inline int floor_int(float x)
+{
+    return (int)floor(x);
+}
+
+inline int clamp_int(int i, int lo, int hi)
+{
+    return clamp(i, lo, hi);
+}
+
+#define LOAD4(p) vload4(0, p)
+#define LOAD8(p) vload8(0, p)
+#define STORE8(v, p) vstore8(v, 0, p)
+#endif
+#ifndef SQRT_OP
+#define SQRT_OP sqrt
+#endif
 
 // The pixel of this work-item, clamped into a w x h image. Per-pixel kernels take it instead of
 // returning early beyond the image: work-items past the edge (global sizes rounded up to whole
