@@ -287,39 +287,47 @@ inline void dis_span_pixel(__global const float2* flow, __global const float2* d
     const int gx = clamp_int(ox - 1 + k % DIS_SPAN, 0, w - 1);
     const int gy = clamp_int(oy - 1 + k / DIS_SPAN, 0, h - 1);
     const size_t g = (size_t)gy * w + gx;
-    *dd = fresh ? (float2)(0.0f) : dflow_in[g];
+    const float2 loaded = dflow_in[g];
+    *dd = fresh ? (float2)(0.0f) : loaded;
     *total = flow[g] + *dd;
 }
 
-// Smoothness weight of a pixel, for the edges to its right and lower neighbours, from W + dW
-// there (`right`, `down` equal to `here` where the image ends: replicated border).
-inline float dis_smooth_weight(float2 here, float2 right, float2 down, float a2)
+// Smoothness weight of a pixel, for the edges to its right and lower neighbours, from the
+// forward differences of W + dW there (0 where the image ends: replicated border). Scalar
+// arguments: PoCL vectorises a kernel across work-items only while its values are scalars.
+inline float dis_smooth_weight(float ux, float vx, float uy, float vy, float a2)
 {
-    const float2 ddx = right - here, ddy = down - here;
-    return a2 / SQRT_OP(ddx.x * ddx.x + ddx.y * ddx.y + ddy.x * ddy.x + ddy.y * ddy.y + DIS_EPS2);
+    return a2 / SQRT_OP(ux * ux + vx * vx + uy * uy + vy * vy + DIS_EPS2);
 }
 
-// The data terms' part of a pixel's system at the lagged dW: (a11, a12, a22, b1, b2, ...).
-// a = (Ix, Iy, Iz, Ixz), e = (Iyz, Ixx, Ixy, Iyy). Reciprocals of the normalisations keep it
-// to 5 divisions.
-inline float8 dis_data_system(float4 a, float4 e, float2 du, float g2, float d2)
+// The data terms' part of a pixel's system at the lagged dW (du, dv): a11, a12, a22, b1, b2.
+// a = (Ix, Iy, Iz, Ixz), e = (Iyz, Ixx, Ixy, Iyy). Reciprocals of the normalisations keep it to
+// 5 divisions; scalars throughout (see dis_smooth_weight).
+inline void dis_data_system(float ax, float ay, float az, float aw, float ex, float ey, float ez,
+                            float ew, float du, float dv, float g2, float d2, float* a11,
+                            float* a12, float* a22, float* b1, float* b2)
 {
-    const float inv_norm = 1.0f / (a.x * a.x + a.y * a.y + DIS_ZETA2);
-    const float residual = a.z + a.x * du.x + a.y * du.y;
+    const float inv_norm = 1.0f / (ax * ax + ay * ay + DIS_ZETA2);
+    const float residual = az + ax * du + ay * dv;
     const float wd = d2 / SQRT_OP(residual * residual * inv_norm + DIS_EPS2) * inv_norm;
-    float a11 = wd * a.x * a.x + DIS_ZETA2, a12 = wd * a.x * a.y;
-    float a22 = wd * a.y * a.y + DIS_ZETA2;
-    float b1 = -wd * a.z * a.x, b2 = -wd * a.z * a.y;
-    const float inx = 1.0f / (e.y * e.y + e.z * e.z + DIS_ZETA2);
-    const float iny = 1.0f / (e.w * e.w + e.z * e.z + DIS_ZETA2);
-    const float rx = a.w + e.y * du.x + e.z * du.y;
-    const float ry = e.x + e.z * du.x + e.w * du.y;
+    const float inx = 1.0f / (ey * ey + ez * ez + DIS_ZETA2);
+    const float iny = 1.0f / (ew * ew + ez * ez + DIS_ZETA2);
+    const float rx = aw + ey * du + ez * dv;
+    const float ry = ex + ez * du + ew * dv;
     const float wg = g2 / SQRT_OP(rx * rx * inx + ry * ry * iny + DIS_EPS2);
-    a11 += wg * (e.y * e.y * inx + e.z * e.z * iny);
-    a12 += wg * (e.y * e.z * inx + e.z * e.w * iny);
-    a22 += wg * (e.z * e.z * inx + e.w * e.w * iny);
-    b1 -= wg * (e.y * a.w * inx + e.z * e.x * iny);
-    b2 -= wg * (e.z * a.w * inx + e.w * e.x * iny);
+    *a11 = wd * ax * ax + DIS_ZETA2 + wg * (ey * ey * inx + ez * ez * iny);
+    *a12 = wd * ax * ay + wg * (ey * ez * inx + ez * ew * iny);
+    *a22 = wd * ay * ay + DIS_ZETA2 + wg * (ez * ez * inx + ew * ew * iny);
+    *b1 = -wd * az * ax - wg * (ey * aw * inx + ez * ex * iny);
+    *b2 = -wd * az * ay - wg * (ez * aw * inx + ew * ex * iny);
+}
+
+// dis_data_system of pixel g with its terms as float4s, as (a11, a12, a22, b1, b2, 0, 0, 0).
+inline float8 dis_data_system8(float4 a, float4 e, float2 d, float g2, float d2)
+{
+    float a11, a12, a22, b1, b2;
+    dis_data_system(a.x, a.y, a.z, a.w, e.x, e.y, e.z, e.w, d.x, d.y, g2, d2, &a11, &a12, &a22,
+                    &b1, &b2);
     return (float8)(a11, a12, a22, b1, b2, 0.0f, 0.0f, 0.0f);
 }
 
@@ -384,9 +392,10 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
         const int sx = k % DIS_SPAN, sy = k / DIS_SPAN;
         const int gx = ox - 1 + sx, gy = oy - 1 + sy;
         const int inside = sx <= DIS_TILE && sy <= DIS_TILE && dis_in_image(gx, gy, w, h);
-        smooth[k] = inside ? dis_smooth_weight(total[k], gx < w - 1 ? total[k + 1] : total[k],
-                                               gy < h - 1 ? total[k + DIS_SPAN] : total[k], a2)
-                           : 0.0f;
+        const float2 here = total[k];
+        const float2 ddx = (gx < w - 1 ? total[k + 1] : here) - here;
+        const float2 ddy = (gy < h - 1 ? total[k + DIS_SPAN] : here) - here;
+        smooth[k] = inside ? dis_smooth_weight(ddx.x, ddx.y, ddy.x, ddy.y, a2) : 0.0f;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     DIS_TILE_ROWS(ty) {
@@ -398,7 +407,7 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
             const size_t g = (size_t)gy * w + gx;
             float4 wn, c;
             float2 r;
-            dis_pixel_system(dis_data_system(t1[g], t2[g], d[me], g2, d2), total, d, smooth, w, h,
+            dis_pixel_system(dis_data_system8(t1[g], t2[g], d[me], g2, d2), total, d, smooth, w, h,
                              gx, gy, me, &wn, &c, &r);
             edges[k] = wn;
             system[k] = c;
@@ -446,25 +455,37 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
 // work-item per pixel (PoCL computes 8 pixels an instruction here; planes keep its stores
 // contiguous).
 #define DIS_SYSTEM_PLANES 6
-__kernel void dis_vr_system(__global const float4* t1, __global const float4* t2,
-                            __global const float2* flow, __global const float2* dflow_in,
+__kernel void dis_vr_system(__global const float* t1, __global const float* t2,
+                            __global const float* flow, __global const float* dflow_in,
                             const int w, const int h, const int fresh, const float a2,
                             const float g2, const float d2, __global float* sys)
 {
-    const int2 p = item_pixel(w, h);
-    const size_t g = (size_t)p.y * w + p.x;
-    const size_t right = p.x < w - 1 ? g + 1 : g, down = p.y < h - 1 ? g + w : g;
-    const float2 du = fresh ? (float2)(0.0f) : dflow_in[g];
-    const float2 dr = fresh ? (float2)(0.0f) : dflow_in[right];
-    const float2 dd = fresh ? (float2)(0.0f) : dflow_in[down];
-    const float8 data = dis_data_system(t1[g], t2[g], du, g2, d2);
-    const size_t plane = (size_t)w * h;
-    sys[g] = data.s0;
-    sys[g + plane] = data.s1;
-    sys[g + 2 * plane] = data.s2;
-    sys[g + 3 * plane] = data.s3;
-    sys[g + 4 * plane] = data.s4;
-    sys[g + 5 * plane] = dis_smooth_weight(flow[g] + du, flow[right] + dr, flow[down] + dd, a2);
+    // int indices (frames below 2^29 pixels): 32-bit gathers, twice as many a vector
+    const int x = (int)get_global_id(0) < w ? (int)get_global_id(0) : w - 1;
+    const int y = (int)get_global_id(1) < h ? (int)get_global_id(1) : h - 1;
+    const int g = y * w + x;
+    const int right = x < w - 1 ? g + 1 : g, down = y < h - 1 ? g + w : g;
+    // loaded whatever `fresh` says, then selected (the buffer may hold any bits when fresh)
+    const float in_u = dflow_in[2 * g], in_v = dflow_in[2 * g + 1];
+    const float in_ru = dflow_in[2 * right], in_rv = dflow_in[2 * right + 1];
+    const float in_du = dflow_in[2 * down], in_dv = dflow_in[2 * down + 1];
+    const float du = fresh ? 0.0f : in_u, dv = fresh ? 0.0f : in_v;
+    const float ru = fresh ? 0.0f : in_ru, rv = fresh ? 0.0f : in_rv;
+    const float bu = fresh ? 0.0f : in_du, bv = fresh ? 0.0f : in_dv;
+    const int plane = w * h;
+    float a11, a12, a22, b1, b2;
+    dis_data_system(t1[4 * g], t1[4 * g + 1], t1[4 * g + 2], t1[4 * g + 3], t2[4 * g],
+                    t2[4 * g + 1], t2[4 * g + 2], t2[4 * g + 3], du, dv, g2, d2, &a11, &a12,
+                    &a22, &b1, &b2);
+    sys[g] = a11;
+    sys[g + plane] = a12;
+    sys[g + 2 * plane] = a22;
+    sys[g + 3 * plane] = b1;
+    sys[g + 4 * plane] = b2;
+    const float hu = flow[2 * g] + du, hv = flow[2 * g + 1] + dv;
+    sys[g + 5 * plane] = dis_smooth_weight(flow[2 * right] + ru - hu, flow[2 * right + 1] + rv - hv,
+                                           flow[2 * down] + bu - hu, flow[2 * down + 1] + bv - hv,
+                                           a2);
 }
 
 // Pixel g's data system from dis_vr_system's planes.
@@ -509,7 +530,8 @@ void dis_vr_solve_rows(__global const float* sys, __global const float2* flow,
         for (int sx = 0; sx < DIS_SPAN; ++sx) {
             const size_t g = row + clamp_int(ox - 1 + sx, 0, w - 1);
             const int k = sy * DIS_SPAN + sx, at = DIS_PLANE(sy, sx & 1) + sx / 2;
-            const float2 dd = fresh ? (float2)(0.0f) : dflow_in[g];
+            const float2 loaded = dflow_in[g];
+            const float2 dd = fresh ? (float2)(0.0f) : loaded;
             total[k] = flow[g] + dd;
             d[k] = dd;
             u[at] = dd.x;
