@@ -270,7 +270,8 @@ def test_a_raw_pair_is_rectified_into_the_matcher_with_one_upload_per_image():
         rectifier.set_calibration(calibration(side))
     stages: list[str] = []
     record = runtime.profiler.record
-    runtime.profiler.record = lambda stage, event: (stages.append(stage), record(stage, event))
+    runtime.profiler.record = lambda stage, event, *kernel: (stages.append(stage),
+                                                             record(stage, event, *kernel))
     inputs = matcher.input_buffers(PLANE_W, PLANE_H)
     for rectifier, side, out in zip(rectifiers, ('left', 'right'), inputs):
         rectifier.rectify_gray(array_to_raw(raw_view(side), 'mono8'), out=out)

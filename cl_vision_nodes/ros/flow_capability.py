@@ -19,8 +19,8 @@ Publishes ``flow`` (32FC2, u,v in pixels per frame from the previous frame to th
 of this frame, NaN where the method has no estimate) and ``flow/color`` (the Middlebury colour
 wheel, drawn on the device and downloaded finished, only while subscribed). The first frame
 publishes nothing; a change of size or encoding, or a timestamp going backwards (a bag loop),
-restarts the stream. The method that runs is logged at start and whenever it changes: with
-``method: auto`` that is dis on a CPU device and hs on a GPU.
+restarts the stream. The method that runs is logged after 'ready' (``method_line``) and whenever
+it changes: with ``method: auto`` that is dis on a CPU device and hs on a GPU.
 """
 from __future__ import annotations
 
@@ -52,7 +52,6 @@ class FlowCapability:
         self._stream: tuple[str, int, int] | None = None
         self._last_stamp = 0
         self._announced = ''
-        self._announce_method()
 
     def connect(self) -> None:
         self.flow_pub, self.color_pub = (self.node.output_publisher(t.msg_type, t.name)
@@ -64,17 +63,19 @@ class FlowCapability:
         self.max_flow = float(values['max_flow'])
         self._announce_method()
 
-    def _announce_method(self) -> None:
-        """Log the method that runs when it is not the one logged last."""
-        method = self.estimator.method
-        if method == self._announced:
-            return
-        self._announced = method
+    def method_line(self) -> str:
+        """Return the log line naming the method that runs (and why, for auto)."""
+        method = self._announced = self.estimator.method
         why = ''
         if self.estimator.settings.method == 'auto':
             device = 'a GPU' if self.node.runtime.limits.is_gpu else 'a CPU device'
             why = f' (method auto on {device}; set method to choose another)'
-        self.node.get_logger().info(f'flow method: {method}{why}')
+        return f'flow method: {method}{why}'
+
+    def _announce_method(self) -> None:
+        """Log the method that runs when a parameter change made it another."""
+        if self.estimator.method != self._announced:
+            self.node.get_logger().info(self.method_line())
 
     def reset(self) -> None:
         """Forget the previous frame (the pipeline switched flow off and on)."""

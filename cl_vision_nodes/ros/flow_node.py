@@ -39,6 +39,9 @@ class FlowNode(VisionNode):
     def build(self) -> None:
         self.flow = FlowCapability(self, self.params)
 
+    def ready_lines(self) -> list[str]:
+        return [self.flow.method_line()]
+
     def connect(self) -> None:
         self.flow.connect()
         self.subscribe_images('image', self.on_image)

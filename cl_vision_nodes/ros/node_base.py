@@ -114,6 +114,12 @@ class VisionNode(Node):
         self._schedule_diagnostics(float(self.params['diagnostics_period']))
         self.connect()
         log.info(f'ready in {time.perf_counter() - started:.1f} s')
+        for line in self.ready_lines():
+            log.info(line)
+
+    def ready_lines(self) -> list[str]:
+        """Log lines after 'ready': what the node chose at start (none by default)."""
+        return []
 
     def build(self) -> None:
         """

@@ -62,6 +62,9 @@ class VisionPipeline(VisionNode):
         self.surf = SurfCapability(self, parts['surf'], 'surf.')
         self.disparity = DisparityCapability(self, parts['disparity'], 'disparity.')
 
+    def ready_lines(self) -> list[str]:
+        return [self.flow.method_line()]
+
     def connect(self) -> None:
         for capability in (self.flow, self.surf, self.disparity):
             capability.connect()
