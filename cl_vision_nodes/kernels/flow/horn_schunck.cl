@@ -213,41 +213,41 @@ inline void sort_pair(float2* a, float2* b)
     *a = lo;
 }
 
-// Optimal 9-comparator network sorting v[0], v[stride], ..., v[4 * stride] per component.
-inline void sort5(float2* v, int stride)
-{
-    sort_pair(v, v + stride);
-    sort_pair(v + 3 * stride, v + 4 * stride);
-    sort_pair(v + 2 * stride, v + 4 * stride);
-    sort_pair(v + 2 * stride, v + 3 * stride);
-    sort_pair(v, v + 3 * stride);
-    sort_pair(v, v + 2 * stride);
-    sort_pair(v + stride, v + 4 * stride);
-    sort_pair(v + stride, v + 3 * stride);
-    sort_pair(v + stride, v + 2 * stride);
-}
+// The median network for element type T, whose compare-exchange is SORT_PAIR: defines
+// SORT5(v, stride), the optimal 9-comparator network sorting v[0], v[stride], ..,
+// v[4 * stride] per component, and MEDIAN(m), the median of a row-major 5x5 window per
+// component in 153 comparators (a plain selection needs 234). Sorting the columns, then the
+// rows, orders the window along both axes; then 6 entries are known to be below the median and
+// 6 above, and the median is that of the 13 others: 7 bubble passes move the 7 largest, sorted,
+// to v[6..12]. For float2 (hs_update) and float8 (hs_update_cpu, 8 windows at once).
+#define HS_DEFINE_MEDIAN5X5(T, QUALIFIER, SORT_PAIR, SORT5, MEDIAN) \
+    QUALIFIER void SORT5(T* v, int stride) \
+    { \
+        SORT_PAIR(v, v + stride); \
+        SORT_PAIR(v + 3 * stride, v + 4 * stride); \
+        SORT_PAIR(v + 2 * stride, v + 4 * stride); \
+        SORT_PAIR(v + 2 * stride, v + 3 * stride); \
+        SORT_PAIR(v, v + 3 * stride); \
+        SORT_PAIR(v, v + 2 * stride); \
+        SORT_PAIR(v + stride, v + 4 * stride); \
+        SORT_PAIR(v + stride, v + 3 * stride); \
+        SORT_PAIR(v + stride, v + 2 * stride); \
+    } \
+    QUALIFIER T MEDIAN(T* m) \
+    { \
+        _Pragma("unroll") for (int c = 0; c < 5; ++c) \
+            SORT5(m + c, 5); \
+        _Pragma("unroll") for (int r = 0; r < 5; ++r) \
+            SORT5(m + 5 * r, 1); \
+        T v[13] = {m[3], m[4], m[7], m[8], m[9], m[11], m[12], m[13], m[15], m[16], m[17], \
+                   m[20], m[21]}; \
+        _Pragma("unroll") for (int pass = 0; pass < 7; ++pass) \
+            _Pragma("unroll") for (int k = 0; k < 12 - pass; ++k) \
+                SORT_PAIR(v + k, v + k + 1); \
+        return v[6]; \
+    }
 
-// Median of a row-major 5x5 window per component in 153 comparators (a plain selection needs
-// 234). Sorting the columns, then the rows, orders the window along both axes; then 6 entries
-// are known to be below the median and 6 above, and the median is that of the 13 others.
-inline float2 median5x5(float2* m)
-{
-#pragma unroll
-    for (int c = 0; c < 5; ++c)
-        sort5(m + c, 5);
-#pragma unroll
-    for (int r = 0; r < 5; ++r)
-        sort5(m + 5 * r, 1);
-    float2 v[13] = {m[3], m[4], m[7], m[8], m[9], m[11], m[12], m[13], m[15], m[16], m[17],
-                    m[20], m[21]};
-    // 7 bubble passes move the 7 largest, sorted, to v[6..12].
-#pragma unroll
-    for (int pass = 0; pass < 7; ++pass)
-#pragma unroll
-        for (int k = 0; k < 12 - pass; ++k)
-            sort_pair(v + k, v + k + 1);
-    return v[6];
-}
+HS_DEFINE_MEDIAN5X5(float2, inline, sort_pair, sort5, median5x5)
 
 // End of a warp: out = u + du, then (median != 0) a 5x5 median per component with replicated
 // borders, which removes the outliers the linearisation leaves (Sun, Roth & Black 2010).
@@ -516,37 +516,7 @@ HS_CPU_INLINE void sort_pair8(float8* a, float8* b)
     *a = lo;
 }
 
-HS_CPU_INLINE void sort5_8(float8* v, int stride)
-{
-    sort_pair8(v, v + stride);
-    sort_pair8(v + 3 * stride, v + 4 * stride);
-    sort_pair8(v + 2 * stride, v + 4 * stride);
-    sort_pair8(v + 2 * stride, v + 3 * stride);
-    sort_pair8(v, v + 3 * stride);
-    sort_pair8(v, v + 2 * stride);
-    sort_pair8(v + stride, v + 4 * stride);
-    sort_pair8(v + stride, v + 3 * stride);
-    sort_pair8(v + stride, v + 2 * stride);
-}
-
-// median5x5 of 8 windows at once (one per lane).
-HS_CPU_INLINE float8 median5x5_8(float8* m)
-{
-#pragma unroll
-    for (int c = 0; c < 5; ++c)
-        sort5_8(m + c, 5);
-#pragma unroll
-    for (int r = 0; r < 5; ++r)
-        sort5_8(m + 5 * r, 1);
-    float8 v[13] = {m[3], m[4], m[7], m[8], m[9], m[11], m[12], m[13], m[15], m[16], m[17],
-                    m[20], m[21]};
-#pragma unroll
-    for (int pass = 0; pass < 7; ++pass)
-#pragma unroll
-        for (int k = 0; k < 12 - pass; ++k)
-            sort_pair8(v + k, v + k + 1);
-    return v[6];
-}
+HS_DEFINE_MEDIAN5X5(float8, HS_CPU_INLINE, sort_pair8, sort5_8, median5x5_8)
 
 // (u, v) + (du, dv) of pixels n .. n + 7 as u and v lanes.
 HS_CPU_INLINE void load_totals8(__global const float2* flow, __global const float2* dflow,
