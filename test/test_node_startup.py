@@ -16,12 +16,17 @@
 Node start-up as `ros2 run` and `ros2 launch` show it.
 
 Every OpenCL program is compiled while the node starts, between a "compiling" and a "ready in"
-line; a node that cannot start says why in one FATAL line under its own name and exits with code 2,
-without a traceback.
+line that names the device; a node that cannot start says why in one FATAL line under its own
+name and exits with code 2, without a traceback. ``--help`` prints the node's topics and
+parameters (from its schema) and exits without starting.
 """
 import re
 import subprocess
 import sys
+import time
+
+from cl_vision_nodes.ros.topics import node_topics
+from cl_vision_nodes.schemas import NODE_SCHEMAS
 
 import pytest
 from rosutil import NodeProcess, REPO
@@ -37,16 +42,37 @@ def test_start_logs_compiling_then_ready_with_the_time(node):
     proc = NodeProcess(f'cl_vision_nodes.ros.{node}',
                        ['-r', '__ns:=/startup_test', '-r', '__node:=renamed'])
     try:
-        assert proc.wait_for_output(' s\n'), proc.output()  # the end of the ready line
+        assert proc.wait_for_output(')\n'), proc.output()  # the end of the ready line
         logged = re.findall(r'\[(\w+)\] \[[\d.]+\] \[([\w.]+)\]: (.*)', proc.output())
         assert [(level, name) for level, name, _ in logged[:2]] == \
             [('INFO', 'startup_test.renamed')] * 2, proc.output()
-        assert logged[0][2].startswith('compiling OpenCL kernels for ') \
-            and logged[0][2].endswith(' ...'), logged
-        assert re.fullmatch(r'ready in \d+\.\d s', logged[1][2]), logged
+        assert logged[0][2] == 'compiling OpenCL kernels ...', logged
+        assert re.fullmatch(r'ready in \d+\.\d s on .*\(CPU, Portable Computing Language, '
+                            r'\d+:\d+\)', logged[1][2]), logged
     finally:
         assert proc.stop() == 0, proc.output()
     assert 'Traceback' not in proc.output()
+    assert 'MALLOC' not in proc.output()  # the allocator's settings are a debug line
+
+
+@pytest.mark.parametrize('option', ['--help', '-h'])
+@pytest.mark.parametrize('node', NODES)
+def test_help_lists_topics_and_every_parameter_without_starting(node, option):
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, '-m', f'cl_vision_nodes.ros.{node}', option],
+                            cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and time.monotonic() - started < 5.0, result.stderr
+    text = result.stdout
+    assert text.startswith(f'usage: ros2 run cl_vision_nodes {node} ') and not result.stderr
+    assert 'compiling' not in text + result.stderr
+    schema = NODE_SCHEMAS[node]
+    listed = re.findall(r'^  (\S+) \((\w+), default (.*?)[,)]', text, re.MULTILINE)
+    assert [(name, kind) for name, kind, _ in listed] == \
+        [(spec.name, spec.type.__name__) for spec in schema], text
+    assert [default for _, _, default in listed] == [repr(spec.default) for spec in schema]
+    topics = node_topics(node, schema.defaults())
+    for topic in topics.inputs + topics.outputs:
+        assert re.search(rf'^  {re.escape(topic.name)} +{topic.type_name}$', text, re.MULTILINE)
 
 
 @pytest.mark.parametrize('ros_args, name, words', [

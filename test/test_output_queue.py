@@ -30,7 +30,7 @@ def test_jobs_run_in_order_off_the_callers_thread_and_drain_waits_for_them():
     release.set()
     assert queue.drain(5.0)
     assert ran == list(range(50)) and threads and threading.get_ident() not in threads
-    queue.close()
+    assert queue.close(5.0)
 
 
 def test_a_failing_job_is_reported_and_the_next_runs():
@@ -40,7 +40,7 @@ def test_a_failing_job_is_reported_and_the_next_runs():
     queue.submit(lambda: ran.append('next'))
     assert queue.drain(5.0)
     assert [type(e) for e in errors] == [ZeroDivisionError] and ran == ['next']
-    queue.close()
+    assert queue.close(5.0)
 
 
 def test_close_runs_what_is_queued_then_refuses_more():
@@ -48,7 +48,17 @@ def test_close_runs_what_is_queued_then_refuses_more():
     queue = OutputQueue('test', on_error=lambda exc: None)
     queue.submit(lambda: (time.sleep(0.05), ran.append(1)))
     queue.submit(lambda: ran.append(2))
-    queue.close()
+    assert queue.close(5.0)
     assert ran == [1, 2]
     queue.submit(lambda: ran.append(3))
     assert queue.drain(1.0) and ran == [1, 2]
+
+
+def test_close_gives_up_on_a_job_that_does_not_return():
+    queue = OutputQueue('test', on_error=lambda exc: None)
+    release = threading.Event()
+    queue.submit(lambda: release.wait(10.0))  # a publish stuck in DDS
+    started = time.monotonic()
+    assert not queue.close(0.2)
+    assert time.monotonic() - started < 2.0
+    release.set()

@@ -83,13 +83,13 @@ class AllocatorSetup:
     glibc: str = ''
 
     def line(self) -> str:
-        """Return the start-up log line."""
+        """Return the start-up text (a node logs it at debug level): what and why, then how."""
         if self.reason:
-            return f'allocator: unchanged, {self.reason}'
+            return f'memory allocator left as it is: {self.reason}'
         parts = [f'{name}={value // MIB} MiB' for name, value in self.applied.items()]
-        parts += [f'{name}={value} (from the environment)' for name, value in self.kept.items()]
-        return (f"allocator: glibc {self.glibc} {', '.join(parts)}: freed large message buffers "
-                'stay mapped for the next message')
+        parts += [f'{name}={value} from the environment' for name, value in self.kept.items()]
+        return ('memory allocator: freed large message buffers are kept for the next message '
+                f"(glibc {self.glibc}, {', '.join(parts)})")
 
 
 _done: AllocatorSetup | None = None

@@ -42,18 +42,21 @@ from cl_vision_nodes.ros.cdr import (CdrHeader, Framing, image_framing,
                                      parse_compressed_image, parse_image)
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
 from cl_vision_nodes.ros.frame_stats import FrameStats, FrameTiming, receive_seconds
+from cl_vision_nodes.ros.node_help import usage, wants_help
 from cl_vision_nodes.ros.output_queue import OutputQueue
 from cl_vision_nodes.ros.parameters import ParameterBinding
+from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import image_input
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 import numpy as np
 import rclpy
 from rclpy._rclpy_pybind11 import RCLError
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
+from rclpy.signals import SignalHandlerOptions
 from rclpy.subscription import Subscription
 from rclpy.timer import Timer
 from sensor_msgs.msg import Image
@@ -61,8 +64,8 @@ from sensor_msgs.msg import Image
 # Sensor-data semantics with depth 1: a slow device always gets the newest frame.
 IMAGE_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST,
                        depth=1, durability=DurabilityPolicy.VOLATILE)
-SHUTDOWN_GRACE_S = 1.0
 BAD_INPUT_LOG_PERIOD_S = 5.0
+PUBLISH_DRAIN_S = 2.0
 EXIT_CANNOT_START = 2
 
 
@@ -107,13 +110,13 @@ class VisionNode(Node):
                                  warn=log.warning)
         self.images = DeviceImages(self.runtime)
         self.outputs = OutputQueue(f'{self.get_name()} publisher', self._publish_failed)
-        log.info(f'compiling OpenCL kernels for {self.runtime.describe()} ...')
+        log.info('compiling OpenCL kernels ...')
         started = time.perf_counter()
         self.build()
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._schedule_diagnostics(float(self.params['diagnostics_period']))
         self.connect()
-        log.info(f'ready in {time.perf_counter() - started:.1f} s')
+        log.info(f'ready in {time.perf_counter() - started:.1f} s on {self.runtime.describe()}')
         for line in self.ready_lines():
             log.info(line)
 
@@ -304,15 +307,17 @@ class VisionNode(Node):
                                   throttle_duration_sec=BAD_INPUT_LOG_PERIOD_S)
 
     def _publish_failed(self, exc: BaseException) -> None:
-        """Report a publish that failed on the publishing thread, unless shutting down."""
-        if not shutdown_under_way():
+        """Report a publish that failed on the publishing thread, unless rclpy was shut down."""
+        if self.context.ok():
             self.get_logger().error(f'publishing failed: {type(exc).__name__}: {exc}')
 
     def destroy_node(self) -> None:
-        """Finish the queued publishes (briefly), then destroy the node."""
+        """Finish the queued publishes (within ``PUBLISH_DRAIN_S``), then destroy the node."""
         outputs = getattr(self, 'outputs', None)
-        if outputs is not None:
-            outputs.close()
+        if outputs is not None and not outputs.close(PUBLISH_DRAIN_S):
+            self.get_logger().warning(
+                f'stopping: the publishing thread did not end within {PUBLISH_DRAIN_S:g} s; '
+                'its last messages may not have gone out')
         super().destroy_node()
 
     def note_sequence(self, info: Any, stream: str = '') -> None:
@@ -348,57 +353,61 @@ class VisionNode(Node):
 
 def spin_node(node_class: type[VisionNode], args: list[str] | None = None) -> int:
     """
-    Run one node until Ctrl-C or shutdown.
+    Run one node until Ctrl-C, SIGTERM or shutdown; return the exit code.
 
-    A start-up failure is one FATAL line, under the node's name, and exit code 2.
-
-    Ctrl-C may cut a callback short: rclpy's signal handler shuts the context down from its own
-    thread, so a publish or a take already under way fails (RCLError, or a RuntimeError from
-    rclpy's bindings), sometimes a moment before ``rclpy.ok()`` turns false. Once the context
-    is no longer valid, that is the shutdown asked for, not an error.
+    A start-up failure is one FATAL line, under the node's name, and exit code 2. SIGINT and
+    SIGTERM, once or several times at any moment (``StopSignals``), end the node with exit
+    code 0: the frame in progress is finished and published, the publishing thread is drained,
+    the node destroyed and rclpy shut down, in that order, within ``STOP_DEADLINE_S``.
     """
+    logger = rclpy.logging.get_logger(node_class.SCHEMA.node_name)
+    stop = StopSignals(logger.warning)
+    stop.install()
     use_large_image_profile()
     allocator = configure_allocator()
     try:
         check_params_files(args or [])
-        rclpy.init(args=args)
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except (ParameterError, RCLError) as exc:  # bad ROS arguments, e.g. a YAML file's syntax
         reason = rcl_reason(exc) if isinstance(exc, RCLError) else str(exc)
-        rclpy.logging.get_logger(node_class.SCHEMA.node_name).fatal(f'cannot start: {reason}')
+        logger.fatal(f'cannot start: {reason}')
         return EXIT_CANNOT_START
     node = node_class()
     try:
+        stop.phase = 'the OpenCL kernel build'
         try:
             node.start()
         except CLVisionError as exc:
             node.get_logger().fatal(f'cannot start: {exc}')
             return EXIT_CANNOT_START
-        node.get_logger().info(allocator.line())
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception:
-        if not shutdown_under_way():
-            raise
+        node.get_logger().debug(allocator.line())
+        stop.phase = 'the frame in progress'
+        spin_until_stopped(node, stop)
     finally:
+        stop.phase = "the node's clean-up"
         node.destroy_node()
         rclpy.try_shutdown()
+        stop.finished()
     return 0
 
 
-def shutdown_under_way(grace_s: float = SHUTDOWN_GRACE_S) -> bool:
+def spin_until_stopped(node: Node, stop: StopSignals) -> None:
     """
-    Return whether rclpy's context is shut down or is being shut down.
+    Serve the node's callbacks until a stop signal; the callback under way completes.
 
-    Waits up to ``grace_s`` for rclpy's signal-handling thread to finish what made a take or
-    publish fail.
+    The stop request wakes the executor through a guard condition, so an idle node stops at
+    once and a busy one after the frame it is processing.
     """
-    deadline = time.monotonic() + grace_s
-    while rclpy.ok():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.01)
-    return True
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    wake = node.create_guard_condition(lambda: None)
+    try:
+        with stop.calling(wake.trigger):
+            while not stop.requested:
+                executor.spin_once()
+    finally:
+        executor.shutdown()
+        node.destroy_guard_condition(wake)
 
 
 def check_params_files(args: list[str]) -> None:
@@ -422,5 +431,8 @@ def rcl_reason(exc: RCLError) -> str:
 
 
 def main_for(node_class: type[VisionNode]) -> None:
-    """Console-script body shared by the node executables."""
+    """Console-script body shared by the node executables: ``--help``, or run the node."""
+    if wants_help(sys.argv):
+        print(usage(node_class))
+        sys.exit(0)
     sys.exit(spin_node(node_class, sys.argv))

@@ -59,12 +59,13 @@ class OutputQueue:
         with self._cond:
             return self._cond.wait_for(lambda: self._pending == 0, timeout_s)
 
-    def close(self, timeout_s: float = 2.0) -> None:
-        """Run what is queued (up to ``timeout_s``), then stop the thread."""
+    def close(self, timeout_s: float) -> bool:
+        """Run what is queued, then stop the thread; False if it ran past ``timeout_s``."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
         self._thread.join(timeout_s)
+        return not self._thread.is_alive()
 
     def _run(self) -> None:
         while True:

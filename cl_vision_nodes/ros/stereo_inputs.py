@@ -21,7 +21,9 @@ effort with ``queue_size``, and synchronises them exactly by stamp, or approxima
 ``approximate_sync`` as stereo_image_proc. The images arrive serialized and are read in place;
 each pair runs as one frame of the node, timed from the left image's arrival (waiting for its
 partner included). Left images lost before the node (sequence gaps) and left images the
-synchroniser gave up count as the node's dropped frames.
+synchroniser gave up count as the node's dropped frames, except those given up before the first
+complete set: while DDS discovery matches the four topics one by one, the first messages of one
+stream can arrive before its partners' subscriptions are matched.
 """
 from __future__ import annotations
 
@@ -68,6 +70,7 @@ class StereoInputs:
         for index, topic in enumerate(CAMERA_INFOS, start=2):
             node.subscribe_stream(CameraInfo, topic, self._info(index), depth)
         self._unmatched = [0, 0, 0, 0]
+        self._matched_any = False
         node.create_timer(UNMATCHED_REPORT_PERIOD_S, self._report_unmatched)
 
     def _image(self, index: int, topic: str) -> Callable[[bytes, Any], None]:
@@ -90,12 +93,22 @@ class StereoInputs:
 
     def _on_set(self, left: ImageFrame, right: ImageFrame, left_info: CameraInfo,
                 right_info: CameraInfo) -> None:
+        if not self._matched_any:  # what was given up before is start-up, not a stamp mismatch
+            self._matched_any = True
+            self._unmatched = [self.sync.dropped_of(stream) for stream in range(4)]
         self.node.run_frame(lambda: self.handler(left, right, left_info, right_info),
                             left.timing)
 
     def _report_unmatched(self) -> None:
         dropped = [self.sync.dropped_of(stream) for stream in range(4)]
         new = [now - before for now, before in zip(dropped, self._unmatched)]
+        if not self._matched_any:
+            if any(new):
+                self.node.get_logger().warning(
+                    f'no stereo set yet from {sum(new)} input messages: are left/right images '
+                    'and camera_infos published with identical stamps? (else set '
+                    'approximate_sync)', throttle_duration_sec=30.0)
+            return
         self._unmatched = dropped
         self.node.stats.frames_unmatched(new[0])
         if any(new):

@@ -40,6 +40,7 @@ from typing import Any, Iterator
 
 from cl_vision_nodes.errors import DataFormatError
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
+from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.tools.cli_common import non_negative_number, positive_number
 
 REPLAY_DEPTH = 100
@@ -47,6 +48,7 @@ COMPRESSED_TYPE = 'sensor_msgs/msg/CompressedImage'
 TRANSPORT = '/compressed'
 LINGER_S = 2.0
 PROGRESS_PERIOD_S = 1.0
+QUERY_POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -172,72 +174,62 @@ class Progress:
                 f"{self.bag.path}{' (interrupted)' if interrupted else ''}")
 
 
-def spin_until_shutdown(executor: Any, stopped: threading.Event) -> None:
-    """
-    Answer service and graph queries until shutdown, then tell the publishing thread.
-
-    Thread body: runs until the executor or the context (Ctrl-C through rclpy's signal handler)
-    shuts down.
-    """
-    from rclpy.executors import ExternalShutdownException
-    try:
-        executor.spin()
-    except ExternalShutdownException:
-        pass
-    finally:
-        stopped.set()
+def answer_queries(executor: Any, stopped: threading.Event) -> None:
+    """Thread body: answer service and graph queries until ``stopped`` is set."""
+    while not stopped.is_set():
+        executor.spin_once(timeout_sec=QUERY_POLL_S)
 
 
 def run(args: argparse.Namespace) -> int:
     bag = Bag(Path(args.bag), args.topics, args.start_offset)
     classes = {topic: message_class(msgtype) for topic, msgtype in bag.topics.items()}
-    from cl_vision_nodes.ros.node_base import shutdown_under_way
+    stop = StopSignals(lambda line: print(f'replay: {line}', flush=True))
+    stop.install()
     import rclpy
     from rclpy.duration import Duration
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from rclpy.signals import SignalHandlerOptions
     from rosgraph_msgs.msg import Clock
     for topic in sorted(t for t, m in bag.topics.items() if m == COMPRESSED_TYPE):
         print(f'replay: {compressed_hint(topic)}', flush=True)
     use_large_image_profile()
-    rclpy.init()
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node('cl_vision_replay')
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     stopped = threading.Event()
-    spinner = threading.Thread(target=spin_until_shutdown, args=(executor, stopped), daemon=True)
+    spinner = threading.Thread(target=answer_queries, args=(executor, stopped), daemon=True)
     spinner.start()
     progress = Progress(bag)
-    interrupted = True
     try:
-        qos = QoSProfile(depth=REPLAY_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
-        publishers = {topic: node.create_publisher(cls, topic, qos)
-                      for topic, cls in classes.items()}
-        clock = node.create_publisher(Clock, '/clock', 10) if args.clock else None
-        wait_for_subscribers(list(publishers.values()), args.wait_subscribers, stopped)
-        for msg in paced(bag, args.rate, args.loop, stopped):
-            if clock is not None:
-                stamp = Clock()
-                stamp.clock.sec, stamp.clock.nanosec = divmod(msg.timestamp_ns, 10**9)
-                clock.publish(stamp)
-            publishers[msg.topic].publish(msg.data)
-            progress.update(msg)
-        if not stopped.is_set():
-            for publisher in publishers.values():  # do not drop the last messages on exit
-                publisher.wait_for_all_acked(Duration(seconds=LINGER_S))
-            stopped.wait(LINGER_S / 4)
-        interrupted = stopped.is_set()
-    except KeyboardInterrupt:
-        pass
-    except Exception:  # Ctrl-C: rclpy's handler shut the context down under a publish
-        if not shutdown_under_way():
-            raise
+        with stop.calling(stopped.set):
+            stop.phase = 'the replay'
+            qos = QoSProfile(depth=REPLAY_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
+            publishers = {topic: node.create_publisher(cls, topic, qos)
+                          for topic, cls in classes.items()}
+            clock = node.create_publisher(Clock, '/clock', 10) if args.clock else None
+            wait_for_subscribers(list(publishers.values()), args.wait_subscribers, stopped)
+            for msg in paced(bag, args.rate, args.loop, stopped):
+                if clock is not None:
+                    stamp = Clock()
+                    stamp.clock.sec, stamp.clock.nanosec = divmod(msg.timestamp_ns, 10**9)
+                    clock.publish(stamp)
+                publishers[msg.topic].publish(msg.data)
+                progress.update(msg)
+            if not stopped.is_set():
+                for publisher in publishers.values():  # do not drop the last messages on exit
+                    publisher.wait_for_all_acked(Duration(seconds=LINGER_S))
+                stopped.wait(LINGER_S / 4)
     finally:
+        stop.phase = 'the clean-up'
+        stopped.set()
+        spinner.join()
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
-        spinner.join()
-    print(progress.summary(interrupted), flush=True)
+        stop.finished()
+    print(progress.summary(stop.requested), flush=True)
     return 0
 
 
