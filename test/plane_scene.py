@@ -23,6 +23,7 @@ a whole 16 px, which ELAS recovers exactly where the images are rectified right.
 from __future__ import annotations
 
 import functools
+from typing import Callable
 
 from cl_vision_nodes.camera.calibration import CameraCalibration
 from cl_vision_nodes.dataio.synthetic import texture
@@ -30,6 +31,7 @@ from cl_vision_nodes.ros.image_conversion import numpy_to_image
 from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
 import cv2
 import numpy as np
+from rosutil import publish_each, publish_until_answered
 from sensor_msgs.msg import CameraInfo, PointCloud2
 
 W, H = 160, 120
@@ -131,19 +133,16 @@ def tagged(tag: str):
     return lambda msgs: next((m for m in msgs if m.header.frame_id == tag), None)
 
 
-def ask_all(pubs: list, msgs_of, collectors: dict, tag: str, tries: int = 4) -> dict | None:
+def ask_all(pubs: list, msgs_of, collectors: dict, tag: str, tries: int = 4,
+            log: Callable[[], str] = str) -> dict:
     """
     Publish ``msgs_of(sec)`` until every collector holds a message of frame ``tag``.
 
-    Best effort: again, at most ``tries`` times. Returns those messages, by name.
+    Best effort: again, at most ``tries`` times. Returns those messages, by name; raises
+    AssertionError followed by ``log()`` where one never came.
     """
-    for _ in range(tries):
-        for pub, msg in zip(pubs, msgs_of(Clock.tick())):
-            pub.publish(msg)
-        got = {name: c.wait_for(tagged(tag), timeout=10.0) for name, c in collectors.items()}
-        if all(m is not None for m in got.values()):
-            return got
-    return None
+    return publish_until_answered(lambda: publish_each(pubs, msgs_of(Clock.tick())), collectors,
+                                  tag, tries=tries, log=log)
 
 
 class Clock:

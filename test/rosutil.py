@@ -20,7 +20,9 @@ services).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 import contextlib
+import functools
 from pathlib import Path
 import signal
 import subprocess
@@ -112,6 +114,56 @@ class Collector:
                 if left <= 0:
                     return None
                 self._cond.wait(left)
+
+
+Wanted = str | Callable[[Any], bool]  # a header.frame_id, or a predicate on one message
+
+
+def publish_until_answered(publish: Callable[[], Wanted | bool | None],
+                           answers: Collector | Mapping[Any, Collector],
+                           wanted: Wanted | None = None, *, tries: int = 4,
+                           timeout: float = 10.0, log: Callable[[], str] = str) -> Any:
+    """
+    Publish until the answer arrives: best-effort input may drop a message, so send it again.
+
+    Up to ``tries`` times: ``publish()``, then wait up to ``timeout`` s on each collector of
+    ``answers`` (one, or a mapping of them) for a message that answers it: whose header.frame_id
+    is ``wanted``, or for which ``wanted(message)`` is true. Where that changes from try to try
+    (a new tag or stamp each time), ``publish`` returns it instead; it returns False where it sent
+    nothing to answer this try (the next try follows at once).
+
+    Return the answer, or for a mapping the answers by key. Raise AssertionError naming what did
+    not answer, followed by ``log()`` (a node's output), after the last try.
+    """
+    collectors = answers if isinstance(answers, Mapping) else {None: answers}
+    got: dict[Any, Any] = {}
+    expected = wanted
+    for _ in range(tries):
+        sent = publish()
+        if sent is False:
+            continue
+        expected = wanted if sent is None else sent
+        match = (functools.partial(_has_frame_id, expected) if isinstance(expected, str)
+                 else expected)
+        got = {key: collector.wait_for(lambda msgs: next((m for m in msgs if match(m)), None),
+                                       timeout)
+               for key, collector in collectors.items()}
+        if all(m is not None for m in got.values()):
+            return got if isinstance(answers, Mapping) else got[None]
+    to = f' to {expected}' if isinstance(expected, str) else ''
+    where = f' on {[k for k in collectors if got.get(k) is None]}' \
+        if isinstance(answers, Mapping) else ''
+    raise AssertionError(f'no answer{to}{where} in {tries} tries:\n{log()}')
+
+
+def _has_frame_id(frame_id: str, msg: Any) -> bool:
+    return msg.header.frame_id == frame_id
+
+
+def publish_each(publishers: list[Any], msgs: list[Any]) -> None:
+    """Publish the messages, the first on the first publisher and so on."""
+    for publisher, msg in zip(publishers, msgs):
+        publisher.publish(msg)
 
 
 class RosHarness:

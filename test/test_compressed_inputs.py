@@ -31,7 +31,7 @@ from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
 import cv2
 import numpy as np
 import pytest
-from rosutil import NodeProcess, RosHarness
+from rosutil import NodeProcess, publish_until_answered, RosHarness
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 from stereo_msgs.msg import DisparityImage
 
@@ -132,14 +132,14 @@ class Twins:
 
     def ask(self, make: Callable[[str, int], dict[str, list[Any]]], tag: str) -> dict[str, Any]:
         """Send a frame made by ``make(tag, sec)`` to both until each answers; the answers."""
-        for attempt in range(4):
-            sec = next(STAMPS)
-            for transport, msgs in make(f'{tag}.{attempt}', sec).items():
+        attempts = itertools.count()
+
+        def publish() -> str:
+            attempt_tag = f'{tag}.{next(attempts)}'
+            for transport, msgs in make(attempt_tag, next(STAMPS)).items():
                 self.publish(transport, msgs)
-            got = {t: self.answer(t, f'{tag}.{attempt}') for t in self.procs}
-            if all(m is not None for m in got.values()):
-                return got
-        raise AssertionError(f'no answer to {tag}:\n{self.output()}')
+            return attempt_tag
+        return publish_until_answered(publish, self.outs, log=self.output)
 
     def stop(self) -> None:
         for proc in self.procs.values():
@@ -196,11 +196,8 @@ class TestSurf:
             proc.output()
         assert surf.answer('compressed', 'bad', timeout=0.5) is None
         packed, _ = rgb_jpeg_frame(colour(SURF_IMAGE), 'good', next(STAMPS))
-        for _ in range(4):
-            surf.publish('compressed', [packed])
-            if surf.answer('compressed', 'good') is not None:
-                break
-        assert surf.answer('compressed', 'good', timeout=0.1) is not None, proc.output()
+        publish_until_answered(lambda: surf.publish('compressed', [packed]),
+                               surf.outs['compressed'], 'good', log=proc.output)
 
 
 @pytest.fixture(scope='class')

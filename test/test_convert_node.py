@@ -27,7 +27,7 @@ from cl_vision_nodes.imaging.encodings import (encoding_info, ENCODINGS, gray_to
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 import pytest
-from rosutil import NodeProcess, RosHarness
+from rosutil import NodeProcess, publish_until_answered, RosHarness
 from sensor_msgs.msg import Image
 
 pytestmark = pytest.mark.ros
@@ -88,14 +88,8 @@ def node(ros):
 def round_trip(ros, node, msg: Image) -> Image:
     """Publish until the node answers with this frame's tag (best effort may drop a frame)."""
     proc, pub, out = node
-    tag = msg.header.frame_id
-    for _ in range(5):
-        pub.publish(msg)
-        got = out.wait_for(lambda msgs: next((m for m in msgs if m.header.frame_id == tag), None),
-                           timeout=10.0)
-        if got is not None:
-            return got
-    raise AssertionError(f'no answer for {tag}; node alive={proc.alive()}:\n{proc.output()}')
+    return publish_until_answered(lambda: pub.publish(msg), out, msg.header.frame_id, tries=5,
+                                  log=lambda: f'node alive={proc.alive()}:\n{proc.output()}')
 
 
 def test_passthrough_every_encoding_padded_and_big_endian(ros, node):

@@ -41,7 +41,7 @@ from plane_scene import H as PLANE_H
 from plane_scene import raw_pair_msgs, raw_view, rectified_truth
 from plane_scene import W as PLANE_W
 import pytest
-from rosutil import NodeProcess, RosHarness
+from rosutil import NodeProcess, publish_each, publish_until_answered, RosHarness
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from stereo_msgs.msg import DisparityImage
 
@@ -100,21 +100,15 @@ def node(ros):
     assert 'Traceback' not in proc.output()
 
 
-def ask(ros, node, tag: str, **kwargs) -> DisparityImage | None:
+def ask(ros, node, tag: str, **kwargs) -> DisparityImage:
     proc, pubs, out = node
-    for _ in range(4):
-        for pub, msg in zip(pubs, stereo_msgs(tag, Clock.tick(), **kwargs)):
-            pub.publish(msg)
-        got = out.wait_for(lambda msgs: next((m for m in msgs if m.header.frame_id == tag),
-                                             None), timeout=10.0)
-        if got is not None:
-            return got
-    return None
+    return publish_until_answered(
+        lambda: publish_each(pubs, stereo_msgs(tag, Clock.tick(), **kwargs)), out, tag,
+        log=proc.output)
 
 
 def test_disparity_image_fields_and_values(ros, node):
     got = ask(ros, node, 'pair-1')
-    assert got is not None, node[0].output()
     assert (got.f, got.t) == (FX, BASELINE)
     assert (got.min_disparity, got.max_disparity) == (0.0, 32.0) and got.delta_d > 0
     disparity = image_to_numpy(got.image)
@@ -140,7 +134,7 @@ def test_size_mismatch_is_logged_not_published(ros, node):
         if proc.wait_for_output('expected a rectified pair', 1.0):
             break
     assert 'expected a rectified pair' in proc.output(), proc.output()
-    assert ask(ros, node, 'after-mismatch') is not None, proc.output()
+    ask(ros, node, 'after-mismatch')
     # one reliable publisher, pairs answered in order: a 'mismatch' output would have come first
     assert not any(m.header.frame_id == 'mismatch' for m in out.messages)
 
@@ -155,7 +149,7 @@ def test_missing_camera_info_is_reported(ros, node):
         if proc.wait_for_output('found no partner', 1.0):
             break
     assert 'found no partner' in proc.output(), proc.output()
-    assert ask(ros, node, 'after-no-info') is not None
+    ask(ros, node, 'after-no-info')
 
 
 def test_camera_info_that_is_not_finite_is_refused_with_a_warning(ros, node):
@@ -169,7 +163,7 @@ def test_camera_info_that_is_not_finite_is_refused_with_a_warning(ros, node):
         if ros.wait_until(lambda: warning in proc.output(), timeout=1.0):
             break
     assert warning in proc.output(), proc.output()
-    assert ask(ros, node, 'after-nan-info') is not None, proc.output()
+    ask(ros, node, 'after-nan-info')
     # one reliable publisher, pairs answered in order: a 'nan-info' output would have come first
     assert not any(m.header.frame_id == 'nan-info' for m in out.messages)
 
@@ -181,7 +175,6 @@ def test_subsampling_publishes_a_consistent_half_size_disparity_image(ros, node)
         got = ask(ros, node, 'subsampled')
     finally:
         ros.set_parameters(NODE, {'subsampling': False})
-    assert got is not None, node[0].output()
     disparity = image_to_numpy(got.image)
     assert disparity.shape == (H // 2, W // 2)
     assert (got.f, got.t) == (FX / 2, BASELINE)  # f of the half-size image, depth = f T / d
@@ -198,7 +191,7 @@ def test_parameter_change_applies_to_the_next_pair(ros, node):
     with ros.changed_parameters(NODE, disp_max=20) as results:
         assert all(r.successful for r in results), results
         got = ask(ros, node, 'narrow')
-        assert got is not None and got.max_disparity == 20.0
+        assert got.max_disparity == 20.0
         with ros.changed_parameters(NODE, disp_min=30) as bad:
             assert not bad[0].successful and 'disp' in bad[0].reason
     with ros.changed_parameters(NODE, approximate_sync=True) as ro:
@@ -219,7 +212,6 @@ def test_approximate_sync_pairs_offset_stamps(ros):
         out = ros.collect(DisparityImage, '/stereo_test/disparity_approx')
         assert ros.wait_until(lambda: all(p.get_subscription_count() > 0 for p in pubs))
         got = ask(ros, (proc, pubs, out), 'approx', right_offset_ns=3_000_000)
-        assert got is not None, proc.output()
         assert got.header.stamp.nanosec == 0  # the left image's header
     finally:
         assert proc.stop() == 0, proc.output()
@@ -236,8 +228,7 @@ def test_depth_and_points_follow_the_published_disparity(ros, node):
     proc, pubs, out = node
     outputs = {'disparity': out, 'depth': ros.collect(Image, '/stereo_test/depth'),
                'points': ros.collect(PointCloud2, '/stereo_test/points')}
-    got = ask_all(pubs, lambda sec: stereo_msgs('3d', sec), outputs, '3d')
-    assert got is not None, proc.output()
+    got = ask_all(pubs, lambda sec: stereo_msgs('3d', sec), outputs, '3d', log=proc.output)
     assert got['depth'].header == got['points'].header == got['disparity'].header
     disparity = image_to_numpy(got['disparity'].image)
     valid = disparity >= got['disparity'].min_disparity
@@ -333,18 +324,17 @@ def stage_reports(diagnostics) -> list[dict[str, str]]:
 
 def test_depth_and_points_are_computed_only_while_subscribed(ros, raw_node):
     proc, pubs, disparity, diagnostics = raw_node
-    got = ask_all(pubs, lambda sec: raw_pair_msgs('unwatched', sec), {'disparity': disparity},
-                  'unwatched')
-    assert got is not None, proc.output()
+    ask_all(pubs, lambda sec: raw_pair_msgs('unwatched', sec), {'disparity': disparity},
+            'unwatched', log=proc.output)
     assert diagnostics.wait_for(lambda msgs: stage_reports(diagnostics)), proc.output()
     for report in stage_reports(diagnostics):
         assert 'device_rectify_ms' in report and 'device_matching_ms' in report, report
         assert 'device_depth_ms' not in report and 'device_points_ms' not in report, report
     depth = ros.collect(Image, '/raw_test/depth')
     points = ros.collect(PointCloud2, '/raw_test/points')
-    got = ask_all(pubs, lambda sec: raw_pair_msgs('watched', sec),
-                  {'disparity': disparity, 'depth': depth, 'points': points}, 'watched')
-    assert got is not None, proc.output()
+    ask_all(pubs, lambda sec: raw_pair_msgs('watched', sec),
+            {'disparity': disparity, 'depth': depth, 'points': points}, 'watched',
+            log=proc.output)
     assert diagnostics.wait_for(lambda msgs: any(
         'device_depth_ms' in r and 'device_points_ms' in r for r in stage_reports(diagnostics)))
 
@@ -352,8 +342,8 @@ def test_depth_and_points_are_computed_only_while_subscribed(ros, raw_node):
 def test_raw_pair_is_rectified_by_the_node_to_depth_and_points_of_the_plane(
         ros, raw_node, raw_outputs):
     proc, pubs, _, _ = raw_node
-    got = ask_all(pubs, lambda sec: raw_pair_msgs('raw-plane', sec), raw_outputs, 'raw-plane')
-    assert got is not None, proc.output()
+    got = ask_all(pubs, lambda sec: raw_pair_msgs('raw-plane', sec), raw_outputs, 'raw-plane',
+                  log=proc.output)
     header = got['disparity'].header
     assert got['depth'].header == got['points'].header == header  # left's frame, pair's stamp
     depth = image_to_numpy(got['depth'])
@@ -369,8 +359,7 @@ def test_raw_pair_is_rectified_by_the_node_to_depth_and_points_of_the_plane(
 def test_colour_left_image_is_matched_on_gray_and_colours_the_cloud(ros, raw_node, raw_outputs):
     proc, pubs, _, _ = raw_node
     got = ask_all(pubs, lambda sec: raw_pair_msgs('colour', sec, colour=True), raw_outputs,
-                  'colour')
-    assert got is not None, proc.output()
+                  'colour', log=proc.output)
     depth = image_to_numpy(got['depth'])
     assert_plane_depth(depth)
     finite = np.isfinite(depth)
@@ -385,10 +374,10 @@ def test_subsampled_depth_and_points_are_of_the_half_size_map(ros, raw_node, raw
     proc, pubs, _, _ = raw_node
     assert all(r.successful for r in ros.set_parameters(RAW_NODE, {'subsampling': True}))
     try:
-        got = ask_all(pubs, lambda sec: raw_pair_msgs('half', sec), raw_outputs, 'half')
+        got = ask_all(pubs, lambda sec: raw_pair_msgs('half', sec), raw_outputs, 'half',
+                      log=proc.output)
     finally:
         ros.set_parameters(RAW_NODE, {'subsampling': False})
-    assert got is not None, proc.output()
     depth = image_to_numpy(got['depth'])
     assert depth.shape == (PLANE_H // 2, PLANE_W // 2)
     assert_plane_depth(depth)
@@ -400,10 +389,10 @@ def test_dense_unpadded_cloud_without_colour(ros, raw_node, raw_outputs):
     layout = {'use_color': False, 'avoid_point_cloud_padding': True, 'dense_points': True}
     assert all(r.successful for r in ros.set_parameters(RAW_NODE, layout))
     try:
-        got = ask_all(pubs, lambda sec: raw_pair_msgs('dense', sec), raw_outputs, 'dense')
+        got = ask_all(pubs, lambda sec: raw_pair_msgs('dense', sec), raw_outputs, 'dense',
+                      log=proc.output)
     finally:
         ros.set_parameters(RAW_NODE, {name: not value for name, value in layout.items()})
-    assert got is not None, proc.output()
     cloud = got['points']
     assert [(f.name, f.offset) for f in cloud.fields] == [('x', 0), ('y', 4), ('z', 8)]
     assert (cloud.point_step, cloud.height, cloud.is_dense) == (12, 1, True)

@@ -26,7 +26,7 @@ from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 import pytest
-from rosutil import NodeProcess, RosHarness
+from rosutil import NodeProcess, publish_until_answered, RosHarness
 from sensor_msgs.msg import Image
 
 pytestmark = pytest.mark.ros
@@ -113,18 +113,19 @@ def send_pair(ros, node, first: Image, second: Image) -> Image:
     fixture gave it a stream, so one of the two always happens).
     """
     proc, pub, out = node
-    for _ in range(5):
+
+    def publish():
         first.header.stamp.sec, second.header.stamp.sec = Clock.tick(), Clock.tick()
         resets = proc.output().count(RESET)
         pub.publish(first)
         if not ros.wait_until(lambda: answered(first)(list(out.messages))
                               or proc.output().count(RESET) > resets, timeout=15.0):
-            continue  # lost in transport: send the pair again
+            return False  # lost in transport: send the pair again
         pub.publish(second)
-        got = out.wait_for(answered(second), timeout=15.0)
-        if got is not None:
-            return got
-    raise AssertionError(f'no flow for {second.header.frame_id}:\n{proc.output()}')
+        return lambda flow: answered(second)([flow]) is not None
+    return publish_until_answered(
+        publish, out, tries=5, timeout=15.0,
+        log=lambda: f'no flow for {second.header.frame_id}:\n{proc.output()}')
 
 
 def test_flow_of_a_translation_has_the_current_header_and_small_error(ros, node):
@@ -186,12 +187,13 @@ def test_invalid_parameters_are_refused(ros, node, change, reason):
 def test_color_topic_when_subscribed(ros, node):
     color = ros.collect(Image, '/flow_test/flow/color')
     assert ros.wait_until(lambda: color.subscription.get_publisher_count() > 0)
-    for _ in range(3):  # the node may see the new subscriber a moment after we see it
+
+    def flow_of_a_new_pair():  # the node may see the new subscriber a moment after we see it
         flow = send_pair(ros, node, frame(2, 'c2', 0), frame(3, 'c3', 0))
-        got = color.wait_for(answered(flow), timeout=5.0)
-        if got is not None:
-            break
-    assert got is not None and got.encoding == 'bgr8' and (got.height, got.width) == (H, W)
+        return lambda picture: answered(flow)([picture]) is not None
+    got = publish_until_answered(flow_of_a_new_pair, color, tries=3, timeout=5.0,
+                                 log=node[0].output)
+    assert got.encoding == 'bgr8' and (got.height, got.width) == (H, W)
     assert image_to_numpy(got).std() > 0
 
 

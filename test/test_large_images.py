@@ -21,7 +21,7 @@ from cl_vision_nodes.ros.dds_profile import PROFILE_VARIABLES, use_large_image_p
 from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 import numpy as np
 import pytest
-from rosutil import NodeProcess, RosHarness
+from rosutil import NodeProcess, publish_until_answered, RosHarness
 from sensor_msgs.msg import Image
 
 pytestmark = pytest.mark.ros
@@ -48,13 +48,8 @@ def test_full_hd_bgr8_frame_through_a_node():
         assert ros.wait_until(lambda: pub.get_subscription_count() > 0), proc.output()
         frame = np.random.default_rng(0).integers(0, 256, (1080, 1920, 3), dtype=np.uint8)
         msg = numpy_to_image(frame, 'bgr8')
-        got = None
-        for _ in range(5):
-            pub.publish(msg)
-            got = out.wait_for(lambda msgs: msgs[0] if msgs else None, timeout=10.0)
-            if got is not None:
-                break
-        assert got is not None, proc.output()
+        got = publish_until_answered(lambda: pub.publish(msg), out, lambda _: True, tries=5,
+                                     log=proc.output)
         assert image_to_numpy(got).shape == (1080, 1920)
     finally:
         assert proc.stop() == 0, proc.output()

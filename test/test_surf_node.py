@@ -20,6 +20,8 @@ demand, empty and tiny frames, bad input.
 """
 from __future__ import annotations
 
+import itertools
+
 from cl_vision_nodes.dataio.synthetic import texture
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
@@ -27,7 +29,7 @@ from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array, cloud_to_keypoint
 from cl_vision_nodes.surf.extractor import SurfExtractor
 import numpy as np
 import pytest
-from rosutil import NodeProcess, RosHarness
+from rosutil import NodeProcess, publish_until_answered, RosHarness
 from sensor_msgs.msg import Image, PointCloud2
 
 pytestmark = pytest.mark.ros
@@ -64,14 +66,8 @@ def node(ros):
 
 def ask(ros, node, msg: Image) -> PointCloud2:
     proc, pub, out = node
-    tag = msg.header.frame_id
-    for _ in range(5):
-        pub.publish(msg)
-        got = out.wait_for(lambda msgs: next((m for m in msgs if m.header.frame_id == tag), None),
-                           timeout=15.0)
-        if got is not None:
-            return got
-    raise AssertionError(f'no keypoints for {tag}:\n{proc.output()}')
+    return publish_until_answered(lambda: pub.publish(msg), out, msg.header.frame_id, tries=5,
+                                  timeout=15.0, log=proc.output)
 
 
 def library_keypoints(params=None):
@@ -120,14 +116,15 @@ def test_overlay_when_subscribed(ros, node):
     overlay = ros.collect(Image, '/surf_test/keypoints/image')
     assert ros.wait_until(lambda: overlay.subscription.get_publisher_count() > 0)
     colour = np.repeat(IMAGE[:, :, None], 3, 2)
-    for attempt in range(3):  # the node may see the new subscriber a moment after we see it
-        tag = f'k3-{attempt}'
+    attempts = itertools.count()  # the node may see the new subscriber after we see it: again
+
+    def keypoints_of_a_new_frame() -> str:
+        tag = f'k3-{next(attempts)}'
         ask(ros, node, tagged(colour, tag, 'bgr8'))
-        got = overlay.wait_for(lambda msgs: next((m for m in msgs if m.header.frame_id == tag),
-                                                 None), timeout=5.0)
-        if got is not None:
-            break
-    assert got is not None and got.encoding == 'bgr8'
+        return tag
+    got = publish_until_answered(keypoints_of_a_new_frame, overlay, tries=3, timeout=5.0,
+                                 log=node[0].output)
+    assert got.encoding == 'bgr8'
     picture = image_to_numpy(got)
     assert picture.shape == (120, 160, 3) and (picture[..., 0] != picture[..., 1]).any()
 
