@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 import contextlib
 import functools
+import os
 from pathlib import Path
 import signal
 import subprocess
@@ -30,7 +31,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import rclpy
 from rclpy.context import Context
@@ -55,11 +56,24 @@ def command(argv: list[str], sigint_ignored: bool = False) -> list[str]:
 class NodeProcess:
     """A node executable started as ``python -m module --ros-args ...``; stopped with SIGINT."""
 
-    def __init__(self, module: str, ros_args: list[str] = (), sigint_ignored: bool = False):
+    def __init__(self, module: str, ros_args: Sequence[str] = (), sigint_ignored: bool = False,
+                 parent: Sequence[str] = (), env: Mapping[str, str] | None = None):
+        """
+        Start the node, under ``parent`` (a command prefix) if given, with ``env`` added.
+
+        Under a parent the processes form a group of their own (``signal_group``), as a
+        terminal's foreground job.
+        """
         self.log = tempfile.NamedTemporaryFile('w+', suffix='.log', delete=False)
         self.proc = subprocess.Popen(
-            command([sys.executable, '-m', module, '--ros-args', *ros_args], sigint_ignored),
-            cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT)
+            command([*parent, sys.executable, '-m', module, '--ros-args', *ros_args],
+                    sigint_ignored),
+            cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})}, start_new_session=bool(parent))
+
+    def signal_group(self, signum: int) -> None:
+        """Send ``signum`` to the process group started under a parent, as a terminal does."""
+        os.killpg(self.proc.pid, signum)
 
     def output(self) -> str:
         return Path(self.log.name).read_text()

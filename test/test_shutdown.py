@@ -13,13 +13,16 @@
 # limitations under the License.
 
 """
-Ctrl-C while frames flow: every node and `cl-vision replay` exit 0, without a traceback.
+Ctrl-C and SIGTERM: every node and `cl-vision replay` exit 0, without a traceback, however often.
 
-SIGINT reaches a process while a callback is publishing; rclpy's handler invalidates the context
-under it. Each run waits for the first output (the process is busy from then on) and interrupts
-at once while a feeder keeps every input saturated. Every other run starts the processes with
-SIGINT ignored, as a shell starts background jobs: then no KeyboardInterrupt comes first and
-only rclpy's handler acts, which is where the race shows.
+Under ``ros2 launch`` one Ctrl-C reaches a node twice: from the terminal to the process group,
+then from launch, a few to a few hundred milliseconds later; launch sends SIGTERM 5 s after.
+Each run starts every node, waits for its first output (busy from then on, a feeder saturating
+every input) or for a moment named by the run, and sends a sequence of signals: once, twice,
+three times, 0 to 0.5 s apart, SIGTERM among them, or through a launch-like parent. Every other
+run starts the processes with SIGINT ignored, as a shell starts background jobs. A run that
+signals while kernels compile gives each node an empty PoCL kernel cache, so the build is long
+enough to be cut short, and shows the bounded clean-up.
 """
 from __future__ import annotations
 
@@ -27,7 +30,9 @@ from dataclasses import dataclass
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 from typing import Any
 
 from bagutil import write_image_bag
@@ -42,7 +47,7 @@ from stereo_msgs.msg import DisparityImage
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
-RUNS = 10
+REPLAY_RUNS = 10
 NS = '/shutdown_test'
 PAIR = stereo_pair(48, 64, seed=5, max_disparity=8.0)
 
@@ -94,12 +99,23 @@ class Feeder:
         self.inputs = [(ros.publisher(type(msg), case.topic(name)), msg)
                        for case in CASES for name, msg in case.inputs]
         self._stop = threading.Event()
+        self._feeding = threading.Event()
+        self._feeding.set()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+
+    def pause(self) -> None:
+        self._feeding.clear()
+
+    def resume(self) -> None:
+        self._feeding.set()
 
     def _run(self) -> None:
         sec = 0
         while not self._stop.is_set():
+            self._feeding.wait(0.1)
+            if not self._feeding.is_set():
+                continue
             sec += 1
             for publisher, msg in self.inputs:
                 msg.header.stamp.sec = sec
@@ -117,16 +133,85 @@ def ros():
     harness.close()
 
 
-def start(case: Case, run: int) -> NodeProcess:
+@pytest.fixture(scope='module')
+def outputs(ros):
+    return {case.node: ros.collect(case.output[1], case.topic(case.output[0]))
+            for case in CASES}
+
+
+@pytest.fixture(scope='module')
+def feeder(ros):
+    feeding = Feeder(ros)
+    yield feeding
+    feeding.close()
+
+
+@dataclass(frozen=True)
+class Run:
+    """
+    One run of every node: when to signal and what to send.
+
+    ``moment``: 'frames' (inputs saturated, after the first output), 'idle' (inputs paused,
+    after the first output) or 'compiling' (at the 'compiling' line, kernel cache off).
+    ``signals``: signal names and pauses (seconds, as floats) in order.
+    ``forward_after``: send the first signal to the process group under a launch-like parent
+    that forwards it to the node this many seconds later.
+    """
+
+    moment: str
+    signals: tuple[str | float, ...]
+    forward_after: float | None = None
+
+
+RUNS = (
+    Run('frames', ('SIGINT',)),
+    Run('frames', ('SIGINT', 0.0, 'SIGINT')),
+    Run('frames', ('SIGINT', 0.01, 'SIGINT')),
+    Run('frames', ('SIGINT', 0.1, 'SIGINT', 0.1, 'SIGINT')),
+    Run('frames', ('SIGINT', 0.5, 'SIGINT', 0.5, 'SIGINT')),
+    Run('frames', ('SIGTERM', 0.05, 'SIGINT', 0.3, 'SIGTERM')),
+    Run('idle', ('SIGINT', 0.1, 'SIGINT')),
+    Run('frames', ('SIGINT',), forward_after=0.02),
+    Run('frames', ('SIGINT', 0.3, 'SIGINT'), forward_after=0.2),
+    Run('compiling', ('SIGINT', 0.1, 'SIGINT', 0.5, 'SIGTERM')),
+)
+
+
+def start(case: Case, index: int, run: Run) -> NodeProcess:
     params = [a for p in case.params for a in ('-p', p)]
+    parent = () if run.forward_after is None else \
+        (sys.executable, str(REPO / 'test' / 'launch_like.py'), str(run.forward_after))
+    # an empty kernel cache of its own: PoCL builds from source (with POCL_KERNEL_CACHE=0
+    # concurrent processes race on PoCL's shared temporary files)
+    env = {'POCL_CACHE_DIR': tempfile.mkdtemp(prefix='pocl_cache_')} \
+        if run.moment == 'compiling' else {}
     return NodeProcess(f'cl_vision_nodes.ros.{case.node}',
-                       ['-r', f'__ns:={NS}/{case.node}', *params], sigint_ignored=run % 2 == 0)
+                       ['-r', f'__ns:={NS}/{case.node}', *params],
+                       sigint_ignored=index % 2 == 1, parent=parent, env=env)
 
 
-def interrupt(procs: dict[str, NodeProcess]) -> dict[str, int]:
-    """One SIGINT to each (as Ctrl-C in a terminal sends to its process group), exit codes."""
-    for proc in procs.values():
-        proc.proc.send_signal(signal.SIGINT)
+def send(proc: NodeProcess, run: Run) -> None:
+    """Send the run's signals to one process (the first to its group under a parent)."""
+    first = True
+    for item in run.signals:
+        if isinstance(item, float):
+            time.sleep(item)
+            continue
+        signum = signal.Signals[item]
+        if first and run.forward_after is not None:
+            proc.signal_group(signum)
+        else:
+            proc.proc.send_signal(signum)
+        first = False
+
+
+def interrupt(procs: dict[str, NodeProcess], run: Run) -> dict[str, int]:
+    """Signal every process at the same time (a thread each), then collect the exit codes."""
+    senders = [threading.Thread(target=send, args=(proc, run)) for proc in procs.values()]
+    for sender in senders:
+        sender.start()
+    for sender in senders:
+        sender.join()
     codes = {}
     for node, proc in procs.items():
         try:
@@ -137,32 +222,41 @@ def interrupt(procs: dict[str, NodeProcess]) -> dict[str, int]:
     return codes
 
 
-def test_nodes_exit_0_on_ctrl_c_while_frames_flow(ros):
-    outputs = {case.node: ros.collect(case.output[1], case.topic(case.output[0]))
-               for case in CASES}
-    feeder = Feeder(ros)
+def wait_for_moment(run: Run, procs: dict[str, NodeProcess], outputs: dict[str, Any],
+                    feeder: Feeder) -> None:
+    if run.moment == 'compiling':
+        for node, proc in procs.items():
+            assert proc.wait_for_output('compiling OpenCL kernels', 60.0), \
+                f'{node}:\n{proc.output()}'
+        return
+    seen = {node: len(out.messages) for node, out in outputs.items()}
+    for node, proc in procs.items():
+        assert outputs[node].wait_for(lambda msgs: len(msgs) > seen[node], timeout=120.0), \
+            f'{node}:\n{proc.output()}'
+    if run.moment == 'idle':
+        feeder.pause()
+        time.sleep(0.5)  # the frames in flight are done
+
+
+@pytest.mark.parametrize('index, run', list(enumerate(RUNS)), ids=lambda value: str(value))
+def test_nodes_exit_0_on_any_stop_signals(ros, outputs, feeder, index, run):
+    feeder.resume()
+    procs = {case.node: start(case, index, run) for case in CASES}
     try:
-        for run in range(RUNS):
-            seen = {node: len(out.messages) for node, out in outputs.items()}
-            procs = {case.node: start(case, run) for case in CASES}
-            try:
-                for node, proc in procs.items():
-                    assert outputs[node].wait_for(lambda msgs: len(msgs) > seen[node],
-                                                  timeout=120.0), f'{node}:\n{proc.output()}'
-            finally:
-                codes = interrupt(procs)
-            for node, proc in procs.items():
-                assert codes[node] == 0 and 'Traceback' not in proc.output(), \
-                    f'run {run}, {node} exited with {codes[node]}:\n{proc.output()}'
+        wait_for_moment(run, procs, outputs, feeder)
     finally:
-        feeder.close()
+        codes = interrupt(procs, run)
+    for node, proc in procs.items():
+        output = proc.output()
+        assert codes[node] == 0 and 'Traceback' not in output and 'RCLError' not in output, \
+            f'{run}, {node} exited with {codes[node]}:\n{output}'
 
 
 def test_replay_exits_0_on_ctrl_c_while_publishing(ros, tmp_path):
     bag = tmp_path / 'bag'
     write_image_bag(bag, StoragePlugin.MCAP)
     images = ros.collect(Image, '/cam/image', qos_profile_sensor_data)
-    for run in range(RUNS):
+    for run in range(REPLAY_RUNS):
         seen = len(images.messages)
         proc = subprocess.Popen(
             command([sys.executable, '-m', 'cl_vision_nodes.tools.cli', 'replay', str(bag),

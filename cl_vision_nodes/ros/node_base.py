@@ -378,6 +378,10 @@ def spin_node(node_class: type[VisionNode], args: list[str] | None = None) -> in
         try:
             node.start()
         except CLVisionError as exc:
+            if stop.requested:  # e.g. LLVM deletes a build's temporary files on SIGINT
+                node.get_logger().info('stopped while starting')
+                node.get_logger().debug(f'start-up cut short: {exc}')
+                return 0
             node.get_logger().fatal(f'cannot start: {exc}')
             return EXIT_CANNOT_START
         node.get_logger().debug(allocator.line())

@@ -1,0 +1,70 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+StopSignals in a process of its own: one stop request for any number of signals, bounded clean-up.
+
+The nodes' matrix over DDS is test_shutdown.py; here the main thread does something stated
+(a wait on a callback, a call that never returns) so each path is taken for certain.
+"""
+import signal
+import subprocess
+import sys
+import time
+
+from rosutil import REPO
+
+# The main thread waits for the stop request through a callback, then cleans up for CLEANUP s;
+# numpy is imported first so that threads exist that started before the signals were taken.
+PROCESS = '''
+import sys, threading, time
+import numpy
+from cl_vision_nodes.ros.stop_signals import StopSignals
+stop = StopSignals(lambda line: print('WARN', line, flush=True), deadline_s=1.0)
+stop.install()
+woken = []
+event = threading.Event()
+print('ready', flush=True)
+with stop.calling(lambda: (woken.append(1), event.set())):
+    event.wait()
+stop.phase = 'the test clean-up'
+time.sleep(float(sys.argv[1]))
+stop.finished()
+print('woken', len(woken), flush=True)
+time.sleep(0.5)  # signals after the clean-up: ignored
+'''
+
+
+def run(cleanup_s: float, signals: list[signal.Signals], spacing_s: float) -> tuple[int, str]:
+    proc = subprocess.Popen([sys.executable, '-c', PROCESS, str(cleanup_s)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout.readline() == 'ready\n'
+    for signum in signals:
+        proc.send_signal(signum)
+        time.sleep(spacing_s)
+    output, _ = proc.communicate(timeout=30)
+    return proc.returncode, output
+
+
+def test_many_signals_make_one_stop_request_and_later_ones_are_ignored():
+    code, output = run(0.2, [signal.SIGINT, signal.SIGINT, signal.SIGTERM, signal.SIGINT], 0.15)
+    assert code == 0 and output == 'woken 1\n', output
+
+
+def test_a_clean_up_that_does_not_end_is_abandoned_with_a_line_and_exit_0():
+    started = time.monotonic()
+    code, output = run(60.0, [signal.SIGTERM, signal.SIGINT], 0.1)
+    assert code == 0 and time.monotonic() - started < 10.0, output
+    assert output == 'WARN stopping on SIGTERM: the test clean-up did not end within 1 s; ' \
+        'exiting without waiting for it\n', output
