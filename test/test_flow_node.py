@@ -15,8 +15,8 @@
 """
 flow_node over real Fast DDS.
 
-Flow of a known motion, stream resets, live method changes, the colour topic on demand and bad
-input.
+Flow of a known motion, stream resets, live method changes, the colour topic on demand, bad
+input, and the span of each flow with max_span.
 """
 from __future__ import annotations
 
@@ -26,13 +26,20 @@ from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 import pytest
+<<<<<<< HEAD
 from rosutil import NodeProcess, publish_until_answered, RosHarness
 from sensor_msgs.msg import Image
+=======
+from rosutil import NodeProcess, RosHarness
+from sensor_msgs.msg import Image, TimeReference
+>>>>>>> wt-span
 
 pytestmark = pytest.mark.ros
 
 NODE = 'flow_node'
 RESET = 'flow history reset'
+GAP_RESET = 'flow history reset: '
+NS = 1_000_000_000
 H, W = 48, 64
 SEQ = flow_sequence(4, H, W, motion=Motion('translation', shift=(1.25, -0.5)), seed=3)
 
@@ -56,8 +63,12 @@ def node(ros):
     proc = NodeProcess('cl_vision_nodes.ros.flow_node',
                        ['-p', 'method:=lk', '-p', 'pyramid_levels:=3',
                         '-p', 'diagnostics_period:=0.2',
+                        # the cases send frames 1 s apart, more where one is sent again:
+                        # max_span has its own case
+                        '-p', 'max_span:=0.0',
                         '-r', 'image:=/flow_test/image', '-r', 'flow:=/flow_test/flow',
-                        '-r', 'flow/color:=/flow_test/flow/color'])
+                        '-r', 'flow/color:=/flow_test/flow/color',
+                        '-r', 'flow/span:=/flow_test/flow/span'])
     pub = ros.publisher(Image, '/flow_test/image', 10)
     out = ros.collect(Image, '/flow_test/flow')
     diagnostics = ros.collect(DiagnosticArray, '/diagnostics')
@@ -209,3 +220,85 @@ def test_bad_frame_is_skipped_and_stream_continues(ros, node):
     got = send_pair(ros, node, frame(0, 'd0', 0), frame(1, 'd1', 0))
     assert got.header.frame_id == 'd1' and proc.alive()
     assert proc.output().count(RESET) == resets  # the bad frame left no trace
+
+
+def node_values(diagnostics, key: str, since: int = 0) -> list[str]:
+    """Return the values of ``key`` in flow_node's diagnostics from message ``since`` on."""
+    return [kv.value for m in diagnostics.messages[since:] for s in m.status
+            if s.name.startswith(f'/{NODE}') for kv in s.values if kv.key == key]
+
+
+def take(ros, node, msg: Image, taken) -> None:
+    """Publish ``msg`` until the node has ``taken`` it (best effort: a frame may be lost)."""
+    for _ in range(3):
+        node[1].publish(msg)
+        if ros.wait_until(taken, timeout=10.0):
+            return
+    raise AssertionError(f'{msg.header.frame_id} never taken:\n{node[0].output()}')
+
+
+def test_flows_across_dropped_frames_carry_their_span_and_max_span_resets(ros, node):
+    """
+    Frames 0.1 s apart, every third withheld: spans of 0.1 and 0.2 s, the 0.2 s ones long.
+
+    Then with max_span 0.15 s a frame after a withheld one starts a new history (no flow, one
+    log line for both, counted), and the next frame has a flow from it again.
+    """
+    proc, pub, out = node
+    spans = ros.collect(TimeReference, '/flow_test/flow/span')
+    diagnostics = ros.collect(DiagnosticArray, '/diagnostics')
+    assert ros.wait_until(lambda: spans.subscription.get_publisher_count() > 0
+                          and diagnostics.subscription.get_publisher_count() > 0)
+    start_ns = send_pair(ros, node, frame(0, 'g0', 0), frame(1, 'g1', 0)).header.stamp.sec * NS
+    Clock.sec += 2  # later cases stamp after the frames below
+    seen = len(diagnostics.messages)
+    assert diagnostics.wait_for(lambda msgs: len(msgs) >= seen + 3, timeout=10.0)
+    since = len(diagnostics.messages)  # windows from here on hold only the frames below
+    sent: dict[int, Image] = {}
+
+    def total(key: str) -> int:
+        return sum(map(int, node_values(diagnostics, key, since)))
+
+    def send(k: int, resets: int = 0) -> None:
+        """Send frame k (stamp start + 0.1 k s); wait for its flow, or until ``resets`` resets."""
+        msg = sent[k] = frame(k % len(SEQ.frames), f'span{k}', 0)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(start_ns + k * NS // 10, NS)
+        if resets:
+            take(ros, node, msg, lambda: total('flow_history_resets_gap') >= resets)
+        else:
+            take(ros, node, msg, lambda: answered(msg)(list(out.messages)))
+
+    def span_of(k: int) -> TimeReference:
+        stamp = sent[k].header.stamp
+        got = spans.wait_for(lambda msgs: next((m for m in msgs if m.header.stamp == stamp),
+                                               None), timeout=10.0)
+        assert got is not None and got.header.frame_id == f'span{k}', got
+        assert got.source == 'previous frame'
+        return got
+
+    for k in (1, 3, 4, 6, 7):
+        send(k)
+    assert [span_of(k).time_ref for k in (3, 4, 6, 7)] == \
+        [sent[k].header.stamp for k in (1, 3, 4, 6)]
+    first = span_of(1).time_ref
+    assert first.sec * NS + first.nanosec == start_ns  # from g1, 0.1 s before
+    assert ros.wait_until(lambda: (total('flow_spans'), total('flow_spans_long')) == (5, 2),
+                          timeout=10.0), diagnostics.messages[since:]
+    assert max(map(float, node_values(diagnostics, 'flow_span_max_s', since))) == 0.2
+    assert node_values(diagnostics, 'flow_period_s', since)[-1] == '0.100000'
+
+    with ros.changed_parameters(NODE, max_span=0.15) as results:
+        assert results[0].successful, results[0].reason
+        send(8)  # 0.1 s after frame 7
+        send(10, resets=1)
+        send(11)
+        send(13, resets=2)
+        send(14)
+    assert span_of(8).time_ref == sent[7].header.stamp
+    assert span_of(11).time_ref == sent[10].header.stamp
+    assert span_of(14).time_ref == sent[13].header.stamp
+    # one reliable publisher, in order: flows for 10 or 13 would have come before 11's and 14's
+    assert not any(m.header.frame_id in ('span10', 'span13') for m in out.messages)
+    assert proc.output().count(GAP_RESET) == 1, proc.output()
+    assert f'{GAP_RESET}0.20 s since the previous frame is more than max_span 0.15 s ' \
+        '(logged once; counted in diagnostics)' in proc.output()

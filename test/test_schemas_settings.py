@@ -47,7 +47,8 @@ SETTINGS = {
 COMMON = {name: ('ros/node_base.py',) for name in COMMON_NAMES}
 # node -> parameter -> the modules (under cl_vision_nodes/) that read it by name
 NODE_LEVEL = {
-    'flow_node': {**COMMON, 'max_flow': ('ros/flow_capability.py', 'tools/flow_cli.py')},
+    'flow_node': {**COMMON, 'max_flow': ('ros/flow_capability.py', 'tools/flow_cli.py'),
+                  'max_span': ('ros/flow_capability.py',)},
     'surf_node': COMMON,
     'disparity_node': {**COMMON, **{name: ('ros/stereo_inputs.py',) for name in (
         'approximate_sync', 'queue_size', 'approximate_sync_tolerance_seconds')},

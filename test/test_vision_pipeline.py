@@ -28,11 +28,12 @@ import itertools
 from cl_vision_nodes.dataio.synthetic import stereo_pair
 from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
+from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 from plane_scene import Clock
 import pytest
 from rosutil import NodeProcess, publish_each, publish_until_answered, RosHarness
-from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2, TimeReference
 from stereo_msgs.msg import DisparityImage
 
 pytestmark = pytest.mark.ros
@@ -44,8 +45,9 @@ FRAMES = [(np.roll(PAIR.left, shift, axis=1), np.roll(PAIR.right, shift, axis=1)
 FX, BASELINE = 100.0, 0.25
 INPUTS = ('left/image_rect', 'right/image_rect', 'left/camera_info', 'right/camera_info')
 PIPELINE = '/pipe/vision_pipeline'
-OUTPUTS = {'flow': Image, 'flow/color': Image, 'keypoints': PointCloud2,
-           'keypoints/image': Image, 'disparity': DisparityImage, 'disparity/color': Image}
+OUTPUTS = {'flow': Image, 'flow/color': Image, 'flow/span': TimeReference,
+           'keypoints': PointCloud2, 'keypoints/image': Image, 'disparity': DisparityImage,
+           'disparity/color': Image}
 
 
 def info(right: bool) -> CameraInfo:
@@ -117,12 +119,16 @@ def test_outputs_equal_the_separate_nodes(setup):
     send(setup, 'first', 0, [('pipe', 'disparity'), ('sep', 'disparity'), ('pipe', 'keypoints'),
                              ('sep', 'keypoints')])
     got = send(setup, 'second', 1, EVERY + [('pipe', 'flow/color'), ('pipe', 'keypoints/image'),
-                                            ('pipe', 'disparity/color')])
+                                            ('pipe', 'disparity/color'), ('pipe', 'flow/span'),
+                                            ('sep', 'flow/span')])
     pipe_flow, sep_flow = (image_to_numpy(got[(ns, 'flow')]) for ns in ('pipe', 'sep'))
     assert pipe_flow.shape == (H, W, 2)
     np.testing.assert_array_equal(np.isnan(pipe_flow), np.isnan(sep_flow))
     np.testing.assert_allclose(pipe_flow, sep_flow, atol=1e-4, equal_nan=True)
     assert np.nanmedian(pipe_flow[..., 0]) > 1.0  # the 2 px pan is seen
+    pipe_span, sep_span = (got[(ns, 'flow/span')] for ns in ('pipe', 'sep'))
+    assert pipe_span == sep_span and pipe_span.header == got[('pipe', 'flow')].header
+    assert pipe_span.time_ref.sec < pipe_span.header.stamp.sec  # from an earlier frame
     pipe_kp, sep_kp = (cloud_to_array(got[(ns, 'keypoints')]) for ns in ('pipe', 'sep'))
     assert len(pipe_kp) > 5
     assert pipe_kp.tobytes() == sep_kp.tobytes()
@@ -177,11 +183,12 @@ def test_mono_inputs_refuse_disparity_at_start():
 def test_mono_inputs_run_flow_and_surf(ros):
     proc = NodeProcess('cl_vision_nodes.ros.vision_pipeline',
                        ['-r', '__ns:=/mono', '-p', 'stereo:=false', '-p',
-                        'disparity.enabled:=false'])
+                        'disparity.enabled:=false', '-p', 'diagnostics_period:=0.2'])
     try:
         pub = ros.publisher(Image, '/mono/image')
         flow = ros.collect(Image, '/mono/flow')
         keypoints = ros.collect(PointCloud2, '/mono/keypoints')
+        diagnostics = ros.collect(DiagnosticArray, '/diagnostics')
         assert ros.wait_until(lambda: pub.get_subscription_count() > 0, 60.0), proc.output()
         indices = itertools.count()
 
@@ -193,5 +200,8 @@ def test_mono_inputs_run_flow_and_surf(ros):
         publish_until_answered(publish, flow, lambda _: True, tries=8, timeout=2.0,
                                log=proc.output)
         assert keypoints.messages, proc.output()
+        assert diagnostics.wait_for(lambda msgs: [  # flow_node's keys, flow's flows counted
+            kv for m in msgs for s in m.status if s.name.startswith('/mono/vision_pipeline')
+            for kv in s.values if kv.key == 'flow_spans' and int(kv.value) > 0], timeout=10.0)
     finally:
         assert proc.stop() == 0, proc.output()

@@ -125,10 +125,15 @@ FLOW_SCHEMA = ParameterSchema('flow_node', [
     ParamSpec('max_flow', 0.0,
               'Flow magnitude at full colour saturation in flow/color, px (0 = the frame maximum)',
               min=0.0, max=1e4),
+    ParamSpec('max_span', 1.0,
+              'Longest time between two processed frames (their stamps) to estimate flow across, '
+              's; over it the node starts a new history and publishes no flow for that frame, '
+              'counted in diagnostics (0 = no limit)', min=0.0, max=3600.0),
 ], checks=[_dis_stride_within_patch])
 
-NODE_PARAMETERS: frozenset[str] = COMMON_NAMES | {'max_flow'}
-"""Read by flow_node and ``cl-vision flow`` (max_flow: their colour picture), not the estimator."""
+NODE_PARAMETERS: frozenset[str] = COMMON_NAMES | {'max_flow', 'max_span'}
+"""Read by the nodes, not the estimator: max_flow (their colour picture, also ``cl-vision flow``'s)
+and max_span (the longest gap between frames their stream of flows spans)."""
 
 
 @dataclass(frozen=True)

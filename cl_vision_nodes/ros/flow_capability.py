@@ -15,31 +15,43 @@
 """
 What flow_node does with a decoded frame, for flow_node and the pipeline node alike.
 
-Publishes ``flow`` (32FC2, u,v in pixels per frame from the previous frame to this one, header
-of this frame, NaN where the method has no estimate) and ``flow/color`` (the Middlebury colour
-wheel, drawn on the device and downloaded finished, only while subscribed). The first frame
-publishes nothing; a change of size or encoding, or a timestamp going backwards (a bag loop),
-restarts the stream. The method that runs is logged after 'ready' (``method_line``) and whenever
-it changes: with ``method: auto`` that is dis on a CPU device and hs on a GPU.
+Publishes ``flow`` (32FC2, u,v in pixels from the previous processed frame to this one, header
+of this frame, NaN where the method has no estimate), ``flow/color`` (the Middlebury colour
+wheel, drawn on the device and downloaded finished, only while subscribed) and ``flow/span``
+with every flow: a sensor_msgs/TimeReference whose header is the flow's (pair them by stamp)
+and whose ``time_ref`` is the previous frame's stamp, since frames dropped before the node make
+a flow span more than one camera period. The first frame publishes nothing; a change of size or
+encoding, a timestamp going backwards (a bag loop) or a gap over ``max_span`` seconds restarts
+the stream, so no flow is estimated across it. Diagnostics count the spans, the long ones and
+the gap restarts (``flow_span.FlowSpans``). The method that runs is logged after 'ready'
+(``method_line``) and whenever it changes: with ``method: auto`` that is dis on a CPU device and
+hs on a GPU.
 """
 from __future__ import annotations
 
 from typing import Mapping
 
+from builtin_interfaces.msg import Time
 from cl_vision_nodes.flow.colorwheel import FlowColorizer
 from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.imaging.device_image import DeviceGray
 from cl_vision_nodes.params import Value
+from cl_vision_nodes.ros.flow_span import FlowSpans, NS_PER_S
 from cl_vision_nodes.ros.node_base import ImageFrame, VisionNode
 from cl_vision_nodes.ros.topics import Topic
 import numpy as np
-from sensor_msgs.msg import Image
+from sensor_msgs.msg import Image, TimeReference
+
+SPAN_SOURCE = 'previous frame'
+"""``source`` of the flow/span messages: what their ``time_ref`` is the stamp of."""
 
 
 class FlowCapability:
-    """Dense optical flow of a stream of decoded frames, published with its picture."""
+    """Dense optical flow of a stream of decoded frames, published with its picture and span."""
 
-    OUTPUTS = (Topic('flow', Image), Topic('flow/color', Image))
+    OUTPUTS = (Topic('flow', Image), Topic('flow/color', Image),
+               Topic('flow/span', TimeReference))
+    """The answer, its picture, then the rest (``cl-vision eval`` records the first two)."""
 
     def __init__(self, node: VisionNode, values: Mapping[str, Value], prefix: str = ''):
         """Build the estimator and colour wheel on the node's runtime; stages named ``prefix*``."""
@@ -49,18 +61,20 @@ class FlowCapability:
         self.colorizer = FlowColorizer(node.runtime)
         self.staging = node.runtime.buffers()
         self.max_flow = float(values['max_flow'])
+        self.spans = FlowSpans(float(values['max_span']))
         self._stream: tuple[str, int, int] | None = None
         self._last_stamp = 0
         self._announced = ''
 
     def connect(self) -> None:
-        self.flow_pub, self.color_pub = (self.node.output_publisher(t.msg_type, t.name)
-                                         for t in self.OUTPUTS)
+        self.flow_pub, self.color_pub, self.span_pub = (
+            self.node.output_publisher(t.msg_type, t.name) for t in self.OUTPUTS)
 
     def configure(self, values: Mapping[str, Value]) -> None:
         """Apply changed parameters from the next frame on (CLVisionError refuses them)."""
         self.estimator.configure(values)
         self.max_flow = float(values['max_flow'])
+        self.spans.max_span_s = float(values['max_span'])
         self._announce_method()
 
     def method_line(self) -> str:
@@ -82,8 +96,13 @@ class FlowCapability:
         self.estimator.reset()
         self._stream = None
 
+    def diagnostic_values(self) -> dict[str, str]:
+        """Return the span counts of the diagnostics window, and start a new one."""
+        return self.spans.key_values()
+
     def process(self, frame: ImageFrame, gray: DeviceGray) -> None:
-        """Push a decoded frame; publish the flow from the previous one."""
+        """Push a decoded frame; publish the flow from the previous one, and its span."""
+        previous_ns = self._last_stamp
         self._follow_stream(frame)
         node, prefix = self.node, self.prefix
         with node.device_stage(prefix + 'compute'):
@@ -92,7 +111,12 @@ class FlowCapability:
             return
         with node.download_stage(prefix + 'download'):
             host = self.estimator.download(flow)
+        self.spans.flow_published(frame.stamp_ns - previous_ns)
+        sec, nanosec = divmod(previous_ns, NS_PER_S)
+        span = TimeReference(header=frame.header.to_msg(), source=SPAN_SOURCE,
+                             time_ref=Time(sec=sec, nanosec=nanosec))
         node.publish_image(self.flow_pub, frame.header, '32FC2', host, prefix + 'publish')
+        node.publish_message(self.span_pub, span, prefix + 'publish')
         if node.wanted(self.color_pub):
             shape = (gray.height, gray.width, 3)
             with node.device_stage(prefix + 'visual'):
@@ -101,13 +125,22 @@ class FlowCapability:
             node.publish_image(self.color_pub, frame.header, 'bgr8', picture, prefix + 'publish')
 
     def _follow_stream(self, frame: ImageFrame) -> None:
+        """Start a new history where ``frame`` does not continue the previous frame's."""
         raw = frame.raw
         stream = (raw.encoding, raw.width, raw.height)
-        if self._stream is not None and (stream != self._stream
-                                         or frame.stamp_ns < self._last_stamp):
+        gap_ns = frame.stamp_ns - self._last_stamp
+        if self._stream is not None and (stream != self._stream or gap_ns < 0):
             why = 'time went backwards' if stream == self._stream else \
                 f'{self._stream[0]} {self._stream[1]}x{self._stream[2]} -> ' \
                 f'{raw.encoding} {raw.width}x{raw.height}'
             self.node.get_logger().info(f'flow history reset ({why})')
+            self.estimator.reset()
+        elif self._stream is not None and self.spans.beyond_limit(gap_ns):
+            # Every such gap is counted; a log line each would flood a lossy link.
+            self.node.get_logger().info(
+                f'flow history reset: {gap_ns / NS_PER_S:.2f} s since the previous frame is '
+                f'more than max_span {self.spans.max_span_s:g} s (logged once; counted in '
+                'diagnostics)', once=True)
+            self.spans.history_reset()
             self.estimator.reset()
         self._stream, self._last_stamp = stream, frame.stamp_ns

@@ -16,7 +16,7 @@
 flow_node: dense optical flow between consecutive frames of one camera, on the OpenCL device.
 
 Subscribes ``image`` (read in place from the serialized message, decoded on the device);
-publishes ``flow`` and ``flow/color`` (see ``flow_capability``).
+publishes ``flow``, ``flow/color`` and ``flow/span`` (see ``flow_capability``).
 """
 from __future__ import annotations
 
@@ -48,6 +48,9 @@ class FlowNode(VisionNode):
 
     def on_parameters_changed(self, values: dict[str, Value], changed: set[str]) -> None:
         self.flow.configure(values)
+
+    def diagnostic_values(self) -> dict[str, str]:
+        return self.flow.diagnostic_values()
 
     def on_image(self, frame: ImageFrame) -> None:
         self.flow.process(frame, self.decode(frame))

@@ -274,6 +274,15 @@ class VisionNode(Node):
                 publisher.publish(framing.join(payload))
         self.outputs.submit(send)
 
+    def publish_message(self, publisher: Publisher, msg: Any, stage: str = 'publish') -> None:
+        """Publish a small message object as ``publish_serialized`` does: in order, later."""
+        timing = self.timing
+
+        def send() -> None:
+            with timing.stage(stage):
+                publisher.publish(msg)
+        self.outputs.submit(send)
+
     def publish_image(self, publisher: Publisher, header: CdrHeader, encoding: str,
                       pixels: np.ndarray, stage: str = 'publish') -> None:
         """Publish HxW[xC] host-order ``pixels`` as a packed sensor_msgs/Image of ``encoding``."""
@@ -334,6 +343,10 @@ class VisionNode(Node):
         if period > 0:
             self._diag_timer = self.create_timer(period, self.publish_diagnostics)
 
+    def diagnostic_values(self) -> dict[str, str]:
+        """Return the node's own key/values of the diagnostics window ending now (none here)."""
+        return {}
+
     def publish_diagnostics(self) -> None:
         report = self.stats.report()
         if report.frames or report.dropped:
@@ -343,7 +356,8 @@ class VisionNode(Node):
             level=level, name=f'{self.get_fully_qualified_name()}: frames',
             message='bad input frames skipped' if report.rejected else 'ok',
             hardware_id=self.runtime.entry.name,
-            values=[KeyValue(key=k, value=v) for k, v in report.key_values().items()]
+            values=[KeyValue(key=k, value=v)
+                    for k, v in {**report.key_values(), **self.diagnostic_values()}.items()]
             + [KeyValue(key=f'opencl_cached_{k}', value=str(v))  # constant in a steady stream
                for k, v in self.runtime.cache_sizes().items()])
         msg = DiagnosticArray(status=[status])

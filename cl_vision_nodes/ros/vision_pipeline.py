@@ -18,10 +18,11 @@ vision_pipeline: flow, SURF and ELAS disparity of one camera in one process and 
 Each image crosses DDS and the bus once: the node reads it in place, decodes (or, with
 ``disparity.rectify``, rectifies) it on the device once, and hands the same device frame to
 every enabled capability. It publishes the topics of the separate nodes (``flow``,
-``flow/color``, ``keypoints``, ``keypoints/image``, ``disparity``, ``disparity/color``, ``depth``,
-``points``) with their parameters under ``flow.``, ``surf.`` and ``disparity.``, and
-``<name>.enabled`` switches a capability off and on while running (flow starts a new stream when
-switched back on).
+``flow/color``, ``flow/span``, ``keypoints``, ``keypoints/image``, ``disparity``,
+``disparity/color``, ``depth``, ``points``) and flow_node's diagnostics keys (``flow_spans``...,
+named alike so a consumer reads either node), with their parameters under ``flow.``, ``surf.``
+and ``disparity.``; ``<name>.enabled`` switches a capability off and on while running (flow
+starts a new stream when switched back on).
 
 Inputs: with ``stereo`` (default) those of disparity_node (``stereo_inputs``); flow and SURF run
 on the left image of each pair, which is published after disparity. Without it, one camera on
@@ -84,6 +85,9 @@ class VisionPipeline(VisionNode):
                 capabilities[name].configure(section(values, name, schema))
         if 'flow.enabled' in changed and values['flow.enabled']:
             self.flow.reset()
+
+    def diagnostic_values(self) -> dict[str, str]:
+        return self.flow.diagnostic_values()
 
     def on_image(self, frame: ImageFrame) -> None:
         self.run_capabilities(frame, self.decode(frame))
