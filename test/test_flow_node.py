@@ -26,13 +26,8 @@ from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 import pytest
-<<<<<<< HEAD
 from rosutil import NodeProcess, publish_until_answered, RosHarness
-from sensor_msgs.msg import Image
-=======
-from rosutil import NodeProcess, RosHarness
 from sensor_msgs.msg import Image, TimeReference
->>>>>>> wt-span
 
 pytestmark = pytest.mark.ros
 
