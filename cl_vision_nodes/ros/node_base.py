@@ -267,20 +267,19 @@ class VisionNode(Node):
         On the publishing thread, in order: the frame's next work, and the next frame's upload
         and compute, go on meanwhile. ``payload`` must stay untouched until ``download_stage``.
         """
-        timing = self.timing
-
-        def send() -> None:
-            with timing.stage(stage):
-                publisher.publish(framing.join(payload))
-        self.outputs.submit(send)
+        self._publish_later(publisher, lambda: framing.join(payload), stage)
 
     def publish_message(self, publisher: Publisher, msg: Any, stage: str = 'publish') -> None:
         """Publish a small message object as ``publish_serialized`` does: in order, later."""
+        self._publish_later(publisher, lambda: msg, stage)
+
+    def _publish_later(self, publisher: Publisher, message: Callable[[], Any], stage: str) -> None:
+        """Publish ``message()`` on the publishing thread, timed as stage ``stage`` of this frame."""
         timing = self.timing
 
         def send() -> None:
             with timing.stage(stage):
-                publisher.publish(msg)
+                publisher.publish(message())
         self.outputs.submit(send)
 
     def publish_image(self, publisher: Publisher, header: CdrHeader, encoding: str,
