@@ -23,6 +23,7 @@ only while subscribed.
 from __future__ import annotations
 
 import math
+import time
 
 from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.dataio.synthetic import stereo_pair
@@ -213,6 +214,39 @@ def test_approximate_sync_pairs_offset_stamps(ros):
         assert ros.wait_until(lambda: all(p.get_subscription_count() > 0 for p in pubs))
         got = ask(ros, (proc, pubs, out), 'approx', right_offset_ns=3_000_000)
         assert got.header.stamp.nanosec == 0  # the left image's header
+    finally:
+        assert proc.stop() == 0, proc.output()
+
+
+def test_messages_before_the_first_set_are_start_up_not_a_stamp_mismatch(ros):
+    """
+    As DDS discovery matches the four inputs one by one: the first stamps lack the right image.
+
+    Those are given up when the first complete set forms; no "found no partner" warning follows
+    (the report runs every 5 s) while every later set is complete.
+    """
+    topics = [f'{t}_startup' for t in TOPICS]
+    remaps = [a for t, n in zip(topics, ('left/image_rect', 'right/image_rect',
+                                         'left/camera_info', 'right/camera_info'))
+              for a in ('-r', f'{n}:={t}')]
+    proc = NodeProcess('cl_vision_nodes.ros.disparity_node',
+                       [*remaps, '-r', '__node:=disparity_startup', '-p', 'disp_max:=32',
+                        '-r', 'disparity:=/stereo_test/disparity_startup'])
+    try:
+        pubs = [ros.publisher(Image if 'image' in t else CameraInfo, t) for t in topics]
+        out = ros.collect(DisparityImage, '/stereo_test/disparity_startup')
+        assert ros.wait_until(lambda: all(p.get_subscription_count() > 0 for p in pubs))
+        for _ in range(3):
+            left, _right, *infos = stereo_msgs('early', Clock.tick())
+            publish_each([pubs[0], *pubs[2:]], [left, *infos])
+        got = ask(ros, (proc, pubs, out), 'first')
+        deadline = time.monotonic() + 6.0  # past the first report
+        while time.monotonic() < deadline:
+            publish_each(pubs, stereo_msgs('steady', Clock.tick()))
+            time.sleep(0.2)
+        assert got is not None and out.wait_for(
+            lambda msgs: any(m.header.frame_id == 'steady' for m in msgs))
+        assert 'no partner' not in proc.output(), proc.output()
     finally:
         assert proc.stop() == 0, proc.output()
 

@@ -27,10 +27,10 @@ enough to be cut short, and shows the bounded clean-up.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from typing import Any
@@ -179,13 +179,13 @@ RUNS = (
 )
 
 
-def start(case: Case, index: int, run: Run) -> NodeProcess:
+def start(case: Case, index: int, run: Run, tmp_path: Path) -> NodeProcess:
     params = [a for p in case.params for a in ('-p', p)]
     parent = () if run.forward_after is None else \
         (sys.executable, str(REPO / 'test' / 'launch_like.py'), str(run.forward_after))
     # an empty kernel cache of its own: PoCL builds from source (with POCL_KERNEL_CACHE=0
     # concurrent processes race on PoCL's shared temporary files)
-    env = {'POCL_CACHE_DIR': tempfile.mkdtemp(prefix='pocl_cache_')} \
+    env = {'POCL_CACHE_DIR': str(tmp_path / f'pocl_{case.node}')} \
         if run.moment == 'compiling' else {}
     return NodeProcess(f'cl_vision_nodes.ros.{case.node}',
                        ['-r', f'__ns:={NS}/{case.node}', *params],
@@ -241,9 +241,9 @@ def wait_for_moment(run: Run, procs: dict[str, NodeProcess], outputs: dict[str, 
 
 
 @pytest.mark.parametrize('index, run', list(enumerate(RUNS)), ids=lambda value: str(value))
-def test_nodes_exit_0_on_any_stop_signals(ros, outputs, feeder, index, run):
+def test_nodes_exit_0_on_any_stop_signals(ros, outputs, feeder, index, run, tmp_path):
     feeder.resume()
-    procs = {case.node: start(case, index, run) for case in CASES}
+    procs = {case.node: start(case, index, run, tmp_path) for case in CASES}
     try:
         wait_for_moment(run, procs, outputs, feeder)
     finally:

@@ -105,9 +105,9 @@ class StereoInputs:
         if not self._matched_any:
             if any(new):
                 self.node.get_logger().warning(
-                    f'no stereo set yet from {sum(new)} input messages: are left/right images '
-                    'and camera_infos published with identical stamps? (else set '
-                    'approximate_sync)', throttle_duration_sec=30.0)
+                    f'{sum(new)} input messages found no partner and no stereo set formed yet: '
+                    'are left/right images and camera_infos published with identical stamps? '
+                    '(else set approximate_sync)', throttle_duration_sec=30.0)
             return
         self._unmatched = dropped
         self.node.stats.frames_unmatched(new[0])
