@@ -22,12 +22,12 @@ PACKAGE = 'cl_vision_nodes'
 # Every node is an executable in lib/cl_vision_nodes (for ros2 run / launch) and on PATH for pip
 # installs; `cl-vision` is the command-line tool.
 NODES = {
-    'convert_node': 'cl_vision_nodes.ros.convert_node:main',
-    'flow_node': 'cl_vision_nodes.ros.flow_node:main',
-    'surf_node': 'cl_vision_nodes.ros.surf_node:main',
-    'disparity_node': 'cl_vision_nodes.ros.disparity_node:main',
-    'rectify_node': 'cl_vision_nodes.ros.rectify_node:main',
-    'vision_pipeline': 'cl_vision_nodes.ros.vision_pipeline:main',
+    'convert_node': 'cl_vision_nodes.ros.executables:convert_node',
+    'flow_node': 'cl_vision_nodes.ros.executables:flow_node',
+    'surf_node': 'cl_vision_nodes.ros.executables:surf_node',
+    'disparity_node': 'cl_vision_nodes.ros.executables:disparity_node',
+    'rectify_node': 'cl_vision_nodes.ros.executables:rectify_node',
+    'vision_pipeline': 'cl_vision_nodes.ros.executables:vision_pipeline',
 }
 
 setup(

@@ -273,3 +273,35 @@ def test_replay_exits_0_on_ctrl_c_while_publishing(ros, tmp_path):
             output, _ = proc.communicate(timeout=30)
         assert proc.returncode == 0 and 'Traceback' not in output, \
             f'run {run}: exit code {proc.returncode}:\n{output}'
+
+
+def signals_taken(pid: int) -> bool:
+    """Return whether the process's main thread blocks SIGINT: StopSignals is installed."""
+    status = Path(f'/proc/{pid}/status').read_text()
+    blocked = int(next(line for line in status.splitlines() if line.startswith('SigBlk:'))
+                  .split()[1], 16)
+    return bool(blocked & 1 << (signal.SIGINT - 1))
+
+
+@pytest.mark.parametrize('delay_s', [0.0, 0.3, 0.6])
+@pytest.mark.parametrize('executable', ['flow_node', 'vision_pipeline'])
+def test_a_stop_while_the_node_loads_exits_0(executable, delay_s):
+    """
+    Ctrl-C right after ``ros2 launch`` started: the console script is importing its node.
+
+    Loading takes about a second after the script took the signals (``executables``); before
+    that, only the interpreter's own start-up (tenths of a second) is exposed.
+    """
+    proc = subprocess.Popen(
+        [sys.executable, '-c', f'from cl_vision_nodes.ros.executables import {executable}; '
+         f'{executable}()', '--ros-args', '-r', f'__ns:={NS}/loading'],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 30.0
+    while not signals_taken(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.002)
+    time.sleep(delay_s)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and 'Traceback' not in output, output

@@ -27,7 +27,7 @@ from rosutil import REPO
 
 # The main thread waits for the stop request through a callback, then cleans up for CLEANUP s;
 # numpy is imported first so that threads exist that started before the signals were taken.
-PROCESS = '''
+PROCESS = """
 import sys, threading, time
 import numpy
 from cl_vision_nodes.ros.stop_signals import StopSignals
@@ -43,7 +43,7 @@ time.sleep(float(sys.argv[1]))
 stop.finished()
 print('woken', len(woken), flush=True)
 time.sleep(0.5)  # signals after the clean-up: ignored
-'''
+"""
 
 
 def run(cleanup_s: float, signals: list[signal.Signals], spacing_s: float) -> tuple[int, str]:

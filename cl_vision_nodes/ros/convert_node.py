@@ -28,6 +28,7 @@ from cl_vision_nodes.imaging.schema import CONVERT_SCHEMA
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.cdr import serialize_image
 from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
+from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import image_input, NodeTopics, Topic
 from sensor_msgs.msg import Image
 
@@ -55,8 +56,8 @@ class ConvertNode(VisionNode):
             self.publisher.publish(serialize_image(frame.header, out))
 
 
-def main() -> None:
-    main_for(ConvertNode)
+def main(stop: StopSignals | None = None) -> None:
+    main_for(ConvertNode, stop)
 
 
 if __name__ == '__main__':

@@ -29,6 +29,7 @@ from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.disparity_capability import DisparityCapability
 from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
 from cl_vision_nodes.ros.stereo_inputs import StereoInputs
+from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import NodeTopics
 from sensor_msgs.msg import CameraInfo
 
@@ -57,8 +58,8 @@ class DisparityNode(VisionNode):
         self.disparity.process(left, pair, left_info, right_info)
 
 
-def main() -> None:
-    main_for(DisparityNode)
+def main(stop: StopSignals | None = None) -> None:
+    main_for(DisparityNode, stop)
 
 
 if __name__ == '__main__':

@@ -26,6 +26,7 @@ from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.flow_capability import FlowCapability
 from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
+from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import image_input, NodeTopics
 
 
@@ -56,8 +57,8 @@ class FlowNode(VisionNode):
         self.flow.process(frame, self.decode(frame))
 
 
-def main() -> None:
-    main_for(FlowNode)
+def main(stop: StopSignals | None = None) -> None:
+    main_for(FlowNode, stop)
 
 
 if __name__ == '__main__':

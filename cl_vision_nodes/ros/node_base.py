@@ -274,7 +274,7 @@ class VisionNode(Node):
         self._publish_later(publisher, lambda: msg, stage)
 
     def _publish_later(self, publisher: Publisher, message: Callable[[], Any], stage: str) -> None:
-        """Publish ``message()`` on the publishing thread, timed as stage ``stage`` of this frame."""
+        """Publish ``message()`` on the publishing thread, timed as this frame's ``stage``."""
         timing = self.timing
 
         def send() -> None:
@@ -364,18 +364,24 @@ class VisionNode(Node):
         self._diagnostics.publish(msg)
 
 
-def spin_node(node_class: type[VisionNode], args: list[str] | None = None) -> int:
+def spin_node(node_class: type[VisionNode], args: list[str] | None = None,
+              stop: StopSignals | None = None) -> int:
     """
     Run one node until Ctrl-C, SIGTERM or shutdown; return the exit code.
 
     A start-up failure is one FATAL line, under the node's name, and exit code 2. SIGINT and
-    SIGTERM, once or several times at any moment (``StopSignals``), end the node with exit
-    code 0: the frame in progress is finished and published, the publishing thread is drained,
-    the node destroyed and rclpy shut down, in that order, within ``STOP_DEADLINE_S``.
+    SIGTERM, once or several times at any moment (``StopSignals``, installed here unless
+    ``stop`` was), end the node with exit code 0: the frame in progress is finished and
+    published, the publishing thread is drained, the node destroyed and rclpy shut down, in that
+    order, within ``STOP_DEADLINE_S``.
     """
     logger = rclpy.logging.get_logger(node_class.SCHEMA.node_name)
-    stop = StopSignals(logger.warning)
-    stop.install()
+    if stop is None:
+        stop = StopSignals(logger.warning)
+        stop.install()
+    if stop.requested:  # while the node's modules loaded (``executables``)
+        stop.finished()
+        return 0
     use_large_image_profile()
     allocator = configure_allocator()
     try:
@@ -447,9 +453,13 @@ def rcl_reason(exc: RCLError) -> str:
     return ' '.join(re.sub(r', at \S+:\d+', '', str(exc)).split())
 
 
-def main_for(node_class: type[VisionNode]) -> None:
-    """Console-script body shared by the node executables: ``--help``, or run the node."""
+def main_for(node_class: type[VisionNode], stop: StopSignals | None = None) -> None:
+    """
+    Run a node executable: print ``--help``, or run the node.
+
+    ``stop``: the stop signals its console script took before loading it (``executables``).
+    """
     if wants_help(sys.argv):
         print(usage(node_class))
         sys.exit(0)
-    sys.exit(spin_node(node_class, sys.argv))
+    sys.exit(spin_node(node_class, sys.argv, stop))

@@ -40,6 +40,7 @@ from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.camera_info import calibration_from_msg
 from cl_vision_nodes.ros.cdr import serialize_image
 from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
+from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import image_input, NodeTopics, Topic
 from sensor_msgs.msg import CameraInfo, Image
 
@@ -79,8 +80,8 @@ class RectifyNode(VisionNode):
             self.rect_pub.publish(serialize_image(frame.header, rectified))
 
 
-def main() -> None:
-    main_for(RectifyNode)
+def main(stop: StopSignals | None = None) -> None:
+    main_for(RectifyNode, stop)
 
 
 if __name__ == '__main__':

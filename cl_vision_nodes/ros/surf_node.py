@@ -24,6 +24,7 @@ from typing import Mapping
 
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
+from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.surf_capability import SurfCapability
 from cl_vision_nodes.ros.topics import image_input, NodeTopics
 from cl_vision_nodes.surf.schema import SURF_SCHEMA
@@ -50,8 +51,8 @@ class SurfNode(VisionNode):
         self.surf.process(frame, self.decode(frame))
 
 
-def main() -> None:
-    main_for(SurfNode)
+def main(stop: StopSignals | None = None) -> None:
+    main_for(SurfNode, stop)
 
 
 if __name__ == '__main__':

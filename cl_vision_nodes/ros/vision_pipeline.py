@@ -39,6 +39,7 @@ from cl_vision_nodes.ros.disparity_capability import DisparityCapability
 from cl_vision_nodes.ros.flow_capability import FlowCapability
 from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
 from cl_vision_nodes.ros.stereo_inputs import StereoInputs
+from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.surf_capability import SurfCapability
 from cl_vision_nodes.ros.topics import image_input, NodeTopics
 from cl_vision_nodes.schemas import CAPABILITIES, PIPELINE_SCHEMA
@@ -110,8 +111,8 @@ class VisionPipeline(VisionNode):
             self.surf.process(frame, gray)
 
 
-def main() -> None:
-    main_for(VisionPipeline)
+def main(stop: StopSignals | None = None) -> None:
+    main_for(VisionPipeline, stop)
 
 
 if __name__ == '__main__':
