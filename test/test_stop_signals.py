@@ -68,3 +68,39 @@ def test_a_clean_up_that_does_not_end_is_abandoned_with_a_line_and_exit_0():
     assert code == 0 and time.monotonic() - started < 10.0, output
     assert output == 'WARN stopping on SIGTERM: the test clean-up did not end within 1 s; ' \
         'exiting without waiting for it\n', output
+
+
+# Reads the C-level SIGINT/SIGTERM actions after an OpenCL device was opened: whose handler
+# (the shared object it lives in) and whether SA_RESETHAND is set.
+SIGACTION_AFTER_OPENING = """
+import ctypes, signal
+from cl_vision_nodes.ros.stop_signals import StopSignals
+StopSignals(print).install()
+from cl_vision_nodes.opencl.runtime import ClRuntime
+ClRuntime('auto')
+
+class Sigaction(ctypes.Structure):
+    _fields_ = [('handler', ctypes.c_void_p), ('mask', ctypes.c_ulong * 16),
+                ('flags', ctypes.c_int), ('restorer', ctypes.c_void_p)]
+
+class DlInfo(ctypes.Structure):
+    _fields_ = [('fname', ctypes.c_char_p), ('fbase', ctypes.c_void_p),
+                ('sname', ctypes.c_char_p), ('saddr', ctypes.c_void_p)]
+
+libc = ctypes.CDLL(None)
+for signum in (signal.SIGINT, signal.SIGTERM):
+    action, info = Sigaction(), DlInfo()
+    libc.sigaction(signum, None, ctypes.byref(action))
+    libc.dladdr(ctypes.c_void_p(action.handler), ctypes.byref(info))
+    print(signum.name, info.fname.decode(), bool(action.flags & 0x80000000))
+"""
+
+
+def test_opening_a_device_leaves_the_stop_signal_handlers_in_place():
+    """PoCL's LLVM installs its own (SA_RESETHAND: a second Ctrl-C would kill); they are undone."""
+    result = subprocess.run([sys.executable, '-c', SIGACTION_AFTER_OPENING], cwd=REPO,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    for line in result.stdout.splitlines():
+        name, library, resethand = line.split()
+        assert 'pocl' not in library and 'python' in library and resethand == 'False', line

@@ -29,6 +29,7 @@ from cl_vision_nodes.opencl.devices import LOG, select_device
 from cl_vision_nodes.opencl.limits import DeviceLimits
 from cl_vision_nodes.opencl.profiling import StageProfiler
 from cl_vision_nodes.opencl.programs import build, build_options, Defines, NO_DEFINES, Program
+from cl_vision_nodes.opencl.signal_handlers import python_signal_handlers_kept
 import numpy as np
 import pyopencl as cl
 
@@ -42,10 +43,11 @@ class ClRuntime:
 
     def __init__(self, device: str | None = 'auto', *, profile: bool = False,
                  warn: Callable[[str], None] = LOG.warning):
-        self.entry = select_device(device, warn)
-        self.device = self.entry.device
+        with python_signal_handlers_kept():
+            self.entry = select_device(device, warn)
+            self.device = self.entry.device
+            self.context = cl.Context([self.device])
         self.limits = DeviceLimits.of(self.device)
-        self.context = cl.Context([self.device])
         props = cl.command_queue_properties.PROFILING_ENABLE if profile else 0
         self.queue = cl.CommandQueue(self.context, properties=props)
         self.profiler = StageProfiler(enabled=profile)
