@@ -97,7 +97,7 @@ for signum in (signal.SIGINT, signal.SIGTERM):
 
 
 def test_opening_a_device_leaves_the_stop_signal_handlers_in_place():
-    """PoCL's LLVM installs its own (SA_RESETHAND: a second Ctrl-C would kill); they are undone."""
+    """The handlers PoCL's LLVM installs (SA_RESETHAND: a second Ctrl-C would kill) are undone."""
     result = subprocess.run([sys.executable, '-c', SIGACTION_AFTER_OPENING], cwd=REPO,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
