@@ -23,6 +23,7 @@ the end-to-end runs use the real node processes over Fast DDS and read report.js
 """
 from __future__ import annotations
 
+import argparse
 from dataclasses import replace
 import json
 from pathlib import Path
@@ -30,6 +31,7 @@ from pathlib import Path
 from bagutil import read_bag, stamp_ns
 from cl_vision_nodes.tools.bag_layout import StereoCamera
 from cl_vision_nodes.tools.evaluation.cameras import find_cameras, Overrides
+from cl_vision_nodes.tools.evaluation.command import flow_across_the_stride
 from cl_vision_nodes.tools.evaluation.frames import cdr_stamp, read_frames, Selection
 from cl_vision_nodes.tools.make_bag import MessageFactory, synthetic_stereo
 from cl_vision_nodes.tools.replay import Bag
@@ -211,6 +213,19 @@ def test_frames_are_selected_by_bag_time(tmp_path):
     stamps = [f.stamp_ns for f in read_frames(bag, streams, Selection(0.15, 0.4, 2))]
     # Frames at 0.2, 0.3, 0.4, 0.5 s after the start; every second one of them.
     assert stamps == [START_NS + 2 * PERIOD_NS, START_NS + 4 * PERIOD_NS]
+
+
+@pytest.mark.parametrize('every, nodes, params, expected', [
+    (1, None, [], []),
+    (5, None, [], ['flow.max_span=0.0']),
+    (5, ['surf'], [], []),
+    (5, None, ['flow.max_span=9.0'], ['flow.max_span=9.0']),
+])
+def test_flow_runs_across_the_stride_of_every_unless_max_span_is_given(every, nodes, params,
+                                                                       expected):
+    args = argparse.Namespace(every=every, nodes=nodes, param=params)
+    assignments, notes = flow_across_the_stride(args)
+    assert assignments == expected and bool(notes) == (expected == ['flow.max_span=0.0'])
 
 
 # --- end to end over DDS -----------------------------------------------------------------------

@@ -101,6 +101,22 @@ def counted(frames: Iterator[Any], restamped: list[int]) -> Iterator[Any]:
         yield frame
 
 
+def flow_across_the_stride(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """
+    Return the ``--param`` assignments, with flow's ``max_span`` off under ``--every`` N > 1.
+
+    Frames N apart may be further apart in time than ``max_span`` (1 s by default), where
+    flow_node would start a new history at every frame and publish no flow; a ``max_span`` the
+    user set is kept. Also the note saying so.
+    """
+    if args.every == 1 or (args.nodes is not None and 'flow' not in args.nodes) \
+            or any(a.startswith('flow.max_span=') for a in args.param):
+        return list(args.param), []
+    return ['flow.max_span=0.0', *args.param], [
+        f'--every {args.every}: flow.max_span set to 0 (no limit), so flow runs between frames '
+        f'{args.every} apart (--param flow.max_span=S to keep a limit)']
+
+
 def run(args: argparse.Namespace) -> int:
     args = argparse.Namespace(**{**defaults(), **vars(args)})
     if args.compare:
@@ -119,13 +135,15 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.bag)
     cameras = find_cameras(path, Overrides(args.image, args.left, args.right, args.left_info,
                                            args.right_info))
-    explicit = node_parameters([NODE_SPECS[k] for k in args.nodes or SCHEMAS], args.param,
+    assignments, stride_notes = flow_across_the_stride(args)
+    explicit = node_parameters([NODE_SPECS[k] for k in args.nodes or SCHEMAS], assignments,
                                args.device)
     wiring = wire(cameras, args.nodes, explicit)
     parameters = {**node_parameters(wiring.helpers, [], args.device),
                   **{spec.key: explicit[spec.key] for spec in wiring.scored}}
-    notes = wiring.notes + [f'--param for {key} ignored: that node does not run' for key in
-                            sorted({a.partition('.')[0] for a in args.param} - parameters.keys())]
+    notes = wiring.notes + stride_notes + [
+        f'--param for {key} ignored: that node does not run'
+        for key in sorted({a.partition('.')[0] for a in args.param} - parameters.keys())]
     if cameras.raw:
         notes.append('quality figures are computed on the images as the bag holds them (not '
                      'rectified)')
