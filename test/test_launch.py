@@ -44,13 +44,50 @@ ANY_NAMESPACE = '/**'
 
 def substitute(text: str, args: dict[str, str]) -> str:
     """
-    Resolve $(var x) and $(find-pkg-share cl_vision_nodes).
+    Resolve the substitutions our launch files use, nested: var, find-pkg-share, and, or, equals.
 
-    $(var x) takes the launch args' defaults, which may name other args.
+    $(var x) takes the launch args' values, which may hold substitutions themselves.
     """
-    while '$(var ' in text:
-        text = re.sub(r'\$\(var (\w+)\)', lambda m: args[m.group(1)], text)
-    return text.replace('$(find-pkg-share cl_vision_nodes)', str(REPO))
+    out, index = [], 0
+    while index < len(text):
+        if text.startswith('$(', index):
+            inner, index = _enclosed(text, index + 2)
+            out.append(_evaluate(inner, args))
+        else:
+            out.append(text[index])
+            index += 1
+    return ''.join(out)
+
+
+def _enclosed(text: str, start: int) -> tuple[str, int]:
+    """Return the text up to the ``)`` closing the ``$(`` before ``start``, and the index after."""
+    depth = 1
+    for index in range(start, len(text)):
+        depth += {'(': 1, ')': -1}.get(text[index], 0)
+        if depth == 0:
+            return text[start:index], index + 1
+    raise ValueError(f'unclosed substitution in {text!r}')
+
+
+def _evaluate(inner: str, args: dict[str, str]) -> str:
+    name, _, rest = inner.partition(' ')
+    words, depth, word = [], 0, ''
+    for char in rest:
+        depth += {'(': 1, ')': -1}.get(char, 0)
+        if char == ' ' and depth == 0:
+            words.append(word)
+            word = ''
+        else:
+            word += char
+    values = [substitute(w, args) for w in [*words, word] if w]
+    if name == 'var':
+        return substitute(args[values[0]], args)
+    if name == 'find-pkg-share':
+        return str(REPO)
+    truth = [value.lower() in TRUE for value in values]
+    results = {'and': all(truth), 'or': any(truth), 'not': not any(truth),
+               'equals': len(set(v.lower() for v in values)) == 1}
+    return str(results[name]).lower()
 
 
 def declared_args(root: ET.Element) -> dict[str, str]:
@@ -221,7 +258,9 @@ def started(path: Path, overrides: dict[str, str] | None = None,
         for child in element:
             if not enabled(child, args):
                 continue
-            if child.tag == 'push-ros-namespace':
+            if child.tag == 'let':
+                args[child.get('name')] = substitute(child.get('value'), args)
+            elif child.tag == 'push-ros-namespace':
                 namespace = push(namespace, substitute(child.get('namespace'), args))
             elif child.tag == 'group':
                 walk(child, namespace)
@@ -278,7 +317,13 @@ def test_stereo_launch_by_default_rectifies_raw_cameras_with_a_rectify_node_each
 
 
 def test_stereo_launch_with_rectify_runs_raw_to_points_in_one_node():
-    nodes = started(STEREO, {'namespace': 'front', 'rectify': 'true', 'flow': 'true'})
+    arguments = {'namespace': 'front', 'rectify': 'true', 'flow': 'true'}
+    pipeline = started(STEREO, arguments)
+    assert [n.exe for n in pipeline] == ['vision_pipeline']
+    assert pipeline[0].params['disparity.rectify'] == 'true'
+    assert topics(pipeline[0])[0] == {f'/front/{side}/{name}' for side in ('left', 'right')
+                                      for name in ('image_raw', 'camera_info')}
+    nodes = started(STEREO, {**arguments, 'pipeline': 'false'})
     assert sorted(n.exe for n in nodes) == ['disparity_node', 'flow_node']
     disparity = next(n for n in nodes if n.exe == 'disparity_node')
     assert disparity.params['rectify'] == 'true'
@@ -298,6 +343,31 @@ def test_stereo_launch_of_rectified_inputs_and_stereo_image_proc_names():
     assert '/points2' in outputs and nodes[0].params['use_color'] == 'false'
 
 
+MONO = REPO / 'launch' / 'mono.launch.xml'
+
+
+@pytest.mark.parametrize('flow, surf, pipeline, expected', [
+    ('true', 'true', 'auto', ['vision_pipeline']),
+    ('true', 'true', 'false', ['flow_node', 'surf_node']),
+    ('true', 'false', 'auto', ['flow_node']),
+    ('false', 'true', 'true', ['vision_pipeline']),
+])
+def test_mono_launch_runs_flow_and_surf_in_one_pipeline_unless_told(flow, surf, pipeline,
+                                                                    expected):
+    arguments = {'camera': 'front', 'flow': flow, 'surf': surf, 'pipeline': pipeline}
+    nodes = started(MONO, arguments)
+    assert sorted(n.exe for n in nodes) == expected
+    if expected == ['vision_pipeline']:
+        node = nodes[0]
+        assert node.params['stereo'] == 'false' and node.params['disparity.enabled'] == 'false'
+        assert (node.params['flow.enabled'], node.params['surf.enabled']) == (flow, surf)
+        inputs, outputs = topics(node)
+        assert inputs == {'/front/image_raw'}
+        separate = started(MONO, {**arguments, 'flow': 'true', 'surf': 'true',
+                                  'pipeline': 'false'})
+        assert outputs == set().union(*(topics(n)[1] for n in separate))
+
+
 def test_two_stereo_pairs_in_two_namespaces_share_no_topic():
     front, rear = ([t for n in started(STEREO, {'namespace': ns}) for t in set.union(*topics(n))]
                    for ns in ('front', 'rear'))
@@ -308,10 +378,11 @@ def test_stereo_launch_with_pipeline_publishes_what_the_separate_nodes_publish()
     """pipeline:=true starts one vision_pipeline with the inputs and outputs of the three nodes."""
     arguments = {'namespace': 'front', 'launch_image_proc': 'false', 'flow': 'true',
                  'surf': 'true'}
-    separate = started(STEREO, arguments)
+    separate = started(STEREO, {**arguments, 'pipeline': 'false'})
     assert sorted(n.exe for n in separate) == ['disparity_node', 'flow_node', 'surf_node']
     pipeline = started(STEREO, {**arguments, 'pipeline': 'true'})
     assert [n.exe for n in pipeline] == ['vision_pipeline']
+    assert started(STEREO, arguments) == pipeline  # pipeline auto: flow and SURF beside it
     assert pipeline[0].params['flow.enabled'] == pipeline[0].params['surf.enabled'] == 'true'
     inputs, outputs = topics(pipeline[0])
     separate_inputs = set().union(*(topics(n)[0] for n in separate))

@@ -26,7 +26,7 @@ starts a new stream when switched back on).
 
 Inputs: with ``stereo`` (default) those of disparity_node (``stereo_inputs``); flow and SURF run
 on the left image of each pair, which is published after disparity. Without it, one camera on
-``image`` and no disparity. Frame timing stages are named per capability (``flow.compute``...)
+``image``, and no disparity nor its topics. Frame timing stages are named per capability (``flow.compute``...)
 beside the shared ``receive`` and ``upload``.
 """
 from __future__ import annotations
@@ -51,8 +51,10 @@ class VisionPipeline(VisionNode):
 
     @classmethod
     def topics(cls, values: Mapping[str, Value]) -> NodeTopics:
-        inputs = StereoInputs.topics(section(values, 'disparity', CAPABILITIES['disparity'])) \
-            if values['stereo'] else (image_input('image', values),)
+        if not values['stereo']:  # one camera: no disparity, nor its topics
+            return NodeTopics((image_input('image', values),),
+                              FlowCapability.OUTPUTS + SurfCapability.OUTPUTS)
+        inputs = StereoInputs.topics(section(values, 'disparity', CAPABILITIES['disparity']))
         return NodeTopics(inputs, FlowCapability.OUTPUTS + SurfCapability.OUTPUTS
                           + DisparityCapability.OUTPUTS)
 
@@ -68,9 +70,10 @@ class VisionPipeline(VisionNode):
         return [self.flow.method_line()]
 
     def connect(self) -> None:
-        for capability in (self.flow, self.surf, self.disparity):
-            capability.connect()
+        self.flow.connect()
+        self.surf.connect()
         if self.params['stereo']:
+            self.disparity.connect()
             self.inputs = StereoInputs(self, section(self.params, 'disparity',
                                                      CAPABILITIES['disparity']), self.on_stereo)
         else:
