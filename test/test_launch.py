@@ -86,7 +86,7 @@ def _evaluate(inner: str, args: dict[str, str]) -> str:
         return str(REPO)
     truth = [value.lower() in TRUE for value in values]
     results = {'and': all(truth), 'or': any(truth), 'not': not any(truth),
-               'equals': len(set(v.lower() for v in values)) == 1}
+               'equals': len({v.lower() for v in values}) == 1}
     return str(results[name]).lower()
 
 

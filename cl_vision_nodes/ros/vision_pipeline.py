@@ -26,8 +26,8 @@ starts a new stream when switched back on).
 
 Inputs: with ``stereo`` (default) those of disparity_node (``stereo_inputs``); flow and SURF run
 on the left image of each pair, which is published after disparity. Without it, one camera on
-``image``, and no disparity nor its topics. Frame timing stages are named per capability (``flow.compute``...)
-beside the shared ``receive`` and ``upload``.
+``image``, and no disparity nor its topics. Frame timing stages are named per capability
+(``flow.compute``...) beside the shared ``receive`` and ``upload``.
 """
 from __future__ import annotations
 
