@@ -327,11 +327,15 @@ def image_framing(header: HeaderLike, encoding: str, height: int, width: int, st
     return Framing(writer.take(), size, b'')
 
 
+def raw_image_framing(header: HeaderLike, raw: RawImage) -> Framing:
+    """Frame a sensor_msgs/Image around all of ``raw.data``, as ``raw`` describes it."""
+    return image_framing(header, raw.encoding, raw.height, raw.width, raw.step,
+                         raw.is_bigendian, memoryview(raw.data).nbytes)
+
+
 def serialize_image(header: HeaderLike, raw: RawImage) -> bytes:
     """Return the serialized Image of ``raw`` (its ``data`` copied once, all of it)."""
-    size = memoryview(raw.data).nbytes
-    return image_framing(header, raw.encoding, raw.height, raw.width, raw.step,
-                         raw.is_bigendian, size).join(raw.data)
+    return raw_image_framing(header, raw).join(raw.data)
 
 
 def disparity_framing(header: HeaderLike, height: int, width: int, *, f: float, t: float,

@@ -26,7 +26,6 @@ from typing import Mapping
 
 from cl_vision_nodes.imaging.schema import CONVERT_SCHEMA
 from cl_vision_nodes.params import Value
-from cl_vision_nodes.ros.cdr import serialize_image
 from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import image_input, NodeTopics, Topic
@@ -52,8 +51,7 @@ class ConvertNode(VisionNode):
         with self.device_stage('compute'):
             out = self.images.convert(frame.raw, self.params['output_encoding'],
                                       self.params['gain'])
-        with self.stage('publish'):
-            self.publisher.publish(serialize_image(frame.header, out))
+        self.publish_raw(self.publisher, frame.header, out)
 
 
 def main(stop: StopSignals | None = None) -> None:

@@ -39,7 +39,7 @@ from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, Value
 from cl_vision_nodes.ros.allocator import configure_allocator
 from cl_vision_nodes.ros.cdr import (CdrHeader, Framing, image_framing,
-                                     parse_compressed_image, parse_image)
+                                     parse_compressed_image, parse_image, raw_image_framing)
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
 from cl_vision_nodes.ros.frame_stats import FrameStats, FrameTiming, receive_seconds
 from cl_vision_nodes.ros.node_help import usage, wants_help
@@ -268,6 +268,11 @@ class VisionNode(Node):
         and compute, go on meanwhile. ``payload`` must stay untouched until ``download_stage``.
         """
         self._publish_later(publisher, lambda: framing.join(payload), stage)
+
+    def publish_raw(self, publisher: Publisher, header: CdrHeader, raw: RawImage,
+                    stage: str = 'publish') -> None:
+        """Publish ``raw`` (any step and byte order) as a sensor_msgs/Image, as ``publish_image``."""
+        self.publish_serialized(publisher, raw_image_framing(header, raw), raw.data, stage)
 
     def publish_message(self, publisher: Publisher, msg: Any, stage: str = 'publish') -> None:
         """Publish a small message object as ``publish_serialized`` does: in order, later."""

@@ -38,7 +38,6 @@ from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.camera.schema import RECTIFY_SCHEMA
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.camera_info import calibration_from_msg
-from cl_vision_nodes.ros.cdr import serialize_image
 from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import image_input, NodeTopics, Topic
@@ -76,8 +75,7 @@ class RectifyNode(VisionNode):
             self.get_logger().info(f'rectification maps of {calibration.describe()}')
         with self.device_stage('compute'):
             rectified = self.rectifier.rectify(frame.raw, str(self.params['interpolation']))
-        with self.stage('publish'):
-            self.rect_pub.publish(serialize_image(frame.header, rectified))
+        self.publish_raw(self.rect_pub, frame.header, rectified)
 
 
 def main(stop: StopSignals | None = None) -> None:
