@@ -271,7 +271,7 @@ class VisionNode(Node):
 
     def publish_raw(self, publisher: Publisher, header: CdrHeader, raw: RawImage,
                     stage: str = 'publish') -> None:
-        """Publish ``raw`` (any step and byte order) as a sensor_msgs/Image, as ``publish_image``."""
+        """Publish ``raw`` (any step, either byte order) as an Image, as ``publish_image`` does."""
         self.publish_serialized(publisher, raw_image_framing(header, raw), raw.data, stage)
 
     def publish_message(self, publisher: Publisher, msg: Any, stage: str = 'publish') -> None:
