@@ -175,3 +175,34 @@ def test_disabled_profiler_records_nothing(runtime):
     assert not runtime.profiler.enabled
     runtime.profiler.record('x', None)
     assert runtime.profiler.collect() == {}
+
+
+def test_transfers_move_the_bytes_and_record_their_stage():
+    runtime = ClRuntime('auto', profile=True)
+    buffers = runtime.buffers()
+    host = (np.arange(37) * 7).astype(np.uint8)  # an odd size, short of the buffers' 41 bytes
+    a, b, c = (buffers.get(role, 41) for role in 'abc')
+    for buf in (a, b, c):
+        runtime.fill(buf, np.uint8(0xEE), 'fill')
+    runtime.upload(a, host, 'upload')
+    runtime.upload(c, host[::-1].copy(), 'upload_blocking', blocking=True)
+    runtime.copy(b, a, 'copy', byte_count=13)
+    whole, part = np.empty(41, np.uint8), np.empty(5, np.uint8)
+    runtime.download(whole, b, 'download')
+    assert np.array_equal(whole, np.r_[host[:13], np.full(28, 0xEE, np.uint8)])
+    runtime.download(part, a, 'download', src_offset=31)
+    assert np.array_equal(part, host[31:36])
+    runtime.copy(b, c, 'copy_all')
+    runtime.download(whole, b, 'download')
+    assert np.array_equal(whole, np.r_[host[::-1], np.full(4, 0xEE, np.uint8)])
+    table = np.arange(22, dtype=np.float32)[::2]  # strided: made contiguous on the way
+    constant = runtime.constant(table)
+    assert constant.size == table.nbytes and constant.flags & cl.mem_flags.READ_ONLY
+    back = np.empty_like(table)
+    runtime.download(back, constant, 'download')
+    assert np.array_equal(back, table)
+    kernels = runtime.profiler.collect_kernels()  # the constant's copy is no event
+    assert {name: k.launches for name, k in kernels.items()} == {
+        '[fill]': 3, '[upload]': 1, '[upload_blocking]': 1, '[copy]': 1, '[copy_all]': 1,
+        '[download]': 4}
+    assert all(k.ms >= 0 for k in kernels.values())

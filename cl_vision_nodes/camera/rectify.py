@@ -88,8 +88,7 @@ class Rectifier:
         self._map_buffers = tuple(self.buffers.get(role, host.nbytes, cl.mem_flags.READ_ONLY)
                                   for role, host in zip(('map_x', 'map_y'), self.maps))
         for buf, host in zip(self._map_buffers, self.maps):
-            event = cl.enqueue_copy(self.runtime.queue, buf, host, is_blocking=False)
-            self.runtime.profiler.record('upload_maps', event)
+            self.runtime.upload(buf, host, 'upload_maps')
         self.calibration = calibration
         return True
 

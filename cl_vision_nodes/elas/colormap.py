@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from cl_vision_nodes.imaging.pictures import (check_device_input, download_bgr8, PIXEL_GROUP,
-                                              reduction_items, upload_table)
+                                              reduction_items)
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
 import cv2
@@ -79,7 +79,7 @@ class DisparityColorizer:
         self._jet = program.kernel('jet')
         self._groups = {kernel: kernel.fit((PIXEL_GROUP,))
                         for kernel in (self._valid_range, self._jet)}
-        self._table = upload_table(runtime, JET)
+        self._table = runtime.constant(JET)
 
     def draw(self, disparity: cl.Buffer, height: int, width: int, invalid_below: float,
              value_range: tuple[float, float] | None, out: np.ndarray | None = None) -> np.ndarray:

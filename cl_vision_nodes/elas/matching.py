@@ -46,7 +46,7 @@ class MatchingStage:
         view = 'r' if right_view else 'l'
         prior = s.prior()
         prior_buf = dev.buffer(f'prior_{view}', prior.nbytes)
-        cl.enqueue_copy(dev.runtime.queue, prior_buf, prior)  # blocking: once per configuration
+        dev.runtime.upload(prior_buf, prior, 'upload_prior', blocking=True)  # once per config
         self.owner = owner = dev.buffer(f'owner_{view}', 4 * geo.out_pixels)
         self.disparity = dev.buffer(f'disparity_{view}', 4 * geo.out_pixels)
         ref, tgt = (desc[1], desc[0]) if right_view else desc

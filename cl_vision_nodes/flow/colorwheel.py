@@ -31,7 +31,7 @@ which stays as the reference and for the CLI.
 from __future__ import annotations
 
 from cl_vision_nodes.imaging.pictures import (check_device_input, download_bgr8, PIXEL_GROUP,
-                                              reduction_items, upload_table)
+                                              reduction_items)
 from cl_vision_nodes.opencl.runtime import ClRuntime
 import numpy as np
 import pyopencl as cl
@@ -96,7 +96,7 @@ class FlowColorizer:
         self._colorwheel = program.kernel('colorwheel')
         self._groups = {kernel: kernel.fit((PIXEL_GROUP,))
                         for kernel in (self._max_magnitude, self._colorwheel)}
-        self._wheel = upload_table(runtime, WHEEL.astype(np.float32))
+        self._wheel = runtime.constant(WHEEL.astype(np.float32))
 
     def draw(self, flow: cl.Buffer, height: int, width: int, max_flow: float,
              out: np.ndarray | None = None) -> np.ndarray:

@@ -129,7 +129,7 @@ class FlowEstimator:
         """
         height, width = self._pyramids[self._current].shapes[0]
         host = self.buffers.pinned('flow_host', (height, width, 2), np.dtype(np.float32))
-        self.runtime.profiler.record('download', cl.enqueue_copy(self.runtime.queue, host, flow))
+        self.runtime.download(host, flow, 'download')
         return host
 
     def push(self, raw: RawImage, copy: bool = True) -> np.ndarray | None:

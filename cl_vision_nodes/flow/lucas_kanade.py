@@ -217,7 +217,7 @@ class LucasKanade:
         if key != self._taps_key or self._taps is None:
             taps = window_taps(*key)
             self._taps = self.buffers.get('lk_taps', taps.nbytes, cl.mem_flags.READ_ONLY)
-            cl.enqueue_copy(self.runtime.queue, self._taps, taps)
+            self.runtime.upload(self._taps, taps, 'upload_taps', blocking=True)
             self._taps_key = key
         return self._taps
 

@@ -73,8 +73,7 @@ class DeviceImages:
         validate(raw)
         host = as_bytes(raw.data)[:raw.step * raw.height]
         buf = self.buffers.get('raw', host.nbytes, cl.mem_flags.READ_ONLY)
-        event = cl.enqueue_copy(self.runtime.queue, buf, host, is_blocking=False)
-        self.runtime.profiler.record('upload', event)
+        self.runtime.upload(buf, host, 'upload')
         return buf
 
     def upload_gray(self, raw: RawImage, role: str = 'gray') -> cl.Buffer:
@@ -94,14 +93,12 @@ class DeviceImages:
 
     def copy(self, gray: DeviceGray, dst: cl.Buffer, stage: str = 'copy') -> None:
         """Copy a decoded frame into ``dst`` on the device (a consumer's own input buffer)."""
-        event = cl.enqueue_copy(self.runtime.queue, dst, gray.buffer, byte_count=gray.nbytes)
-        self.runtime.profiler.record(stage, event)
+        self.runtime.copy(dst, gray.buffer, stage, gray.nbytes)
 
     def download(self, buf: cl.Buffer, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         """Blocking copy of a device buffer into a new host array."""
         out = np.empty(shape, dtype)
-        event = cl.enqueue_copy(self.runtime.queue, out, buf)
-        self.runtime.profiler.record('download', event)
+        self.runtime.download(out, buf, 'download')
         return out
 
     def convert(self, raw: RawImage, output: OutputEncoding, gain: float = 1.0) -> RawImage:

@@ -39,12 +39,6 @@ def reduction_items(count: int) -> int:
     return -(-count // PIXELS_PER_ITEM)
 
 
-def upload_table(runtime: ClRuntime, table: np.ndarray) -> cl.Buffer:
-    """Return a read-only device copy of a colour table (the wheel, jet), uploaded once."""
-    return cl.Buffer(runtime.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                     hostbuf=np.ascontiguousarray(table))
-
-
 def check_device_input(buf: cl.Buffer, nbytes: int, what: str) -> None:
     """
     Refuse a device buffer smaller than the ``nbytes`` a kernel will read (ImageFormatError).
@@ -78,5 +72,5 @@ def download_bgr8(runtime: ClRuntime, picture: cl.Buffer, height: int, width: in
                 f"{'contiguous' if out.flags.c_contiguous else 'strided'} "
                 f"{'writable' if out.flags.writeable else 'read-only'}")
         target = out.reshape(shape)
-    runtime.profiler.record('download', cl.enqueue_copy(runtime.queue, target, picture))
+    runtime.download(target, picture, 'download')
     return target

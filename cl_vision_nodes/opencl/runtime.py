@@ -93,6 +93,46 @@ class ClRuntime:
         self.profiler.record(stage, event)
         return event
 
+    def upload(self, buf: cl.Buffer, host: np.ndarray, stage: str, *,
+               blocking: bool = False) -> cl.Event:
+        """
+        Copy ``host`` into the start of ``buf``; by default without waiting.
+
+        A non-blocking upload reads ``host`` later: pyopencl keeps the array alive until then,
+        but the caller must not change it. ``blocking`` for arrays about to be reused.
+        """
+        event = cl.enqueue_copy(self.queue, buf, host, is_blocking=blocking)
+        self.profiler.record(stage, event)
+        return event
+
+    def download(self, host: np.ndarray, buf: cl.Buffer, stage: str, *,
+                 src_offset: int = 0) -> cl.Event:
+        """
+        Copy ``host.nbytes`` of ``buf``, from byte ``src_offset`` on, into ``host``.
+
+        Blocking: callers read ``host`` as soon as this returns.
+        """
+        event = cl.enqueue_copy(self.queue, host, buf, src_offset=src_offset, is_blocking=True)
+        self.profiler.record(stage, event)
+        return event
+
+    def copy(self, dst: cl.Buffer, src: cl.Buffer, stage: str,
+             byte_count: int | None = None) -> cl.Event:
+        """Copy the first ``byte_count`` (default: all) of ``src`` into ``dst`` on the device."""
+        event = cl.enqueue_copy(self.queue, dst, src,
+                                byte_count=-1 if byte_count is None else byte_count)
+        self.profiler.record(stage, event)
+        return event
+
+    def constant(self, host: np.ndarray) -> cl.Buffer:
+        """
+        Return a read-only device copy of a table built once (filter taps, colours).
+
+        Made with the buffer (COPY_HOST_PTR), so it has no event: it is no frame's device time.
+        """
+        return cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                         hostbuf=np.ascontiguousarray(host))
+
     def cache_sizes(self) -> dict[str, int]:
         """Programs and kernel objects cached: constant while a stream's settings are."""
         return {'programs': len(self._programs),

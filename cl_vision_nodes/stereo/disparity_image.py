@@ -61,16 +61,15 @@ class DisparityImageMaker:
         ``min_disparity`` is in the published pixels (after ``scale``): smaller values and NaN
         become ``min_disparity - 1``.
         """
-        queue = self.runtime.queue
         out = self.buffers.get('pixels', 4 * height * width)
         box = self.buffers.get('box', EMPTY_BOX.nbytes)
-        cl.enqueue_copy(queue, box, EMPTY_BOX, is_blocking=False)
+        self.runtime.upload(box, EMPTY_BOX, 'disparity_image')
         self._kernel((width, height), (disparity, np.int32(width), np.int32(height),
                                        np.float32(scale), np.float32(min_disparity), out, box),
                      'disparity_image', self._group)
         pixels = self.buffers.pinned('pixels_host', (height, width), np.dtype(np.float32))
-        self.runtime.profiler.record('download', cl.enqueue_copy(queue, pixels, out))
-        cl.enqueue_copy(queue, self._box, box)
+        self.runtime.download(pixels, out, 'download')
+        self.runtime.download(self._box, box, 'download')
         x0, y0, x1, y1 = (int(v) for v in self._box)
         window = (0, 0, 0, 0) if x1 < 0 else (x0, y0, x1 - x0 + 1, y1 - y0 + 1)
         return PublishedMap(pixels, window)

@@ -98,8 +98,7 @@ class Reprojector:
             raise ImageFormatError(f'disparity must be a non-empty HxW array; got shape '
                                    f'{host.shape}')
         buf = self.buffers.get('disparity', host.nbytes, cl.mem_flags.READ_ONLY)
-        event = cl.enqueue_copy(self.runtime.queue, buf, host, is_blocking=False)
-        self.runtime.profiler.record('upload', event)
+        self.runtime.upload(buf, host, 'upload')
         return DisparityMap(buf, host.shape[1], host.shape[0], float(min_disparity), subsampled)
 
     def depth(self, disparity: DisparityMap, geometry: StereoGeometry) -> np.ndarray:
@@ -152,12 +151,11 @@ class Reprojector:
         self._compact((count,), (cloud, np.int32(count), np.int32(layout.point_step // 4),
                                  offsets, dense), 'points', (SCAN_GROUP,))
         total = np.empty(1, np.int32)
-        cl.enqueue_copy(self.runtime.queue, total, offsets, src_offset=4 * blocks)
+        self.runtime.download(total, offsets, 'download', src_offset=4 * blocks)
         valid = int(total[0])
         data = np.empty(valid * layout.point_step, np.uint8)
         if valid:
-            event = cl.enqueue_copy(self.runtime.queue, data, dense)
-            self.runtime.profiler.record('download', event)
+            self.runtime.download(data, dense, 'download')
         return PointCloud(data, 1, valid, layout, is_dense=True)
 
     def _color_source(self, disparity: DisparityMap, layout: CloudLayout,

@@ -111,9 +111,8 @@ class Describer:
                                             'PATCH_SZ': PATCH_SZ})
         self._orientation = program.kernel('orientation')
         self._descriptor = program.kernel('descriptor')
-        flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
-        self._samples = cl.Buffer(runtime.context, flags, hostbuf=orientation_samples())
-        self._weights = cl.Buffer(runtime.context, flags, hostbuf=descriptor_weights())
+        self._samples = runtime.constant(orientation_samples())
+        self._weights = runtime.constant(descriptor_weights())
 
     def describe(self, integ: cl.Buffer, height: int, width: int, keypoints: cl.Buffer,
                  count: int, upright: bool, extended: bool) -> None:

@@ -142,9 +142,7 @@ class HessianDetector:
         """Device copies of ``filter_tables``, made once per (octaves, layers)."""
         found = self._tables.get((octaves, layers))
         if found is None:
-            flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
-            found = tuple(cl.Buffer(self.runtime.context, flags, hostbuf=table)
-                          for table in filter_tables(octaves, layers))
+            found = tuple(self.runtime.constant(table) for table in filter_tables(octaves, layers))
             self._tables[octaves, layers] = found
         return found
 
