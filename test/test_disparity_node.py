@@ -28,6 +28,7 @@ import time
 from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.dataio.synthetic import stereo_pair
 from cl_vision_nodes.elas.matcher import ElasMatcher
+from cl_vision_nodes.imaging.device_image import DeviceGray
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
@@ -281,34 +282,38 @@ def test_depth_and_points_follow_the_published_disparity(ros, node):
     assert (rgb == PAIR.left[finite][:, None]).all()
 
 
-def test_a_raw_pair_is_rectified_into_the_matcher_with_one_upload_per_image():
+def test_a_raw_pair_is_rectified_and_matched_on_the_device_with_one_upload_per_image():
     """
-    The device path of ``rectify``: rectified into the matcher's inputs, matched without upload.
+    The device path of ``rectify``, as disparity_node runs it: rectify_gray, then ``match``.
 
-    Rectifier.rectify_gray writes the matcher's inputs, compute_loaded matches them without
-    uploading, and last_output is the map it returned.
+    Each raw image crosses the bus once; the rectified pair is copied into the matcher's inputs
+    on the device, and the map ``match`` returns (``last_output``) is the one ``compute`` gives
+    for the rectified images.
     """
     runtime = ClRuntime('auto', profile=True)
     matcher = ElasMatcher(runtime, {'disp_max': 32})
     rectifiers = [Rectifier(runtime) for _ in range(2)]
     for rectifier, side in zip(rectifiers, ('left', 'right')):
         rectifier.set_calibration(calibration(side))
-    stages: list[str] = []
-    record = runtime.profiler.record
-    runtime.profiler.record = lambda stage, event, *kernel: (stages.append(stage),
-                                                             record(stage, event, *kernel))
-    inputs = matcher.input_buffers(PLANE_W, PLANE_H)
-    for rectifier, side, out in zip(rectifiers, ('left', 'right'), inputs):
-        rectifier.rectify_gray(array_to_raw(raw_view(side), 'mono8'), out=out)
-    disparity = matcher.compute_loaded(PLANE_W, PLANE_H)
-    assert stages.count('upload') == 2 and stages.count('download') == 1, stages
-    runtime.profiler.collect()
-    device_map = matcher.images.download(matcher.last_output, disparity.shape,
-                                         np.dtype(np.float32))
-    np.testing.assert_array_equal(device_map, disparity)
-    rectified = [array_to_raw(matcher.images.download(buf, disparity.shape,
+    transfers: list[str] = []
+    upload, copy = runtime.upload, runtime.copy
+
+    def counted(name, transfer):  # the runtime's own call, noted with its stage
+        return lambda *args, **kwargs: (transfers.append(f'{name} {args[2]}'),
+                                        transfer(*args, **kwargs))[1]
+    runtime.upload, runtime.copy = counted('upload', upload), counted('copy', copy)
+    pair = [DeviceGray(rectifier.rectify_gray(array_to_raw(raw_view(side), 'mono8')),
+                       PLANE_H, PLANE_W) for rectifier, side in zip(rectifiers, ('left', 'right'))]
+    left_map = matcher.match(*pair)
+    images = [t for t in transfers if t.endswith(' upload')]  # maps and prior: per setting
+    assert images == ['upload upload', 'upload upload', 'copy upload', 'copy upload'], transfers
+    assert left_map == matcher.last_output
+    runtime.upload, runtime.copy = upload, copy
+    shape = matcher.output_shape(PLANE_W, PLANE_H)
+    disparity = matcher.images.download(left_map, shape, np.dtype(np.float32))
+    rectified = [array_to_raw(matcher.images.download(gray.buffer, (PLANE_H, PLANE_W),
                                                       np.dtype(np.float32)), '32FC1')
-                 for buf in inputs]
+                 for gray in pair]
     np.testing.assert_array_equal(matcher.compute(*rectified), disparity)
     assert np.mean(disparity == np.float32(16.0)) > 0.5
 

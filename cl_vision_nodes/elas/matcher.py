@@ -15,12 +15,12 @@
 """
 ElasMatcher: libelas' whole pipeline on an OpenCL device, frame after frame.
 
-Per frame the host uploads the two images, enqueues the pre-bound launches of every stage and
-downloads the left map (and the right one on request): nothing else crosses the bus, and no
-buffer is allocated while the image size and the parameters stay the same. A caller that makes
-the gray pair on the device (a rectifier) writes it into ``input_buffers`` and runs
-``compute_loaded``: nothing is uploaded; later device stages (depth, points) read
-``last_output`` where it lies.
+One matching path, ``match``: a gray pair on the device (decoded, or rectified, by the caller)
+goes into the plan's input buffers, the pre-bound launches of every stage are enqueued, and the
+left map stays on the device (``last_output``) for later stages (depth, points, the
+DisparityImage). The nodes, the pipeline and ``cl-vision bench elas`` call it; ``compute`` and
+``compute_both`` are its host adapters (decode both images straight into the inputs, match,
+download). No buffer is allocated while the image size and the parameters stay the same.
 
 Output convention: float32 disparity in pixels of the left image (``x_R = x_L - d``), with every
 invalid pixel (libelas' -1 "no match" and -10 "rejected or not covered") set to
@@ -159,8 +159,7 @@ class ElasMatcher:
 
     def compute(self, left: RawImage, right: RawImage) -> np.ndarray:
         """Left disparity map (float32, invalid = INVALID_DISPARITY) of a rectified pair."""
-        plan = self._process(left, right)
-        return self._download(plan.post.output[0], plan)
+        return self._download(self.match(*self._decode(left, right)))
 
     def compute_both(self, left: RawImage, right: RawImage) -> tuple[np.ndarray, np.ndarray]:
         """
@@ -169,41 +168,23 @@ class ElasMatcher:
         The right one is post-processed only without postprocess_only_left (libelas' D2, ``x_L =
         x_R + d``).
         """
-        plan = self._process(left, right)
-        for launch in plan.post.right_output:
+        left_map = self.match(*self._decode(left, right))
+        post = self._last.post
+        for launch in post.right_output:
             launch()
-        return (self._download(plan.post.output[0], plan),
-                self._download(plan.post.output[1], plan))
-
-    def input_buffers(self, width: int, height: int) -> tuple[cl.Buffer, cl.Buffer]:
-        """
-        Return the device buffers ``compute_loaded`` reads as the left and right image.
-
-        They are float32, HxW, gray on the 0..255 scale, for a width x height pair, e.g. the
-        ``out`` of ``Rectifier.rectify_gray``. They stay the same while the size does.
-        """
-        check_size(width, height)
-        return self.plan_for(width, height).inputs
-
-    def compute_loaded(self, width: int, height: int) -> np.ndarray:
-        """
-        Run compute() on the pair already written into ``input_buffers(width, height)``.
-
-        Nothing is uploaded.
-        """
-        check_size(width, height)
-        plan = self._run(self.plan_for(width, height))
-        return self._download(plan.post.output[0], plan)
+        return self._download(left_map), self._download(post.output[1])
 
     def match(self, left: DeviceGray, right: DeviceGray) -> cl.Buffer:
         """
-        Match a pair decoded on the device; return the left map's buffer (``last_output``).
+        Match a gray pair on the device; return the left map's buffer (``last_output``).
 
-        The pair is copied into ``input_buffers``, so its buffers may take the next frame at once.
+        The pair is copied into the plan's inputs (unless ``compute`` decoded it there), so its
+        buffers may take the next frame at once.
         """
         plan = self._pair_plan((left.width, left.height), (right.width, right.height))
         for gray, target in zip((left, right), plan.inputs):
-            self.images.copy(gray, target, 'upload')
+            if gray.buffer != target:
+                self.images.copy(gray, target, 'upload')
         return self._run(plan).post.output[0]
 
     @property
@@ -246,14 +227,13 @@ class ElasMatcher:
         check_size(*left)
         return self.plan_for(*left)
 
-    def _process(self, left: RawImage, right: RawImage) -> Plan:
-        """Upload both images and enqueue every stage up to the left output."""
+    def _decode(self, left: RawImage, right: RawImage) -> tuple[DeviceGray, DeviceGray]:
+        """Upload and decode a host pair into the plan's input buffers (checked first)."""
         validate(left)
         validate(right)
-        plan = self._pair_plan((left.width, left.height), (right.width, right.height))
-        for raw, role in zip((left, right), GRAY_ROLES):
-            self.images.upload_gray(raw, role)
-        return self._run(plan)
+        self._pair_plan((left.width, left.height), (right.width, right.height))
+        return (self.images.decode(left, GRAY_ROLES[0]),
+                self.images.decode(right, GRAY_ROLES[1]))
 
     def _run(self, plan: Plan) -> Plan:
         """Enqueue every stage up to the left output on the plan's input pair."""
@@ -262,6 +242,6 @@ class ElasMatcher:
         self._last = plan
         return plan
 
-    def _download(self, buffer: cl.Buffer, plan: Plan) -> np.ndarray:
-        shape = (plan.geometry.out_height, plan.geometry.out_width)
+    def _download(self, buffer: cl.Buffer) -> np.ndarray:
+        shape = (self._last.geometry.out_height, self._last.geometry.out_width)
         return self.images.download(buffer, shape, np.dtype(np.float32))

@@ -39,6 +39,7 @@ from cl_vision_nodes.dataio.formats import read_image
 from cl_vision_nodes.dataio.synthetic import stereo_pair
 from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.elas.presets import PRESETS
+from cl_vision_nodes.imaging.device_image import DeviceGray
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.stereo.geometry import StereoGeometry
@@ -104,13 +105,12 @@ def raw_to_points(preset: str, left, right):
         subsampled = bool(matcher.values['subsampling'])
         disp_min = float(matcher.values['disp_min'])
 
-        def frame():
-            for rectifier, raw, out in zip(rectifiers, raws,
-                                           matcher.input_buffers(width, height)):
-                rectifier.rectify_gray(raw, out=out)
-            disparity = matcher.compute_loaded(width, height)
-            device_map = DisparityMap(matcher.last_output, disparity.shape[1],
-                                      disparity.shape[0], disp_min, subsampled)
+        def frame():  # as disparity_node with rectify does it
+            pair = [DeviceGray(rectifier.rectify_gray(raw), height, width)
+                    for rectifier, raw in zip(rectifiers, raws)]
+            rows, cols = matcher.output_shape(width, height)
+            device_map = DisparityMap(matcher.match(*pair), cols, rows, disp_min, subsampled)
+            matcher.images.download(device_map.buffer, (rows, cols), np.dtype(np.float32))
             reprojector.depth(device_map, geometry)
             reprojector.points(device_map, geometry, CloudLayout(),
                                color=rectifiers[0].rectify(raws[0]))
