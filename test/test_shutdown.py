@@ -219,9 +219,29 @@ def interrupt(procs: dict[str, NodeProcess], run: Run) -> dict[str, int]:
         try:
             codes[node] = proc.proc.wait(30.0)
         except subprocess.TimeoutExpired:
+            hung[node] = thread_states(proc.proc.pid)
             proc.proc.kill()
             codes[node] = proc.proc.wait()
     return codes
+
+
+hung: dict[str, str] = {}
+"""What the threads of a process that did not stop were doing (for the failure message)."""
+
+
+def thread_states(pid: int) -> str:
+    """Return each thread's name, state, kernel wait channel and pending/blocked signals."""
+    lines = []
+    for task in sorted(Path(f'/proc/{pid}/task').glob('*')):
+        try:
+            status = dict(line.split(':\t', 1) for line in
+                          (task / 'status').read_text().splitlines() if ':\t' in line)
+            wchan = (task / 'wchan').read_text()
+        except OSError:
+            continue
+        lines.append(f"{status.get('Name')} {status.get('State')} wchan={wchan} "
+                     f"SigPnd={status.get('SigPnd')} SigBlk={status.get('SigBlk')}")
+    return '\n'.join(lines)
 
 
 def wait_for_moment(run: Run, procs: dict[str, NodeProcess], outputs: dict[str, Any],
@@ -251,7 +271,7 @@ def test_nodes_exit_0_on_any_stop_signals(ros, outputs, feeder, index, run, tmp_
     for node, proc in procs.items():
         output = proc.output()
         assert codes[node] == 0 and 'Traceback' not in output and 'RCLError' not in output, \
-            f'{run}, {node} exited with {codes[node]}:\n{output}'
+            f'{run}, {node} exited with {codes[node]}:\n{output}\n{hung.get(node, "")}'
 
 
 def test_replay_exits_0_on_ctrl_c_while_publishing(ros, tmp_path):

@@ -39,6 +39,9 @@ print('ready', flush=True)
 with stop.calling(lambda: (woken.append(1), event.set())):
     event.wait()
 stop.phase = 'the test clean-up'
+if sys.argv[2:] == ['holding the GIL']:  # as a C call that never returns and never lets go
+    import ctypes
+    ctypes.PyDLL(None).sleep(int(sys.argv[1]))
 time.sleep(float(sys.argv[1]))
 stop.finished()
 print('woken', len(woken), flush=True)
@@ -46,8 +49,9 @@ time.sleep(0.5)  # signals after the clean-up: ignored
 """
 
 
-def run(cleanup_s: float, signals: list[signal.Signals], spacing_s: float) -> tuple[int, str]:
-    proc = subprocess.Popen([sys.executable, '-c', PROCESS, str(cleanup_s)], cwd=REPO,
+def run(cleanup_s: float, signals: list[signal.Signals], spacing_s: float,
+        *how: str) -> tuple[int, str]:
+    proc = subprocess.Popen([sys.executable, '-c', PROCESS, str(cleanup_s), *how], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout.readline() == 'ready\n'
     for signum in signals:
@@ -68,6 +72,14 @@ def test_a_clean_up_that_does_not_end_is_abandoned_with_a_line_and_exit_0():
     assert code == 0 and time.monotonic() - started < 10.0, output
     assert output == 'WARN stopping on SIGTERM: the test clean-up did not end within 1 s; ' \
         'exiting without waiting for it\n', output
+
+
+def test_a_clean_up_stuck_holding_the_interpreter_lock_ends_with_every_stack_and_exit_1():
+    """The watchdog cannot run; faulthandler, which needs no lock, ends it 2 s after it."""
+    started = time.monotonic()
+    code, output = run(60, [signal.SIGINT], 0.0, 'holding the GIL')
+    assert code == 1 and time.monotonic() - started < 10.0, output
+    assert 'Timeout (0:00:03)!' in output and 'most recent call first' in output, output
 
 
 # Reads the C-level SIGINT/SIGTERM actions after an OpenCL device was opened: whose handler

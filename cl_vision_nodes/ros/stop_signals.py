@@ -32,11 +32,15 @@ the frame in progress is published); later ones are absorbed, and once the clean
 they are ignored (Python's finalization would otherwise restore the default action, which
 kills). A watchdog bounds the clean-up: when the process has not called ``finished``
 ``deadline_s`` after the first signal (a device call or a thread join that does not return),
-it logs what it was doing and exits 0 without waiting for it.
+it logs what it was doing and exits 0 without waiting for it. Should even the watchdog be unable
+to run (a C call that holds Python's interpreter lock and never returns), ``faulthandler``,
+which needs no such lock, prints every thread's stack and ends the process with exit code 1
+``HARD_MARGIN_S`` later.
 """
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
 import signal
 import sys
@@ -45,6 +49,8 @@ from typing import Callable, Iterator
 
 STOP_DEADLINE_S = 4.0
 """Seconds from the first signal to a forced exit: within ros2 launch's 5 s before SIGTERM."""
+HARD_MARGIN_S = 2.0
+"""Seconds after the deadline before faulthandler ends a process whose watchdog cannot run."""
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -103,6 +109,7 @@ class StopSignals:
     def finished(self) -> None:
         """Say that the clean-up is done (main thread): later signals are ignored."""
         self._finished.set()
+        faulthandler.cancel_dump_traceback_later()
         for signum in STOP_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
 
@@ -120,6 +127,7 @@ class StopSignals:
             self._requested.set()
             for callback in self._callbacks:
                 callback()
+        faulthandler.dump_traceback_later(self._deadline_s + HARD_MARGIN_S, exit=True)
         threading.Thread(target=self._watch_deadline, name='stop deadline', daemon=True).start()
 
     def _watch_deadline(self) -> None:
