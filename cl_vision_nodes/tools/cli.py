@@ -28,6 +28,7 @@ from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.ros.allocator import configure_allocator
 from cl_vision_nodes.tools import (demo, disparity_cli, doctor, flow_cli, make_bag, rectify_cli,
                                    replay, surf_cli)
+from cl_vision_nodes.tools.child_processes import guarded
 from cl_vision_nodes.tools.cli_common import (add_device_option, integer_in, output_file,
                                               positive_number)
 from cl_vision_nodes.tools.evaluation import command as evaluate
@@ -71,10 +72,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         bench_elas.main(args)
     if args.what == 'transport':
         from cl_vision_nodes.tools import transport_floor
-        transport_floor.bench(args)
+        return guarded('cl-vision bench transport', lambda: transport_floor.bench(args) or 0)
     if args.what == 'node':
         from cl_vision_nodes.tools import bench_node
-        bench_node.main(args)
+        return guarded('cl-vision bench node', lambda: bench_node.main(args) or 0)
     return 0
 
 
