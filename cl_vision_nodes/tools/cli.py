@@ -92,6 +92,20 @@ def frame_sizes(text: str) -> list[tuple[int, int]]:
     return sizes
 
 
+def rates(text: str) -> list[float]:
+    """Parse ``30,60,120`` (argparse type): input rates in Hz; ``none`` for none."""
+    if text.strip().lower() == 'none':
+        return []
+    try:
+        values = [float(item) for item in text.split(',')]
+    except ValueError:
+        values = []
+    if not values or not all(0 < v < float('inf') for v in values):
+        raise argparse.ArgumentTypeError(f'expected rates in Hz like 30,60,120 (or none), got '
+                                         f'{text!r}')
+    return values
+
+
 def names(text: str) -> list[str]:
     """Parse a comma-separated list (argparse type)."""
     return [n.strip() for n in text.split(',') if n.strip()]
@@ -121,6 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help='flow, node, transport: frame sizes (default 640x480,1280x720)')
     bench.add_argument('--frames', type=integer_in(1), help='node, transport: measured frames '
                        'per case after the warm-up (default 30 for node, 100 for transport)')
+    bench.add_argument('--rates', type=rates, default=None,
+                       help='node: after lockstep, --frames frames at each of these input rates '
+                            'whatever the answers; the share answered and its latency '
+                            '(default 30,60,120; none to skip)')
     bench.add_argument('--nodes', type=names, default=None,
                        help='node: comma-separated nodes (default: every one)')
     bench.add_argument('--encodings', type=names, default=['32FC2', 'bgr8'],
