@@ -45,7 +45,7 @@ def table(stdout: str) -> list[list[str]]:
 def test_bench_node_measures_a_node_its_floor_and_compute(tmp_path):
     out = tmp_path / 'rows.json'
     result = cl_vision('bench', 'node', '--sizes', '160x120', '--frames', '3', '--nodes', 'surf',
-                       '--json', str(out))
+                       '--rates', '30', '--json', str(out))
     assert result.returncode == 0, result.stdout + result.stderr
     header = result.stdout.splitlines()[[line.startswith('node ') for line in
                                          result.stdout.splitlines()].index(True)]
@@ -69,6 +69,19 @@ def test_bench_node_measures_a_node_its_floor_and_compute(tmp_path):
         assert row['input_bytes'] > 160 * 120  # a mono8 image and its header
     plain, visual = rows
     assert visual['output_bytes'] > plain['output_bytes'] + 160 * 120 * 3  # the bgr8 overlay
+    assert 'at 30 Hz' in header
+    for row, line in zip(rows, printed):  # beside lockstep: 3 frames at 30 Hz, not waiting
+        [rate] = row['rates']
+        assert rate['rate_hz'] == 30 and rate['sent'] == 3, rate
+        assert 0 <= rate['answered'] <= rate['sent'], rate
+        if rate['answered']:
+            assert 0 < rate['latency_p50_ms'] <= rate['latency_p95_ms'], rate
+        assert line[-2] == f"{rate['answered']}/3", line
+
+
+@pytest.mark.parametrize('rates', ['0', '30,x', ''])
+def test_bench_node_refuses_bad_rates(rates):
+    assert_one_line_error(cl_vision('bench', 'node', '--rates', rates), 'argument --rates')
 
 
 def test_bench_node_refuses_an_unknown_node():

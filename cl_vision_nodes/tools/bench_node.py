@@ -30,6 +30,14 @@ the same device as `cl-vision bench flow/surf/elas` time it (mean ms, upload and
 included). Overhead = latency - compute - floor: what the node adds (message conversion, the
 executor, visual topics drawn on the host).
 
+Beside each lockstep row, the share of frames answered at input rates (``--rates``, default 30,
+60 and 120 Hz): the same publisher process sends ``--frames`` frames at the rate, alternating,
+whatever the node answers (a camera does not wait), and the subscriber counts the frames for
+which every subscribed output arrived with the frame's stamp by ``RATE_LINGER_S`` (or twice the
+lockstep p90, if longer) after the last one was sent; latency p50 and p95 of those answered.
+The node's keep-last-1 input drops what it cannot take, so answered/sent is the share of a
+camera at that rate the node keeps up with.
+
 Nodes are data: BENCH_NODES names evaluation.nodes.NODE_SPECS entries (or ``pipeline``:
 vision_pipeline on the stereo inputs, its flow and keypoints remapped to where flow_node and
 surf_node publish them) with their parameters and their in-process compute, so another node is
@@ -39,7 +47,7 @@ every output subscribed, for a sustained load: frames answered and latency under
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 import functools
 import json
 import math
@@ -61,11 +69,13 @@ from cl_vision_nodes.tools.evaluation.nodes import (LAYOUT_BINDINGS, node_enviro
                                                     NodeSpec,
                                                     start_node, stop_nodes, wired)
 from cl_vision_nodes.tools.make_bag import Frame, MessageFactory, synthetic_stereo
-from cl_vision_nodes.tools.transport_floor import Link, Message
+from cl_vision_nodes.tools.transport_floor import Link, Message, Series
 
 FRAMES = 30
 WARMUP = 3
 COMPUTE_REPEATS = 20
+RATES_HZ = (30.0, 60.0, 120.0)
+RATE_LINGER_S = 2.0  # after the last frame at a rate, for the answers still on their way
 FIRST_FRAME_SETTLE_S = 0.5  # a node that answers from the second frame takes the first meanwhile
 FLOOR_PREFIX = '/cl_vision_floor'
 VISUAL_TOPICS = frozenset({layout.FLOW_COLOR_OUTPUT, layout.KEYPOINTS_IMAGE_OUTPUT,
@@ -155,6 +165,22 @@ BENCH_NODES = {node.key: node for node in (
 
 
 @dataclass
+class RateResult:
+    """Frames sent at a rate whatever the answers, and those answered (every output) in time."""
+
+    rate_hz: float
+    sent: int
+    answered: int
+    latency_p50_ms: float
+    latency_p95_ms: float
+
+    @property
+    def cell(self) -> str:
+        return (f'{self.answered}/{self.sent} {self.latency_p50_ms:.1f}/'
+                f'{self.latency_p95_ms:.1f}')
+
+
+@dataclass
 class NodeRow:
     """One line of the table: a node at a size, visual topics subscribed or not."""
 
@@ -174,6 +200,7 @@ class NodeRow:
     rate_answered: int = 0
     rate_sent: int = 0
     rate_latency_p50_ms: float = math.nan
+    rates: list[RateResult] = field(default_factory=list)  # the answered share at input rates
 
     @property
     def floor_ms(self) -> float:
@@ -229,6 +256,7 @@ class Settings:
     env: dict[str, str]
     workdir: Path
     device: str
+    rates_hz: tuple[float, ...] = RATES_HZ
 
 
 def outputs_of(spec: NodeSpec, visuals: bool) -> dict[str, str]:
@@ -268,6 +296,8 @@ def run_node(bench: BenchNode, scenes: list[Scene],
                                             f'frames at {scene.size} (log: {node.log})')
                     series = link.lockstep(names, settings.frames, expected, settings.timeout_s,
                                            [node])
+                    at_rates = [at_rate(link, names, rate, expected, settings, node, series)
+                                for rate in settings.rates_hz]
                     rate = sustained(link, bench, names, expected, settings, node) \
                         if visuals and bench.rate_hz else {}
                     answers[scene.size, visuals] = link.save(
@@ -278,9 +308,12 @@ def run_node(bench: BenchNode, scenes: list[Scene],
                         len(series.latency_ms), series.lost,
                         input_bytes=sum(len(m.data) for m in scene.inputs(spec, 0)),
                         output_bytes=sum(map(len, answers[scene.size, visuals].values())),
-                        **rate))
+                        rates=at_rates, **rate))
                     print(f'  {bench.key} {scene.size} visuals {"yes" if visuals else "no"}: '
-                          f'latency p50 {series.p(50):.2f} ms', flush=True)
+                          f'latency p50 {series.p(50):.2f} ms'
+                          + ''.join(f'; at {r.rate_hz:g} Hz {r.answered}/{r.sent} answered, '
+                                    f'p50 {r.latency_p50_ms:.2f} p95 {r.latency_p95_ms:.2f} ms'
+                                    for r in at_rates), flush=True)
             finally:
                 link.close()
     finally:
@@ -290,6 +323,18 @@ def run_node(bench: BenchNode, scenes: list[Scene],
     if timing:  # where the node's time went, in its own words (the stages of frame_stats)
         print(f'  {bench.key} node, last window: {timing[-1]}', flush=True)
     return rows, answers
+
+
+def at_rate(link: Link, names: list[str], rate_hz: float, expected: set[str],
+            settings: Settings, node: NodeProcess, lockstep: Series) -> RateResult:
+    """Send ``settings.frames`` frames at ``rate_hz`` whatever the answers; count the answered."""
+    node.check_alive()
+    linger_s = max(RATE_LINGER_S, 2 * lockstep.p(90) / 1e3) if lockstep.latency_ms \
+        else RATE_LINGER_S
+    series = link.paced(names, settings.frames, rate_hz, expected, linger_s=linger_s)
+    node.check_alive()
+    return RateResult(rate_hz, settings.frames, len(series.latency_ms), series.p(50),
+                      series.p(95))
 
 
 def sustained(link: Link, bench: BenchNode, names: list[str], expected: set[str],
@@ -345,16 +390,22 @@ def measure_compute(bench: BenchNode, scenes: list[Scene], rows: list[NodeRow],
                 row.compute_ms = mean_ms
 
 
+RATE_COLUMN = 20
+
+
 def format_table(rows: list[NodeRow]) -> str:
+    rates = [r.rate_hz for r in rows[0].rates] if rows else []
     lines = [f'{"node":<10} {"size":>9} {"visuals":>7} {"latency p50":>11} {"compute":>8} '
              f'{"floor":>7} {"overhead":>8}   {"p90":>7} {"answered":>8} {"in MB":>6} '
-             f'{"out MB":>6}']
+             f'{"out MB":>6}' + ''.join(f' {f"at {rate:g} Hz":>{RATE_COLUMN}}'
+                                        for rate in rates)]
     for r in rows:
         lines.append(f'{r.node:<10} {r.size:>9} {"yes" if r.visuals else "no":>7} '
                      f'{r.latency_p50_ms:>11.2f} {r.compute_ms:>8.2f} {r.floor_ms:>7.2f} '
                      f'{r.overhead_ms:>8.2f}   {r.latency_p90_ms:>7.2f} '
                      f'{f"{r.answered}/{r.answered + r.unanswered}":>8} '
-                     f'{r.input_bytes / 1e6:>6.2f} {r.output_bytes / 1e6:>6.2f}')
+                     f'{r.input_bytes / 1e6:>6.2f} {r.output_bytes / 1e6:>6.2f}'
+                     + ''.join(f' {result.cell:>{RATE_COLUMN}}' for result in r.rates))
     loaded = [r for r in rows if not math.isnan(r.rate_hz)]
     if loaded:
         lines.append('sustained load (visual topics subscribed, frames alternating):')
@@ -381,14 +432,16 @@ def run(args: argparse.Namespace) -> list[NodeRow]:
     nodes = select(args.nodes)
     domain_id = random.randint(1, 101) if args.domain_id is None else args.domain_id
     runtime = ClRuntime(args.device)
+    rates = tuple(args.rates if getattr(args, 'rates', None) is not None else RATES_HZ)
     print(f'Node latency through DDS, lockstep, {args.frames or FRAMES} frames after {WARMUP} '
-          f'warm-up; device {runtime.entry.name}; {os.cpu_count()} CPUs; ROS domain '
+          f'warm-up, then as many at {", ".join(f"{r:g}" for r in rates) or "no"} Hz; '
+          f'device {runtime.entry.name}; {os.cpu_count()} CPUs; ROS domain '
           f'{domain_id}; {configure_allocator().line()}', flush=True)
     scenes = [make_scene(width, height) for width, height in args.sizes]
     rows: list[NodeRow] = []
     with tempfile.TemporaryDirectory(prefix='cl_vision_bench_node_') as tmp:
         settings = Settings(args.frames or FRAMES, args.timeout, node_environment(domain_id),
-                            Path(tmp), args.device)
+                            Path(tmp), args.device, rates)
         for bench in nodes:
             node_rows, answers = run_node(bench, scenes, settings)
             measure_floor(bench, scenes, node_rows, answers, settings)
@@ -401,6 +454,9 @@ def main(args: argparse.Namespace) -> None:
     rows = run(args)
     print('overhead = latency p50 - compute (in-process mean) - floor (p50 inputs + p50 answers '
           'publisher -> subscriber); ms')
+    if any(r.rates for r in rows):
+        print('at N Hz: frames answered (every output, by stamp) / sent at N Hz whatever the '
+              'answers, then latency p50/p95 of the answered ones; ms')
     print(format_table(rows))
     if args.json:
         Path(args.json).write_text(json.dumps([r.as_dict() for r in rows], indent=2) + '\n')

@@ -28,6 +28,7 @@ from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.ros.allocator import configure_allocator
 from cl_vision_nodes.tools import (demo, disparity_cli, doctor, flow_cli, make_bag, rectify_cli,
                                    replay, surf_cli)
+from cl_vision_nodes.tools.child_processes import guarded
 from cl_vision_nodes.tools.cli_common import (add_device_option, integer_in, output_file,
                                               positive_number)
 from cl_vision_nodes.tools.evaluation import command as evaluate
@@ -71,10 +72,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         bench_elas.main(args)
     if args.what == 'transport':
         from cl_vision_nodes.tools import transport_floor
-        transport_floor.bench(args)
+        return guarded('cl-vision bench transport', lambda: transport_floor.bench(args) or 0)
     if args.what == 'node':
         from cl_vision_nodes.tools import bench_node
-        bench_node.main(args)
+        return guarded('cl-vision bench node', lambda: bench_node.main(args) or 0)
     return 0
 
 
@@ -89,6 +90,20 @@ def frame_sizes(text: str) -> list[tuple[int, int]]:
                                              f'least 16x16, got {text!r}')
         sizes.append((int(width), int(height)))
     return sizes
+
+
+def rates(text: str) -> list[float]:
+    """Parse ``30,60,120`` (argparse type): input rates in Hz; ``none`` for none."""
+    if text.strip().lower() == 'none':
+        return []
+    try:
+        values = [float(item) for item in text.split(',')]
+    except ValueError:
+        values = []
+    if not values or not all(0 < v < float('inf') for v in values):
+        raise argparse.ArgumentTypeError(f'expected rates in Hz like 30,60,120 (or none), got '
+                                         f'{text!r}')
+    return values
 
 
 def names(text: str) -> list[str]:
@@ -120,6 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help='flow, node, transport: frame sizes (default 640x480,1280x720)')
     bench.add_argument('--frames', type=integer_in(1), help='node, transport: measured frames '
                        'per case after the warm-up (default 30 for node, 100 for transport)')
+    bench.add_argument('--rates', type=rates, default=None,
+                       help='node: after lockstep, --frames frames at each of these input rates '
+                            'whatever the answers; the share answered and its latency '
+                            '(default 30,60,120; none to skip)')
     bench.add_argument('--nodes', type=names, default=None,
                        help='node: comma-separated nodes (default: every one)')
     bench.add_argument('--encodings', type=names, default=['32FC2', 'bgr8'],

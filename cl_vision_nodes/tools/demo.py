@@ -36,6 +36,12 @@ DEMO_PARAMS = ('disparity.disp_max=64',)
 
 
 def run(args: argparse.Namespace) -> int:
+    """Render, evaluate, name the outputs; nothing started outlives it (child_processes)."""
+    from cl_vision_nodes.tools.child_processes import guarded
+    return guarded('cl-vision demo', lambda: demonstrate(args))
+
+
+def demonstrate(args: argparse.Namespace) -> int:
     from cl_vision_nodes.tools import make_bag
     from cl_vision_nodes.tools.evaluation import command as evaluate
     out = Path(args.out or f'demo-output/{time.strftime("%Y%m%d-%H%M%S")}')

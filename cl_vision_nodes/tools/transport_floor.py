@@ -32,6 +32,7 @@ package's Fast DDS profile unless the environment names one, as the nodes do.
 from __future__ import annotations
 
 import argparse
+import contextlib
 from dataclasses import dataclass, field
 import json
 from pathlib import Path
@@ -47,6 +48,7 @@ from typing import Sequence
 from cl_vision_nodes.errors import CLVisionError
 from cl_vision_nodes.ros.allocator import configure_allocator, SETTINGS
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
+from cl_vision_nodes.tools import child_processes
 from cl_vision_nodes.tools.evaluation.frames import cdr_stamp
 from cl_vision_nodes.tools.replay import message_class
 import numpy as np
@@ -54,6 +56,7 @@ import numpy as np
 MATCH_SETTLE_S = 0.3  # the other side of a DDS match lands right after ours
 POLL_S = 0.05
 STOP_TIMEOUT_S = 15.0
+INTERRUPTED_WAIT_S = 1.0  # for the end of input to end a process, once the tool is interrupted
 FIRST_STAMP_NS = 1_000_000_000  # a zero stamp reads as "unset" to many tools
 LOG_TAIL_LINES = 5
 
@@ -206,9 +209,9 @@ class Child:
     def __init__(self, command: list[str], env: dict[str, str], log: Path):
         self.log = log
         with log.open('w') as stream:
-            self.process = subprocess.Popen(command, stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, stderr=stream, env=env,
-                                            text=True, start_new_session=True)
+            self.process = child_processes.start(command, stdin=subprocess.PIPE,
+                                                 stdout=subprocess.PIPE, stderr=stream,
+                                                 env=env, text=True)
         self.lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -262,12 +265,13 @@ class Child:
     def stop(self) -> list[str]:
         """End its input, wait for it; return its remaining lines."""
         if self.process.poll() is None:
-            self.process.stdin.close()
-            try:
-                self.process.wait(STOP_TIMEOUT_S)
+            with contextlib.suppress(BrokenPipeError):
+                self.process.stdin.close()
+            try:  # a publisher pacing many frames reads its input only when done
+                self.process.wait(INTERRUPTED_WAIT_S if child_processes.interruption()
+                                  else STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+                child_processes.stop([self.process])  # SIGINT, then SIGKILL
         remaining = []
         while not self.lines.empty():
             remaining.append(self.lines.get())

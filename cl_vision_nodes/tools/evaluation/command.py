@@ -44,7 +44,6 @@ from cl_vision_nodes.tools.cli_common import (integer_in, non_negative_number, o
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_DOMAIN_ID = 232  # the largest ROS_DOMAIN_ID that DDS maps to valid UDP ports
-EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C; the partial report is still written
 
 
 def expected_frames(path: Path, topic: str, selection: Any) -> int:
@@ -118,9 +117,20 @@ def flow_across_the_stride(args: argparse.Namespace) -> tuple[list[str], list[st
 
 
 def run(args: argparse.Namespace) -> int:
+    """
+    Evaluate (or compare); nothing started outlives it (child_processes).
+
+    Interrupted by Ctrl-C or SIGTERM while playing, it still writes the partial report, says so
+    in one line and exits 128 + the signal's number.
+    """
+    from cl_vision_nodes.tools.child_processes import guarded
     args = argparse.Namespace(**{**defaults(), **vars(args)})
     if args.compare:
         return compare(args)
+    return guarded('cl-vision eval', lambda: evaluate(args))
+
+
+def evaluate(args: argparse.Namespace) -> int:
     if args.bag is None or args.out is None:
         raise ParameterError('eval needs a BAG and --out DIR (or --compare DIR_A DIR_B)')
     from cl_vision_nodes.tools.evaluation.cameras import find_cameras, Overrides
@@ -186,7 +196,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"{key}: {node['answered']}/{node['frames_due']} answered, latency mean "
               f"{fmt((node['latency_ms'] or {}).get('mean'), 1)} ms")
     print(f'report: {(out / "report.md").resolve()}')
-    return EXIT_INTERRUPTED if outcome.interrupted else 0
+    if outcome.interrupted:
+        from cl_vision_nodes.tools.child_processes import interrupted_exit
+        return interrupted_exit('cl-vision eval', f'after {outcome.sent} frames; the report '
+                                                  'holds what was answered until then')
+    return 0
 
 
 def compare(args: argparse.Namespace) -> int:

@@ -32,7 +32,6 @@ import functools
 import importlib.util
 import os
 from pathlib import Path
-import signal
 import subprocess
 import sys
 from typing import Any, Iterator, Mapping
@@ -45,6 +44,7 @@ from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.params import ParameterSchema, Value
 from cl_vision_nodes.surf.schema import SURF_SCHEMA
 from cl_vision_nodes.tools import bag_layout as layout
+from cl_vision_nodes.tools import child_processes
 from cl_vision_nodes.tools.evaluation.cameras import Cameras
 from cl_vision_nodes.tools.replay import TRANSPORT
 
@@ -306,26 +306,18 @@ def start_node(spec: NodeSpec, parameters: dict[str, Value], logs: Path,
                '--params-file', str(params_file)]
     log = logs / f'{spec.key}.log'
     with log.open('w') as stream:
-        # A session of its own: Ctrl-C reaches only the evaluator, which stops the nodes after
-        # recording what they answered so far.
-        process = subprocess.Popen(command, stdout=stream, stderr=subprocess.STDOUT, env=env,
-                                   start_new_session=True)
+        # A session of its own: Ctrl-C reaches only the tool, which stops the nodes after
+        # recording what they answered so far (and whatever ends it: child_processes).
+        process = child_processes.start(command, stdout=stream, stderr=subprocess.STDOUT,
+                                        env=env)
     return NodeProcess(spec, process, log)
 
 
 def stop_nodes(nodes: list[NodeProcess]) -> dict[str, int]:
     """SIGINT (Ctrl-C) to all at once, then their exit codes; a node ignoring it is killed."""
-    for node in nodes:
-        if node.process.poll() is None:
-            node.process.send_signal(signal.SIGINT)
-    codes = {}
-    for node in nodes:
-        try:
-            codes[node.spec.key] = node.process.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            node.process.kill()
-            codes[node.spec.key] = node.process.wait()
-    return codes
+    codes = child_processes.stop([node.process for node in nodes],
+                                 child_processes.grace_s(STOP_TIMEOUT_S))
+    return {node.spec.key: code for node, code in zip(nodes, codes)}
 
 
 def node_environment(domain_id: int) -> dict[str, str]:

@@ -443,8 +443,9 @@ def evaluate_bag(frames: Iterator[BagFrame], inputs: dict[str, str], played: dic
     periods = {run.spec.key: float({**run.spec.schema.defaults(), **parameters[run.spec.key],
                                     **run.spec.parameters}['diagnostics_period'])
                for run in runs}
+    from rclpy.signals import SignalHandlerOptions
     use_large_image_profile()
-    rclpy.init()
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)  # child_processes has them
     nodes: list[NodeProcess] = []
     player = None
     wall_s, sent, interrupted = 0.0, 0, False
