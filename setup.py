@@ -40,6 +40,8 @@ setup(
         (f'share/{PACKAGE}', ['package.xml']),
         (f'share/{PACKAGE}/launch', glob('launch/*.launch.xml')),
         (f'share/{PACKAGE}/config', glob('config/*.yaml')),
+        # the Fast DDS profile for large images, for the launch files' processes (set_env)
+        (f'share/{PACKAGE}/config', [f'{PACKAGE}/ros/fastdds_large_images.xml']),
     ],
     install_requires=['setuptools'],
     zip_safe=False,

@@ -21,11 +21,13 @@ every shipped file applies to its node in any namespace (ros2 launch itself is n
 reads the XML and starts the nodes as launch would).
 """
 from dataclasses import dataclass, field
+import os
 from pathlib import Path
 import re
 import xml.etree.ElementTree as ET
 
 from cl_vision_nodes.ros.allocator import SETTINGS
+from cl_vision_nodes.ros.dds_profile import PROFILE_VARIABLES, profile_path
 from cl_vision_nodes.ros.topics import node_topics
 from cl_vision_nodes.schemas import NODE_SCHEMAS
 from cl_vision_nodes.tools.gen_config import config_files
@@ -84,6 +86,8 @@ def _evaluate(inner: str, args: dict[str, str]) -> str:
         return substitute(args[values[0]], args)
     if name == 'find-pkg-share':
         return str(REPO)
+    if name == 'env':
+        return os.environ.get(values[0], values[1] if len(values) > 1 else '')
     truth = [value.lower() in TRUE for value in values]
     results = {'and': all(truth), 'or': any(truth), 'not': not any(truth),
                'equals': len({v.lower() for v in values}) == 1}
@@ -153,7 +157,29 @@ def test_every_process_started_gets_the_large_message_allocator(path):
     first_node = next(i for i, child in enumerate(root) if child.tag in ('group', 'node'))
     set_env = {child.get('name'): child.get('value') for child in list(root)[:first_node]
                if child.tag == 'set_env'}
-    assert set_env == {s.variable: f'$(env {s.variable} {s.value})' for s in SETTINGS}
+    assert {k: v for k, v in set_env.items() if k.startswith('MALLOC')} == \
+        {s.variable: f'$(env {s.variable} {s.value})' for s in SETTINGS}
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
+def test_every_process_started_gets_the_large_image_dds_profile(path, monkeypatch):
+    """
+    The profile the nodes apply to themselves, also for a camera started by the same launch.
+
+    Before the first node; a profile the user set under either variable name is kept.
+    """
+    root = ET.parse(path).getroot()
+    first_node = next(i for i, child in enumerate(root) if child.tag in ('group', 'node'))
+    value = next(child.get('value') for child in list(root)[:first_node]
+                 if child.tag == 'set_env' and child.get('name') == PROFILE_VARIABLES[0])
+    for name in PROFILE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    installed = REPO / 'config' / Path(profile_path()).name  # share/<pkg>/config, installed
+    assert Path(substitute(value, {})) == installed
+    monkeypatch.setenv(PROFILE_VARIABLES[1], '/users/own.xml')
+    assert substitute(value, {}) == '/users/own.xml'
+    monkeypatch.setenv(PROFILE_VARIABLES[0], '/users/newer.xml')
+    assert substitute(value, {}) == '/users/newer.xml'
 
 
 CONFIG_FILES = config_files(REPO)

@@ -45,7 +45,8 @@ def test_colcon_build_installs_executables_share_and_index(tmp_path):
     assert sorted(p.name for p in (share / 'launch').iterdir()) == \
         sorted(p.name for p in (REPO / 'launch').glob('*.launch.xml'))
     assert sorted(p.name for p in (share / 'config').iterdir()) == \
-        sorted(p.name for p in (REPO / 'config').glob('*.yaml'))
+        sorted([*(p.name for p in (REPO / 'config').glob('*.yaml')),
+                'fastdds_large_images.xml'])  # the launch files' DDS profile
     assert (prefix / 'share' / 'ament_index' / 'resource_index' / 'packages'
             / 'cl_vision_nodes').is_file()
     kernels = list(prefix.glob('lib/python3*/site-packages/cl_vision_nodes/kernels/*.cl'))
