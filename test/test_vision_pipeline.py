@@ -115,6 +115,36 @@ def published(setup, key: tuple[str, str], tag: str) -> bool:
 EVERY = [(ns, topic) for ns in ('pipe', 'sep') for topic in ('flow', 'keypoints', 'disparity')]
 
 
+ANSWERS = ('disparity', 'flow', 'keypoints')
+PICTURES = ('disparity/color', 'flow/color', 'keypoints/image')
+
+
+def test_every_answer_of_a_frame_is_written_before_any_of_its_pictures(ros, setup):
+    """
+    Pictures (and depth, points) never delay another capability's answer.
+
+    The DDS source timestamps of one frame's messages: the three answers' are all earlier than
+    every picture's (one publishing thread writes them in the order they were handed over).
+    """
+    written: dict[tuple[str, str], int] = {}
+
+    def note(topic: str):
+        def callback(msg, info) -> None:
+            written[(topic, msg.header.frame_id)] = info['source_timestamp']
+        return callback
+    subscriptions = [ros.node.create_subscription(OUTPUTS[t], f'/pipe/{t}', note(t), 10)
+                     for t in ANSWERS + PICTURES]
+    try:
+        send(setup, 'order-first', 2, [('pipe', 'disparity'), ('pipe', 'keypoints')])
+        send(setup, 'order', 3, [('pipe', t) for t in ANSWERS + PICTURES])
+        assert ros.wait_until(lambda: all((t, 'order') in written for t in ANSWERS + PICTURES))
+        answers = max(written[(t, 'order')] for t in ANSWERS)
+        assert all(written[(t, 'order')] > answers for t in PICTURES), written
+    finally:
+        for subscription in subscriptions:
+            ros.node.destroy_subscription(subscription)
+
+
 def test_outputs_equal_the_separate_nodes(setup):
     send(setup, 'first', 0, [('pipe', 'disparity'), ('sep', 'disparity'), ('pipe', 'keypoints'),
                              ('sep', 'keypoints')])

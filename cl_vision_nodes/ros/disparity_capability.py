@@ -50,7 +50,7 @@ from cl_vision_nodes.imaging.encodings import RawImage, validate
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.camera_info import calibration_from_msg
 from cl_vision_nodes.ros.cdr import cloud_framing, disparity_framing
-from cl_vision_nodes.ros.node_base import ImageFrame, VisionNode
+from cl_vision_nodes.ros.node_base import Followup, ImageFrame, nothing_more, VisionNode
 from cl_vision_nodes.ros.topics import Topic
 from cl_vision_nodes.stereo.disparity_image import DisparityImageMaker
 from cl_vision_nodes.stereo.geometry import StereoGeometry
@@ -152,11 +152,17 @@ class DisparityCapability:
         return DeviceGray(gray, calibration.height, calibration.width)
 
     def process(self, left: ImageFrame, pair: tuple[DeviceGray, DeviceGray],
-                left_info: CameraInfo, right_info: CameraInfo) -> None:
-        """Match a decoded pair; publish disparity and whatever else is subscribed."""
+                left_info: CameraInfo, right_info: CameraInfo) -> Followup:
+        """
+        Match a decoded pair and publish the disparity.
+
+        Returns the work of whatever else is subscribed (its picture, depth, points), to run
+        after the frame's other answers.
+        """
         node, prefix, values = self.node, self.prefix, self.values
         f, baseline = stereo_geometry(left_info, right_info)
         want_depth, want_points = node.wanted(self.depth_pub), node.wanted(self.points_pub)
+        want_picture = node.wanted(self.color_pub)
         colour = want_points and bool(values['use_color'])
         if colour:
             colour_image = left.raw if self.rectifiers is None else \
@@ -166,28 +172,38 @@ class DisparityCapability:
             self.matcher.match(*pair)
         rows, cols = self.matcher.output_shape(pair[0].width, pair[0].height)
         self._publish_disparity(rows, cols, f, baseline, left)
-        if not (want_depth or want_points):
-            return
-        geometry = StereoGeometry.from_projections(left_info.p, right_info.p)
-        device_map = DisparityMap(self.matcher.last_output, cols, rows,
-                                  float(values['disp_min']), bool(values['subsampling']))
-        if want_depth:
-            with node.device_stage(prefix + 'depth'):
-                depth = self.reprojector.depth(device_map, geometry)
-            node.publish_image(self.depth_pub, left.header, '32FC1', depth, prefix + 'publish')
-        if want_points:
-            with node.device_stage(prefix + 'points'):
-                cloud = self.reprojector.points(
-                    device_map, geometry,
-                    CloudLayout(colour, bool(values['avoid_point_cloud_padding'])),
-                    dense=bool(values['dense_points']), color=colour_image if colour else None)
-            framing = cloud_framing(left.header, cloud.height, cloud.width, cloud.layout.fields,
-                                    cloud.point_step, cloud.row_step, cloud.is_dense)
-            node.publish_serialized(self.points_pub, framing, cloud.data, prefix + 'publish')
+        if not (want_picture or want_depth or want_points):
+            return nothing_more
+
+        def extras() -> None:
+            if want_picture:
+                self._publish_picture(rows, cols, left)
+            if not (want_depth or want_points):
+                return
+            geometry = StereoGeometry.from_projections(left_info.p, right_info.p)
+            device_map = DisparityMap(self.matcher.last_output, cols, rows,
+                                      float(values['disp_min']), bool(values['subsampling']))
+            if want_depth:
+                with node.device_stage(prefix + 'depth'):
+                    depth = self.reprojector.depth(device_map, geometry)
+                node.publish_image(self.depth_pub, left.header, '32FC1', depth,
+                                   prefix + 'publish')
+            if want_points:
+                with node.device_stage(prefix + 'points'):
+                    cloud = self.reprojector.points(
+                        device_map, geometry,
+                        CloudLayout(colour, bool(values['avoid_point_cloud_padding'])),
+                        dense=bool(values['dense_points']),
+                        color=colour_image if colour else None)
+                framing = cloud_framing(left.header, cloud.height, cloud.width,
+                                        cloud.layout.fields, cloud.point_step, cloud.row_step,
+                                        cloud.is_dense)
+                node.publish_serialized(self.points_pub, framing, cloud.data, prefix + 'publish')
+        return extras
 
     def _publish_disparity(self, rows: int, cols: int, f: float, baseline: float,
                            left: ImageFrame) -> None:
-        """Publish the DisparityImage (made on the device) and, if subscribed, its picture."""
+        """Publish the DisparityImage (made on the device)."""
         node, prefix, values = self.node, self.prefix, self.values
         with node.download_stage(prefix + 'download'):
             scale = SUBSAMPLED_SCALE if values['subsampling'] else 1.0  # to the map's pixels
@@ -198,10 +214,12 @@ class DisparityCapability:
                                         valid_window=made.valid_window, min_disparity=d_min,
                                         max_disparity=d_max, delta_d=scale * DELTA_D)
         node.publish_serialized(self.disparity_pub, framing, made.pixels, prefix + 'publish')
-        if node.wanted(self.color_pub):
-            with node.device_stage(prefix + 'visual'):
-                picture = self.colorizer.draw(
-                    self.matcher.last_output, rows, cols, float(values['disp_min']),
-                    color_range(values), out=self.staging.pinned('color', (rows, cols, 3),
-                                                                 np.uint8))
-            node.publish_image(self.color_pub, left.header, 'bgr8', picture, prefix + 'publish')
+
+    def _publish_picture(self, rows: int, cols: int, left: ImageFrame) -> None:
+        """Draw the disparity's colour picture on the device and publish it."""
+        node, prefix, values = self.node, self.prefix, self.values
+        with node.device_stage(prefix + 'visual'):
+            picture = self.colorizer.draw(
+                self.matcher.last_output, rows, cols, float(values['disp_min']),
+                color_range(values), out=self.staging.pinned('color', (rows, cols, 3), np.uint8))
+        node.publish_image(self.color_pub, left.header, 'bgr8', picture, prefix + 'publish')

@@ -55,7 +55,8 @@ class DisparityNode(VisionNode):
                   right_info: CameraInfo) -> None:
         with self.device_stage('upload'):
             pair = self.disparity.decode_pair(left, right, left_info, right_info)
-        self.disparity.process(left, pair, left_info, right_info)
+        publish_extras = self.disparity.process(left, pair, left_info, right_info)
+        publish_extras()
 
 
 def main(stop: StopSignals | None = None) -> None:

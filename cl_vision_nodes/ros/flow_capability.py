@@ -37,7 +37,7 @@ from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.imaging.device_image import DeviceGray
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.flow_span import FlowSpans, NS_PER_S
-from cl_vision_nodes.ros.node_base import ImageFrame, VisionNode
+from cl_vision_nodes.ros.node_base import Followup, ImageFrame, nothing_more, VisionNode
 from cl_vision_nodes.ros.topics import Topic
 import numpy as np
 from sensor_msgs.msg import Image, TimeReference
@@ -100,15 +100,20 @@ class FlowCapability:
         """Return the span counts of the diagnostics window, and start a new one."""
         return self.spans.key_values()
 
-    def process(self, frame: ImageFrame, gray: DeviceGray) -> None:
-        """Push a decoded frame; publish the flow from the previous one, and its span."""
+    def process(self, frame: ImageFrame, gray: DeviceGray) -> Followup:
+        """
+        Push a decoded frame; publish the flow from the previous one, and its span.
+
+        Returns the drawing and publishing of the colour picture (if subscribed), to run after
+        the frame's other answers.
+        """
         previous_ns = self._last_stamp
         self._follow_stream(frame)
         node, prefix = self.node, self.prefix
         with node.device_stage(prefix + 'compute'):
             flow = self.estimator.push_gray(gray)
         if flow is None:
-            return
+            return nothing_more
         with node.download_stage(prefix + 'download'):
             host = self.estimator.download(flow)
         self.spans.flow_published(frame.stamp_ns - previous_ns)
@@ -117,12 +122,16 @@ class FlowCapability:
                              time_ref=Time(sec=sec, nanosec=nanosec))
         node.publish_image(self.flow_pub, frame.header, '32FC2', host, prefix + 'publish')
         node.publish_message(self.span_pub, span, prefix + 'publish')
-        if node.wanted(self.color_pub):
+        if not node.wanted(self.color_pub):
+            return nothing_more
+
+        def picture() -> None:
             shape = (gray.height, gray.width, 3)
             with node.device_stage(prefix + 'visual'):
-                picture = self.colorizer.draw(flow, gray.height, gray.width, self.max_flow,
-                                              out=self.staging.pinned('color', shape, np.uint8))
-            node.publish_image(self.color_pub, frame.header, 'bgr8', picture, prefix + 'publish')
+                drawn = self.colorizer.draw(flow, gray.height, gray.width, self.max_flow,
+                                            out=self.staging.pinned('color', shape, np.uint8))
+            node.publish_image(self.color_pub, frame.header, 'bgr8', drawn, prefix + 'publish')
+        return picture
 
     def _follow_stream(self, frame: ImageFrame) -> None:
         """Start a new history where ``frame`` does not continue the previous frame's."""

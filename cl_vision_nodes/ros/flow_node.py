@@ -54,7 +54,8 @@ class FlowNode(VisionNode):
         return self.flow.diagnostic_values()
 
     def on_image(self, frame: ImageFrame) -> None:
-        self.flow.process(frame, self.decode(frame))
+        publish_picture = self.flow.process(frame, self.decode(frame))
+        publish_picture()
 
 
 def main(stop: StopSignals | None = None) -> None:

@@ -69,6 +69,15 @@ PUBLISH_DRAIN_S = 2.0
 EXIT_CANNOT_START = 2
 
 
+Followup = Callable[[], None]
+"""What a capability publishes after its answer (pictures, depth, points): run once every
+capability of the frame has published its answer, so none of them waits for another's pictures."""
+
+
+def nothing_more() -> None:
+    """Return from a followup with nothing to publish."""
+
+
 @dataclass(frozen=True)
 class ImageFrame:
     """

@@ -18,7 +18,7 @@ What surf_node does with a decoded frame, for surf_node and the pipeline node al
 Publishes ``keypoints`` (sensor_msgs/PointCloud2, one point per keypoint, strongest first; an
 empty cloud when a frame has none; layout in ``keypoint_cloud``) and ``keypoints/image`` (the
 frame with its keypoints, drawn on the device from the records where they lie and downloaded
-finished, only while subscribed).
+finished, only while subscribed, after the frame's answers: ``process`` returns it).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from cl_vision_nodes.imaging.device_image import DeviceGray
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.cdr import cloud_framing
 from cl_vision_nodes.ros.keypoint_cloud import point_fields
-from cl_vision_nodes.ros.node_base import ImageFrame, VisionNode
+from cl_vision_nodes.ros.node_base import Followup, ImageFrame, nothing_more, VisionNode
 from cl_vision_nodes.ros.topics import Topic
 from cl_vision_nodes.surf.draw import KeypointPainter
 from cl_vision_nodes.surf.extractor import SurfExtractor
@@ -58,8 +58,13 @@ class SurfCapability:
         """Apply changed parameters from the next frame on (CLVisionError refuses them)."""
         self.extractor.configure(values)
 
-    def process(self, frame: ImageFrame, gray: DeviceGray) -> None:
-        """Detect and describe the keypoints of a decoded frame and publish them."""
+    def process(self, frame: ImageFrame, gray: DeviceGray) -> Followup:
+        """
+        Detect and describe the keypoints of a decoded frame and publish them.
+
+        Returns the drawing and publishing of the picture (if subscribed), to run after the
+        frame's other answers.
+        """
         node, prefix = self.node, self.prefix
         with node.device_stage(prefix + 'compute'):
             count = self.extractor.detect_gray(gray)
@@ -69,9 +74,13 @@ class SurfCapability:
         framing = cloud_framing(frame.header, 1, len(records), point_fields(dtype),
                                 dtype.itemsize, dtype.itemsize * len(records))
         node.publish_serialized(self.keypoints_pub, framing, records, prefix + 'publish')
-        if node.wanted(self.image_pub):
+        if not node.wanted(self.image_pub):
+            return nothing_more
+
+        def picture() -> None:
             shape = (gray.height, gray.width, 3)
             with node.device_stage(prefix + 'visual'):
-                picture = self.painter.draw(*self.extractor.last_device_frame,
-                                            out=self.staging.pinned('picture', shape, np.uint8))
-            node.publish_image(self.image_pub, frame.header, 'bgr8', picture, prefix + 'publish')
+                drawn = self.painter.draw(*self.extractor.last_device_frame,
+                                          out=self.staging.pinned('picture', shape, np.uint8))
+            node.publish_image(self.image_pub, frame.header, 'bgr8', drawn, prefix + 'publish')
+        return picture

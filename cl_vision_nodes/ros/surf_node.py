@@ -48,7 +48,8 @@ class SurfNode(VisionNode):
         self.surf.configure(values)
 
     def on_image(self, frame: ImageFrame) -> None:
-        self.surf.process(frame, self.decode(frame))
+        publish_picture = self.surf.process(frame, self.decode(frame))
+        publish_picture()
 
 
 def main(stop: StopSignals | None = None) -> None:

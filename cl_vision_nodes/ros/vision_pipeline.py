@@ -26,7 +26,9 @@ starts a new stream when switched back on).
 
 Inputs: with ``stereo`` (default) those of disparity_node (``stereo_inputs``); flow and SURF run
 on the left image of each pair, which is published after disparity. Without it, one camera on
-``image``, and no disparity nor its topics. Frame timing stages are named per capability
+``image``, and no disparity nor its topics. Each frame's answers (``disparity``, ``flow``,
+``keypoints``) are published first, then the pictures, depth and points that are subscribed,
+so those never delay another capability's answer. Frame timing stages are named per capability
 (``flow.compute``...) beside the shared ``receive`` and ``upload``.
 """
 from __future__ import annotations
@@ -37,7 +39,7 @@ from cl_vision_nodes.imaging.device_image import DeviceGray
 from cl_vision_nodes.params import section, Value
 from cl_vision_nodes.ros.disparity_capability import DisparityCapability
 from cl_vision_nodes.ros.flow_capability import FlowCapability
-from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
+from cl_vision_nodes.ros.node_base import Followup, ImageFrame, main_for, VisionNode
 from cl_vision_nodes.ros.stereo_inputs import StereoInputs
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.surf_capability import SurfCapability
@@ -94,7 +96,7 @@ class VisionPipeline(VisionNode):
         return self.flow.diagnostic_values()
 
     def on_image(self, frame: ImageFrame) -> None:
-        self.run_capabilities(frame, self.decode(frame))
+        run_all(self.run_capabilities(frame, self.decode(frame)))
 
     def on_stereo(self, left: ImageFrame, right: ImageFrame, left_info: CameraInfo,
                   right_info: CameraInfo) -> None:
@@ -102,16 +104,20 @@ class VisionPipeline(VisionNode):
         with self.device_stage('upload'):
             pair = self.disparity.decode_pair(left, right, left_info, right_info) if stereo \
                 else (self.disparity.decode(left, left_info, 0),)
-        if stereo:
-            self.disparity.process(left, pair, left_info, right_info)
-        self.run_capabilities(left, pair[0])
+        followups = [self.disparity.process(left, pair, left_info, right_info)] if stereo else []
+        run_all(followups + self.run_capabilities(left, pair[0]))
 
-    def run_capabilities(self, frame: ImageFrame, gray: DeviceGray) -> None:
-        """Run the enabled single-image capabilities on a decoded frame."""
-        if self.enabled('flow'):
-            self.flow.process(frame, gray)
-        if self.enabled('surf'):
-            self.surf.process(frame, gray)
+    def run_capabilities(self, frame: ImageFrame, gray: DeviceGray) -> list[Followup]:
+        """Run the enabled single-image capabilities on a decoded frame; return their followups."""
+        return [capability.process(frame, gray)
+                for name, capability in (('flow', self.flow), ('surf', self.surf))
+                if self.enabled(name)]
+
+
+def run_all(followups: list[Followup]) -> None:
+    """Publish the pictures, depth and points once every answer of the frame is out."""
+    for followup in followups:
+        followup()
 
 
 def main(stop: StopSignals | None = None) -> None:
