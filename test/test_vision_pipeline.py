@@ -145,6 +145,25 @@ def test_every_answer_of_a_frame_is_written_before_any_of_its_pictures(ros, setu
             ros.node.destroy_subscription(subscription)
 
 
+def test_alternating_frames_each_answered_with_their_own_data(setup):
+    """
+    The capabilities run side by side on one decoded frame, each on its own queue.
+
+    Two different frames in turn: every answer of the pipeline equals the separate nodes' answer
+    to the same frame, so none carries another frame's data.
+    """
+    send(setup, 'alt-start', 5, [('pipe', 'disparity'), ('sep', 'disparity')])
+    for k, index in enumerate((0, 5, 0, 5)):
+        got = send(setup, f'alt{k}', index, EVERY)
+        pipe_d, sep_d = (image_to_numpy(got[(ns, 'disparity')].image) for ns in ('pipe', 'sep'))
+        assert pipe_d.tobytes() == sep_d.tobytes(), k
+        pipe_kp, sep_kp = (cloud_to_array(got[(ns, 'keypoints')]) for ns in ('pipe', 'sep'))
+        assert len(pipe_kp) and pipe_kp.tobytes() == sep_kp.tobytes(), k
+        pipe_flow, sep_flow = (image_to_numpy(got[(ns, 'flow')]) for ns in ('pipe', 'sep'))
+        np.testing.assert_allclose(pipe_flow, sep_flow, atol=1e-4, equal_nan=True)
+        assert abs(np.nanmedian(pipe_flow[..., 0])) > 5.0  # 10 px one way, then back
+
+
 def test_outputs_equal_the_separate_nodes(setup):
     send(setup, 'first', 0, [('pipe', 'disparity'), ('sep', 'disparity'), ('pipe', 'keypoints'),
                              ('sep', 'keypoints')])

@@ -22,7 +22,8 @@ are constructed, so a node compiles everything while it starts.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable, Sequence
+import copy
+from typing import Callable, Sequence, TypeVar
 
 from cl_vision_nodes.opencl.buffers import Buffers
 from cl_vision_nodes.opencl.devices import LOG, select_device
@@ -36,6 +37,20 @@ import pyopencl as cl
 MAX_PROGRAMS = 64
 """Built programs kept per runtime (least recently used dropped): parameter sweeps of compile-time
 sizes (bm block and radius) cannot grow the cache without bound."""
+ProgramKey = tuple[tuple[str, ...], tuple[str, ...]]  # kernel files, build options
+T = TypeVar('T')
+
+
+def _cached(cache: OrderedDict[ProgramKey, T], key: ProgramKey, make: Callable[[], T]) -> T:
+    """Return ``cache[key]``, made and added if missing (least recently used dropped)."""
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = make()
+        if len(cache) > MAX_PROGRAMS:
+            cache.popitem(last=False)
+    else:
+        cache.move_to_end(key)
+    return found
 
 
 class ClRuntime:
@@ -51,8 +66,22 @@ class ClRuntime:
         props = cl.command_queue_properties.PROFILING_ENABLE if profile else 0
         self.queue = cl.CommandQueue(self.context, properties=props)
         self.profiler = StageProfiler(enabled=profile)
-        self._programs: OrderedDict[tuple[tuple[str, ...], tuple[str, ...]], Program] = \
-            OrderedDict()
+        self._programs: OrderedDict[ProgramKey, Program] = OrderedDict()
+        self._built: OrderedDict[ProgramKey, cl.Program] = OrderedDict()  # shared by siblings
+
+    def sibling(self) -> ClRuntime:
+        """
+        Return a runtime on this device and context with a command queue of its own.
+
+        Commands of different queues may run at the same time on the device: a GPU runs one
+        capability's kernels beside another's. The profiler and the built programs are shared
+        (nothing compiles twice); buffers of one are valid in the other, and the caller orders
+        the work across queues (``finish`` one before the other reads what it wrote).
+        """
+        twin = copy.copy(self)
+        twin.queue = cl.CommandQueue(self.context, properties=self.queue.properties)
+        twin._programs = OrderedDict()
+        return twin
 
     def describe(self) -> str:
         return self.entry.describe()
@@ -66,16 +95,9 @@ class ClRuntime:
         """
         files = (files,) if isinstance(files, str) else tuple(files)
         key = (files, build_options(defines))
-        found = self._programs.get(key)
-        if found is None:
-            found = Program(build(self.context, self.entry, files, defines), files, self.queue,
-                            self.entry, self.profiler)
-            self._programs[key] = found
-            if len(self._programs) > MAX_PROGRAMS:
-                self._programs.popitem(last=False)
-        else:
-            self._programs.move_to_end(key)
-        return found
+        return _cached(self._programs, key, lambda: Program(
+            _cached(self._built, key, lambda: build(self.context, self.entry, files, defines)),
+            files, self.queue, self.entry, self.profiler))
 
     def buffers(self) -> Buffers:
         """Return a new, empty buffer pool for one owner."""

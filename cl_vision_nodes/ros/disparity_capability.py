@@ -39,6 +39,7 @@ half-size map too. A camera_info whose K or P is not finite is refused frame by 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping
 
 from cl_vision_nodes.camera.rectify import Rectifier
@@ -50,7 +51,8 @@ from cl_vision_nodes.imaging.encodings import RawImage, validate
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.camera_info import calibration_from_msg
 from cl_vision_nodes.ros.cdr import cloud_framing, disparity_framing
-from cl_vision_nodes.ros.node_base import Followup, ImageFrame, nothing_more, VisionNode
+from cl_vision_nodes.ros.node_base import (Finish, Followup, ImageFrame, nothing_more,
+                                           VisionNode)
 from cl_vision_nodes.ros.topics import Topic
 from cl_vision_nodes.stereo.disparity_image import DisparityImageMaker
 from cl_vision_nodes.stereo.geometry import StereoGeometry
@@ -94,6 +96,23 @@ def check_cloud_colour(raw: RawImage) -> None:
                                'use_color to false)')
 
 
+@dataclass(frozen=True)
+class Matched:
+    """A pair whose matching is enqueued, and what its finish publishes."""
+
+    left: ImageFrame
+    left_info: CameraInfo
+    right_info: CameraInfo
+    rows: int
+    cols: int
+    f: float
+    baseline: float
+    picture: bool
+    depth: bool
+    points: bool
+    colour_image: RawImage | None  # the cloud's colours, when it has them
+
+
 class DisparityCapability:
     """ELAS disparity of synchronised pairs, with depth, points and the colour map."""
 
@@ -105,7 +124,7 @@ class DisparityCapability:
         self.node = node
         self.prefix = prefix
         self.values = dict(values)
-        runtime = node.runtime
+        self.runtime = runtime = node.capability_runtime()
         self.matcher = ElasMatcher(runtime, values)
         self.reprojector = Reprojector(runtime)
         self.colorizer = DisparityColorizer(runtime)
@@ -153,11 +172,16 @@ class DisparityCapability:
 
     def process(self, left: ImageFrame, pair: tuple[DeviceGray, DeviceGray],
                 left_info: CameraInfo, right_info: CameraInfo) -> Followup:
-        """
-        Match a decoded pair and publish the disparity.
+        """Match a decoded pair and publish the disparity (``start``, then its finish)."""
+        return self.start(left, pair, left_info, right_info)()
 
-        Returns the work of whatever else is subscribed (its picture, depth, points), to run
-        after the frame's other answers.
+    def start(self, left: ImageFrame, pair: tuple[DeviceGray, DeviceGray],
+              left_info: CameraInfo, right_info: CameraInfo) -> Finish:
+        """
+        Enqueue the matching of a decoded pair on this capability's queue, without waiting.
+
+        Returns its finish: publish the disparity, and return the followup (whatever else is
+        subscribed: its picture, depth, points).
         """
         node, prefix, values = self.node, self.prefix, self.values
         f, baseline = stereo_geometry(left_info, right_info)
@@ -168,10 +192,21 @@ class DisparityCapability:
             colour_image = left.raw if self.rectifiers is None else \
                 self.rectifiers[0].rectify(left.raw, str(values['interpolation']))
             check_cloud_colour(colour_image)
-        with node.device_stage(prefix + 'compute'):
+        with node.stage(prefix + 'compute'):
             self.matcher.match(*pair)
         rows, cols = self.matcher.output_shape(pair[0].width, pair[0].height)
-        self._publish_disparity(rows, cols, f, baseline, left)
+        matched = Matched(left, left_info, right_info, rows, cols, f, baseline, want_picture,
+                          want_depth, want_points, colour_image if colour else None)
+        return lambda: self._finish(matched)
+
+    def _finish(self, matched: Matched) -> Followup:
+        node, prefix, values = self.node, self.prefix, self.values
+        left, left_info, right_info = matched.left, matched.left_info, matched.right_info
+        rows, cols, colour_image = matched.rows, matched.cols, matched.colour_image
+        want_picture, want_depth, want_points = matched.picture, matched.depth, matched.points
+        with node.device_stage(prefix + 'compute', self.runtime):
+            pass  # the matching enqueued by start
+        self._publish_disparity(rows, cols, matched.f, matched.baseline, left)
         if not (want_picture or want_depth or want_points):
             return nothing_more
 
@@ -184,17 +219,17 @@ class DisparityCapability:
             device_map = DisparityMap(self.matcher.last_output, cols, rows,
                                       float(values['disp_min']), bool(values['subsampling']))
             if want_depth:
-                with node.device_stage(prefix + 'depth'):
+                with node.device_stage(prefix + 'depth', self.runtime):
                     depth = self.reprojector.depth(device_map, geometry)
                 node.publish_image(self.depth_pub, left.header, '32FC1', depth,
                                    prefix + 'publish')
             if want_points:
-                with node.device_stage(prefix + 'points'):
+                with node.device_stage(prefix + 'points', self.runtime):
                     cloud = self.reprojector.points(
                         device_map, geometry,
-                        CloudLayout(colour, bool(values['avoid_point_cloud_padding'])),
-                        dense=bool(values['dense_points']),
-                        color=colour_image if colour else None)
+                        CloudLayout(colour_image is not None,
+                                    bool(values['avoid_point_cloud_padding'])),
+                        dense=bool(values['dense_points']), color=colour_image)
                 framing = cloud_framing(left.header, cloud.height, cloud.width,
                                         cloud.layout.fields, cloud.point_step, cloud.row_step,
                                         cloud.is_dense)
@@ -218,7 +253,7 @@ class DisparityCapability:
     def _publish_picture(self, rows: int, cols: int, left: ImageFrame) -> None:
         """Draw the disparity's colour picture on the device and publish it."""
         node, prefix, values = self.node, self.prefix, self.values
-        with node.device_stage(prefix + 'visual'):
+        with node.device_stage(prefix + 'visual', self.runtime):
             picture = self.colorizer.draw(
                 self.matcher.last_output, rows, cols, float(values['disp_min']),
                 color_range(values), out=self.staging.pinned('color', (rows, cols, 3), np.uint8))

@@ -37,7 +37,8 @@ from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.imaging.device_image import DeviceGray
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.flow_span import FlowSpans, NS_PER_S
-from cl_vision_nodes.ros.node_base import Followup, ImageFrame, nothing_more, VisionNode
+from cl_vision_nodes.ros.node_base import (Finish, Followup, ImageFrame, nothing_more,
+                                           VisionNode)
 from cl_vision_nodes.ros.topics import Topic
 import numpy as np
 from sensor_msgs.msg import Image, TimeReference
@@ -57,9 +58,10 @@ class FlowCapability:
         """Build the estimator and colour wheel on the node's runtime; stages named ``prefix*``."""
         self.node = node
         self.prefix = prefix
-        self.estimator = FlowEstimator(node.runtime, values)
-        self.colorizer = FlowColorizer(node.runtime)
-        self.staging = node.runtime.buffers()
+        self.runtime = runtime = node.capability_runtime()
+        self.estimator = FlowEstimator(runtime, values)
+        self.colorizer = FlowColorizer(runtime)
+        self.staging = runtime.buffers()
         self.max_flow = float(values['max_flow'])
         self.spans = FlowSpans(float(values['max_span']))
         self._stream: tuple[str, int, int] | None = None
@@ -82,7 +84,7 @@ class FlowCapability:
         method = self._announced = self.estimator.method
         why = ''
         if self.estimator.settings.method == 'auto':
-            device = 'a GPU' if self.node.runtime.limits.is_gpu else 'a CPU device'
+            device = 'a GPU' if self.runtime.limits.is_gpu else 'a CPU device'
             why = f' (method auto on {device}; set method to choose another)'
         return f'flow method: {method}{why}'
 
@@ -101,37 +103,47 @@ class FlowCapability:
         return self.spans.key_values()
 
     def process(self, frame: ImageFrame, gray: DeviceGray) -> Followup:
-        """
-        Push a decoded frame; publish the flow from the previous one, and its span.
+        """Push a decoded frame and publish the flow from the previous one (``start``, finish)."""
+        return self.start(frame, gray)()
 
-        Returns the drawing and publishing of the colour picture (if subscribed), to run after
-        the frame's other answers.
+    def start(self, frame: ImageFrame, gray: DeviceGray) -> Finish:
+        """
+        Enqueue the flow from the previous frame on this capability's queue, without waiting.
+
+        Returns its finish: publish the flow and its span, and return the followup (the colour
+        picture, if subscribed).
         """
         previous_ns = self._last_stamp
         self._follow_stream(frame)
         node, prefix = self.node, self.prefix
-        with node.device_stage(prefix + 'compute'):
+        with node.stage(prefix + 'compute'):
             flow = self.estimator.push_gray(gray)
-        if flow is None:
-            return nothing_more
-        with node.download_stage(prefix + 'download'):
-            host = self.estimator.download(flow)
-        self.spans.flow_published(frame.stamp_ns - previous_ns)
-        sec, nanosec = divmod(previous_ns, NS_PER_S)
-        span = TimeReference(header=frame.header.to_msg(), source=SPAN_SOURCE,
-                             time_ref=Time(sec=sec, nanosec=nanosec))
-        node.publish_image(self.flow_pub, frame.header, '32FC2', host, prefix + 'publish')
-        node.publish_message(self.span_pub, span, prefix + 'publish')
-        if not node.wanted(self.color_pub):
-            return nothing_more
 
-        def picture() -> None:
-            shape = (gray.height, gray.width, 3)
-            with node.device_stage(prefix + 'visual'):
-                drawn = self.colorizer.draw(flow, gray.height, gray.width, self.max_flow,
-                                            out=self.staging.pinned('color', shape, np.uint8))
-            node.publish_image(self.color_pub, frame.header, 'bgr8', drawn, prefix + 'publish')
-        return picture
+        def finish() -> Followup:
+            with node.device_stage(prefix + 'compute', self.runtime):
+                pass  # the device work enqueued above
+            if flow is None:
+                return nothing_more
+            with node.download_stage(prefix + 'download'):
+                host = self.estimator.download(flow)
+            self.spans.flow_published(frame.stamp_ns - previous_ns)
+            sec, nanosec = divmod(previous_ns, NS_PER_S)
+            span = TimeReference(header=frame.header.to_msg(), source=SPAN_SOURCE,
+                                 time_ref=Time(sec=sec, nanosec=nanosec))
+            node.publish_image(self.flow_pub, frame.header, '32FC2', host, prefix + 'publish')
+            node.publish_message(self.span_pub, span, prefix + 'publish')
+            if not node.wanted(self.color_pub):
+                return nothing_more
+
+            def picture() -> None:
+                shape = (gray.height, gray.width, 3)
+                with node.device_stage(prefix + 'visual', self.runtime):
+                    drawn = self.colorizer.draw(flow, gray.height, gray.width, self.max_flow,
+                                                out=self.staging.pinned('color', shape, np.uint8))
+                node.publish_image(self.color_pub, frame.header, 'bgr8', drawn,
+                                   prefix + 'publish')
+            return picture
+        return finish
 
     def _follow_stream(self, frame: ImageFrame) -> None:
         """Start a new history where ``frame`` does not continue the previous frame's."""

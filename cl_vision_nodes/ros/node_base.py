@@ -74,6 +74,12 @@ Followup = Callable[[], None]
 capability of the frame has published its answer, so none of them waits for another's pictures."""
 
 
+Finish = Callable[[], Followup]
+"""What completes a capability's frame after its device work was enqueued (``start``): wait for
+it, download and publish the answer, return the followup. A node that runs several capabilities
+starts them all before it finishes any, so their device work runs side by side."""
+
+
 def nothing_more() -> None:
     """Return from a followup with nothing to publish."""
 
@@ -118,6 +124,7 @@ class VisionNode(Node):
         self.runtime = ClRuntime(str(self.params['device']), profile=bool(self.params['profile']),
                                  warn=log.warning)
         self.images = DeviceImages(self.runtime)
+        self._queues = [self.runtime]
         self.outputs = OutputQueue(f'{self.get_name()} publisher', self._publish_failed)
         log.info('compiling OpenCL kernels ...')
         started = time.perf_counter()
@@ -128,6 +135,17 @@ class VisionNode(Node):
         log.info(f'ready in {time.perf_counter() - started:.1f} s on {self.runtime.describe()}')
         for line in self.ready_lines():
             log.info(line)
+
+    def capability_runtime(self) -> ClRuntime:
+        """
+        Return a runtime with a command queue of its own for one capability (``sibling``).
+
+        Capabilities of one node (the pipeline's) then run beside each other on a GPU; the
+        node's ``device_stage`` without a runtime waits for every queue.
+        """
+        runtime = self.runtime.sibling()
+        self._queues.append(runtime)
+        return runtime
 
     def ready_lines(self) -> list[str]:
         """Log lines after 'ready': what the node chose at start (none by default)."""
@@ -250,11 +268,16 @@ class VisionNode(Node):
             yield
 
     @contextlib.contextmanager
-    def device_stage(self, name: str) -> Iterator[None]:
-        """Count the block and the device work it enqueued (waited for) as stage ``name``."""
+    def device_stage(self, name: str, runtime: ClRuntime | None = None) -> Iterator[None]:
+        """
+        Count the block and the device work it enqueued (waited for) as stage ``name``.
+
+        Waits for ``runtime``'s queue, or without one for every queue of the node.
+        """
         with self.timing.stage(name):
             yield
-            self.runtime.finish()
+            for queue in (self._queues if runtime is None else (runtime,)):
+                queue.finish()
 
     @contextlib.contextmanager
     def download_stage(self, name: str) -> Iterator[None]:
@@ -360,6 +383,14 @@ class VisionNode(Node):
         """Return the node's own key/values of the diagnostics window ending now (none here)."""
         return {}
 
+    def cache_sizes(self) -> dict[str, int]:
+        """Programs and kernels cached on every queue of the node (``ClRuntime.cache_sizes``)."""
+        totals: dict[str, int] = {}
+        for runtime in self._queues:
+            for key, count in runtime.cache_sizes().items():
+                totals[key] = totals.get(key, 0) + count
+        return totals
+
     def publish_diagnostics(self) -> None:
         report = self.stats.report()
         if report.frames or report.dropped:
@@ -372,7 +403,7 @@ class VisionNode(Node):
             values=[KeyValue(key=k, value=v)
                     for k, v in {**report.key_values(), **self.diagnostic_values()}.items()]
             + [KeyValue(key=f'opencl_cached_{k}', value=str(v))  # constant in a steady stream
-               for k, v in self.runtime.cache_sizes().items()])
+               for k, v in self.cache_sizes().items()])
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics.publish(msg)

@@ -28,7 +28,8 @@ from cl_vision_nodes.imaging.device_image import DeviceGray
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.cdr import cloud_framing
 from cl_vision_nodes.ros.keypoint_cloud import point_fields
-from cl_vision_nodes.ros.node_base import Followup, ImageFrame, nothing_more, VisionNode
+from cl_vision_nodes.ros.node_base import (Finish, Followup, ImageFrame, nothing_more,
+                                           VisionNode)
 from cl_vision_nodes.ros.topics import Topic
 from cl_vision_nodes.surf.draw import KeypointPainter
 from cl_vision_nodes.surf.extractor import SurfExtractor
@@ -46,9 +47,10 @@ class SurfCapability:
         """Build the extractor and painter on the node's runtime; stages named ``prefix*``."""
         self.node = node
         self.prefix = prefix
-        self.extractor = SurfExtractor(node.runtime, values)
-        self.painter = KeypointPainter(node.runtime)
-        self.staging = node.runtime.buffers()
+        self.runtime = runtime = node.capability_runtime()
+        self.extractor = SurfExtractor(runtime, values)
+        self.painter = KeypointPainter(runtime)
+        self.staging = runtime.buffers()
 
     def connect(self) -> None:
         self.keypoints_pub, self.image_pub = (self.node.output_publisher(t.msg_type, t.name)
@@ -59,28 +61,38 @@ class SurfCapability:
         self.extractor.configure(values)
 
     def process(self, frame: ImageFrame, gray: DeviceGray) -> Followup:
-        """
-        Detect and describe the keypoints of a decoded frame and publish them.
+        """Detect and describe the keypoints of a decoded frame and publish them."""
+        return self.start(frame, gray)()
 
-        Returns the drawing and publishing of the picture (if subscribed), to run after the
-        frame's other answers.
+    def start(self, frame: ImageFrame, gray: DeviceGray) -> Finish:
+        """
+        Detect the keypoints on this capability's queue; it waits for their count.
+
+        Returns its finish: describe, download and publish them, and return the followup (the
+        picture, if subscribed). Start it after capabilities that do not wait, so their device
+        work runs meanwhile.
         """
         node, prefix = self.node, self.prefix
-        with node.device_stage(prefix + 'compute'):
+        with node.device_stage(prefix + 'compute', self.runtime):
             count = self.extractor.detect_gray(gray)
-        with node.download_stage(prefix + 'download'):
-            records = self.extractor.download_keypoints(count).to_structured()
-        dtype = point_dtype(self.extractor.settings.descriptor_length)
-        framing = cloud_framing(frame.header, 1, len(records), point_fields(dtype),
-                                dtype.itemsize, dtype.itemsize * len(records))
-        node.publish_serialized(self.keypoints_pub, framing, records, prefix + 'publish')
-        if not node.wanted(self.image_pub):
-            return nothing_more
 
-        def picture() -> None:
-            shape = (gray.height, gray.width, 3)
-            with node.device_stage(prefix + 'visual'):
-                drawn = self.painter.draw(*self.extractor.last_device_frame,
-                                          out=self.staging.pinned('picture', shape, np.uint8))
-            node.publish_image(self.image_pub, frame.header, 'bgr8', drawn, prefix + 'publish')
-        return picture
+        def finish() -> Followup:
+            with node.download_stage(prefix + 'download'):
+                records = self.extractor.download_keypoints(count).to_structured()
+            dtype = point_dtype(self.extractor.settings.descriptor_length)
+            framing = cloud_framing(frame.header, 1, len(records), point_fields(dtype),
+                                    dtype.itemsize, dtype.itemsize * len(records))
+            node.publish_serialized(self.keypoints_pub, framing, records, prefix + 'publish')
+            if not node.wanted(self.image_pub):
+                return nothing_more
+
+            def picture() -> None:
+                shape = (gray.height, gray.width, 3)
+                with node.device_stage(prefix + 'visual', self.runtime):
+                    drawn = self.painter.draw(
+                        *self.extractor.last_device_frame,
+                        out=self.staging.pinned('picture', shape, np.uint8))
+                node.publish_image(self.image_pub, frame.header, 'bgr8', drawn,
+                                   prefix + 'publish')
+            return picture
+        return finish

@@ -39,7 +39,7 @@ from cl_vision_nodes.imaging.device_image import DeviceGray
 from cl_vision_nodes.params import section, Value
 from cl_vision_nodes.ros.disparity_capability import DisparityCapability
 from cl_vision_nodes.ros.flow_capability import FlowCapability
-from cl_vision_nodes.ros.node_base import Followup, ImageFrame, main_for, VisionNode
+from cl_vision_nodes.ros.node_base import Finish, ImageFrame, main_for, VisionNode
 from cl_vision_nodes.ros.stereo_inputs import StereoInputs
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.surf_capability import SurfCapability
@@ -96,7 +96,7 @@ class VisionPipeline(VisionNode):
         return self.flow.diagnostic_values()
 
     def on_image(self, frame: ImageFrame) -> None:
-        run_all(self.run_capabilities(frame, self.decode(frame)))
+        run_all(self.start_capabilities(frame, self.decode(frame)))
 
     def on_stereo(self, left: ImageFrame, right: ImageFrame, left_info: CameraInfo,
                   right_info: CameraInfo) -> None:
@@ -104,19 +104,28 @@ class VisionPipeline(VisionNode):
         with self.device_stage('upload'):
             pair = self.disparity.decode_pair(left, right, left_info, right_info) if stereo \
                 else (self.disparity.decode(left, left_info, 0),)
-        followups = [self.disparity.process(left, pair, left_info, right_info)] if stereo else []
-        run_all(followups + self.run_capabilities(left, pair[0]))
+        started = [self.disparity.start(left, pair, left_info, right_info)] if stereo else []
+        run_all(started + self.start_capabilities(left, pair[0]))
 
-    def run_capabilities(self, frame: ImageFrame, gray: DeviceGray) -> list[Followup]:
-        """Run the enabled single-image capabilities on a decoded frame; return their followups."""
-        return [capability.process(frame, gray)
+    def start_capabilities(self, frame: ImageFrame, gray: DeviceGray) -> list[Finish]:
+        """
+        Start the enabled single-image capabilities on a decoded frame; return their finishes.
+
+        SURF last: its start waits for its keypoint count while the others' work runs.
+        """
+        return [capability.start(frame, gray)
                 for name, capability in (('flow', self.flow), ('surf', self.surf))
                 if self.enabled(name)]
 
 
-def run_all(followups: list[Followup]) -> None:
-    """Publish the pictures, depth and points once every answer of the frame is out."""
-    for followup in followups:
+def run_all(started: list[Finish]) -> None:
+    """
+    Finish every started capability in order, then run their followups.
+
+    Each waits for its own queue, publishes its answer, then the pictures, depth and points go
+    out once every answer of the frame is out.
+    """
+    for followup in [finish() for finish in started]:
         followup()
 
 
