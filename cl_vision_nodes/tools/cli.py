@@ -70,6 +70,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.what in ('elas', 'all'):
         from cl_vision_nodes.tools import bench_elas
         bench_elas.main(args)
+    if args.what == 'pipeline':
+        from cl_vision_nodes.tools import bench_pipeline
+        bench_pipeline.main(args)
     if args.what == 'transport':
         from cl_vision_nodes.tools import transport_floor
         return guarded('cl-vision bench transport', lambda: transport_floor.bench(args) or 0)
@@ -121,10 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser('bench', help='benchmarks with same-run comparisons')
     bench.add_argument('what', choices=['conversion', 'flow', 'surf', 'elas', 'all', 'node',
-                                        'transport'],
+                                        'transport', 'pipeline'],
                        help='node: latency of the nodes over DDS against compute and transport '
-                            'floor; transport: the floor under allocator and Fast DDS settings '
-                            '(neither is part of all)')
+                            'floor; transport: the floor under allocator and Fast DDS settings; '
+                            "pipeline: the pipeline's device work, one queue against one per "
+                            'capability (none of these three is part of all)')
     bench.add_argument('--repeats', type=integer_in(1), default=20, help='timed runs per case')
     bench.add_argument('--image', help='surf: resize this image instead of a generated texture')
     bench.add_argument('--left', help='elas: left image of a rectified pair (with --right)')
