@@ -17,9 +17,13 @@ What every cl_vision_nodes node shares: parameters, OpenCL runtime, QoS, timing,
 
 A node subclasses ``VisionNode``, names its ``SCHEMA``, constructs its algorithm objects in
 ``build`` (they compile their OpenCL programs there, so a node never compiles per frame),
-creates its topics in ``connect`` and does convert -> compute -> publish in its handlers. Bad
-input raises a ``CLVisionError``: the base logs it (throttled), counts it and keeps serving. A
-``CLVisionError`` while starting ends the process with one FATAL line and exit code 2.
+creates its topics in ``connect`` and does convert -> compute -> publish in its handlers. Its
+capabilities each take a command queue of their own (``capability_runtime``) and split a frame
+into start (enqueue), finish (wait, publish the answer) and followup (pictures, depth, points),
+so a node running several starts them all before it waits for any. Bad input raises a
+``CLVisionError``: the base logs it (throttled), counts it and keeps serving. A
+``CLVisionError`` while starting ends the process with one FATAL line and exit code 2; SIGINT
+and SIGTERM end it with exit code 0 (``spin_node``).
 """
 from __future__ import annotations
 
