@@ -248,7 +248,7 @@ def test_mono_inputs_run_flow_and_surf(ros):
             pub.publish(msg)
         publish_until_answered(publish, flow, lambda _: True, tries=8, timeout=2.0,
                                log=proc.output)
-        assert keypoints.messages, proc.output()
+        assert keypoints.wait_for(lambda msgs: msgs, timeout=10.0), proc.output()  # after flow
         assert diagnostics.wait_for(lambda msgs: [  # flow_node's keys, flow's flows counted
             kv for m in msgs for s in m.status if s.name.startswith('/mono/vision_pipeline')
             for kv in s.values if kv.key == 'flow_spans' and int(kv.value) > 0], timeout=10.0)
