@@ -143,6 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help='node: after lockstep, --frames frames at each of these input rates '
                             'whatever the answers; the share answered and its latency '
                             '(default 30,60,120; none to skip)')
+    bench.add_argument('--node-inputs', choices=['reliable', 'default'], default='reliable',
+                       help="node: the nodes' input subscriptions reliable (default: a frame "
+                            "lost in transport is not the node's) or as the node declares them "
+                            '(best effort, as a user runs it)')
     bench.add_argument('--nodes', type=names, default=None,
                        help='node: comma-separated nodes (default: every one)')
     bench.add_argument('--encodings', type=names, default=['32FC2', 'bgr8'],

@@ -294,13 +294,17 @@ def reliable_inputs(spec: NodeSpec) -> dict[str, Any]:
 
 
 def start_node(spec: NodeSpec, parameters: dict[str, Value], logs: Path,
-               env: dict[str, str]) -> NodeProcess:
-    """Start the node as ``python -m``; ``parameters`` beside the spec's own (which win)."""
+               env: dict[str, str], reliable: bool = True) -> NodeProcess:
+    """
+    Start the node as ``python -m``; ``parameters`` beside the spec's own (which win).
+
+    Its inputs reliable (``reliable_inputs``), unless ``reliable`` is false.
+    """
     import yaml
     params_file = logs / f'{spec.key}_params.yaml'
     params_file.write_text(yaml.safe_dump(
         {'/**': {'ros__parameters': {**parameters, **spec.parameters,
-                                     **reliable_inputs(spec)}}}))
+                                     **(reliable_inputs(spec) if reliable else {})}}}))
     command = [sys.executable, '-m', spec.module, '--ros-args', '-r', f'__ns:={spec.namespace}',
                *(arg for remap in spec.remaps for arg in ('-r', remap)),
                '--params-file', str(params_file)]
