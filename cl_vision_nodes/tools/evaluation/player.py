@@ -38,14 +38,18 @@ from typing import Any, Iterable, Iterator, Protocol
 
 from cl_vision_nodes.errors import CLVisionError
 from cl_vision_nodes.params import Value
+from cl_vision_nodes.ros.cdr import read_stamp
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
 from cl_vision_nodes.tools import bag_layout as layout
-from cl_vision_nodes.tools.evaluation.frames import (BagFrame, CAMERA_INFO_TYPE, cdr_stamp,
-                                                     deserialize)
+from cl_vision_nodes.tools.bag import BagWriter, message_class, open_writer
+from cl_vision_nodes.tools.evaluation.frames import BagFrame, CAMERA_INFO_TYPE, deserialize
 from cl_vision_nodes.tools.evaluation.nodes import (NodeProcess, NodeSpec, start_node,
                                                     stop_nodes)
-from cl_vision_nodes.tools.replay import message_class
 import numpy as np
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
 
 SETTLE_S = 0.3
 POLL_S = 0.02
@@ -173,8 +177,6 @@ class Player:
 
     def __init__(self, inputs: dict[str, str], outputs: dict[str, str]):
         """Publish ``inputs`` and subscribe ``outputs`` (topic -> message type each)."""
-        import rclpy
-        from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
         self.node = rclpy.create_node('cl_vision_eval')
         # Reliable both ways: the nodes' inputs are made reliable for the run (reliable_inputs)
         # and their outputs are.
@@ -191,10 +193,9 @@ class Player:
 
     def _on_output(self, topic: str, data: bytes, info: dict) -> None:
         received = info.get('received_timestamp') or time.time_ns()
-        self.inbox.append(Received(topic, cdr_stamp(data), received, data))
+        self.inbox.append(Received(topic, read_stamp(data), received, data))
 
     def spin(self, seconds: float) -> None:
-        import rclpy
         rclpy.spin_once(self.node, timeout_sec=seconds)
 
     def take(self) -> list[Received]:
@@ -293,16 +294,14 @@ class Progress:
 class Recorder:
     """The output rosbag2: one connection per topic, typestore message definitions included."""
 
-    def __init__(self, writer: Any, types: dict[str, str]):
-        from rosbags.typesys import get_typestore, Stores
-        typestore = get_typestore(Stores.ROS2_KILTED)
+    def __init__(self, writer: BagWriter, types: dict[str, str]):
         self.writer = writer
-        self.connections = {t: writer.add_connection(t, m, typestore=typestore)
-                            for t, m in types.items()}
+        for topic, msgtype in types.items():
+            writer.add_topic(topic, msgtype)
         self.received: Counter[str] = Counter()
 
     def write(self, topic: str, time_ns: int, data: bytes) -> None:
-        self.writer.write(self.connections[topic], time_ns, data)
+        self.writer.write(topic, time_ns, data)
 
 
 @dataclass
@@ -384,7 +383,6 @@ def play(session: Session, frames: Iterator[BagFrame], runs: list[NodeRun], size
     What was recorded until an early Ctrl-C is kept and reported. ``size_of(frame)`` gives the
     frame's image size (flow answers from the second frame of a size).
     """
-    from rclpy.executors import ExternalShutdownException
     previous_size = None
     sent, interrupted = 0, False
     try:
@@ -434,8 +432,6 @@ def evaluate_bag(frames: Iterator[BagFrame], inputs: dict[str, str], played: dic
     are recorded), ``played`` a bag topic to its played name where they differ, ``parameters``
     each node's parameters by key. ``preroll`` sends the first camera infos ahead.
     """
-    import rclpy
-    from rosbags.rosbag2 import StoragePlugin, Writer
     outputs = {t: m for run in runs for t, m in run.spec.outputs.items()}
     outputs[layout.DIAGNOSTICS] = DIAGNOSTICS_TYPE
     published = {t: m for t, m in inputs.items() if any(t in r.spec.inputs for r in runs)}
@@ -443,7 +439,6 @@ def evaluate_bag(frames: Iterator[BagFrame], inputs: dict[str, str], played: dic
     periods = {run.spec.key: float({**run.spec.schema.defaults(), **parameters[run.spec.key],
                                     **run.spec.parameters}['diagnostics_period'])
                for run in runs}
-    from rclpy.signals import SignalHandlerOptions
     use_large_image_profile()
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)  # child_processes has them
     nodes: list[NodeProcess] = []
@@ -453,7 +448,7 @@ def evaluate_bag(frames: Iterator[BagFrame], inputs: dict[str, str], played: dic
         nodes = [start_node(run.spec, parameters[run.spec.key], out / 'logs', env)
                  for run in runs]
         player = Player(published, outputs)
-        with Writer(out / 'bag', version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        with open_writer(out / 'bag') as writer:
             recorder = Recorder(writer, inputs | outputs)
             session = Session(player, recorder, nodes, timing, played, timeout_s)
             wait_connected(player, nodes, timeout_s)
