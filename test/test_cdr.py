@@ -25,12 +25,11 @@ import struct
 from cl_vision_nodes.errors import ImageFormatError
 from cl_vision_nodes.imaging.encodings import ENCODINGS, raw_to_array, RawImage
 from cl_vision_nodes.ros import cdr
-from cl_vision_nodes.ros.image_conversion import image_msg_to_raw
 import numpy as np
 import pytest
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
-from rosutil import Collector, RosHarness
+from rosutil import Collector, image_msg_to_raw, RosHarness
 from sensor_msgs.msg import CompressedImage, Image, PointCloud2, PointField
 from std_msgs.msg import Header
 from stereo_msgs.msg import DisparityImage

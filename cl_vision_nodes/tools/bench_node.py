@@ -63,7 +63,6 @@ from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.allocator import configure_allocator
-from cl_vision_nodes.ros.topics import node_topics
 from cl_vision_nodes.schemas import PIPELINE_SCHEMA
 from cl_vision_nodes.tools import bag_layout as layout
 from cl_vision_nodes.tools.bag import typestore
@@ -125,6 +124,8 @@ file's pipeline:=true does)."""
 @functools.cache
 def pipeline_spec() -> NodeSpec:
     """Return vision_pipeline on the stereo inputs, every capability on, all outputs awaited."""
+    # topics imports sensor_msgs: tools import without ROS (test_layers).
+    from cl_vision_nodes.ros.topics import node_topics
     spec = wired('pipeline', PIPELINE_SCHEMA, layout.CAMERA_NAMESPACE, LAYOUT_BINDINGS, {})
     types = {t.name: t.type_name
              for t in node_topics('vision_pipeline', PIPELINE_SCHEMA.defaults()).outputs}

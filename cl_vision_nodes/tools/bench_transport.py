@@ -36,13 +36,12 @@ import xml.etree.ElementTree as ET
 from cl_vision_nodes.errors import CLVisionError
 from cl_vision_nodes.ros.dds_profile import profile_path, PROFILE_VARIABLES
 from cl_vision_nodes.tools.bag import typestore
-from cl_vision_nodes.tools.bag_layout import StereoCamera
+from cl_vision_nodes.tools.bag_layout import IMAGE_TYPE, StereoCamera
 from cl_vision_nodes.tools.evaluation.nodes import node_environment
 from cl_vision_nodes.tools.make_bag import MessageFactory
 from cl_vision_nodes.tools.transport_link import FIRST_STAMP_NS, Link, Message
 import numpy as np
 
-IMAGE_TYPE = 'sensor_msgs/msg/Image'
 ENCODING_ARRAYS = {'32FC2': (2, np.float32), 'bgr8': (3, np.uint8), 'mono8': (1, np.uint8),
                    '32FC1': (1, np.float32)}
 WARMUP = 10

@@ -58,9 +58,6 @@ def cmd_devices(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     if (args.left is None) != (args.right is None):
         raise ParameterError('--left and --right name the two images of one pair: give both')
-    if args.what in ('conversion', 'all'):
-        from cl_vision_nodes.tools import bench_conversion
-        bench_conversion.main()
     if args.what in ('flow', 'all'):
         from cl_vision_nodes.tools import bench_flow
         bench_flow.main(args)
@@ -123,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     devices.set_defaults(run=cmd_devices)
 
     bench = sub.add_parser('bench', help='benchmarks with same-run comparisons')
-    bench.add_argument('what', choices=['conversion', 'flow', 'surf', 'elas', 'all', 'node',
+    bench.add_argument('what', choices=['flow', 'surf', 'elas', 'all', 'node',
                                         'transport', 'pipeline'],
                        help='node: latency of the nodes over DDS against compute and transport '
                             'floor; transport: the floor under allocator and Fast DDS settings; '

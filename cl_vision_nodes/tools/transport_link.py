@@ -53,9 +53,8 @@ from cl_vision_nodes.ros.dds_profile import use_large_image_profile
 from cl_vision_nodes.tools import child_processes
 from cl_vision_nodes.tools.bag import message_class
 import numpy as np
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+# rclpy is imported inside the functions that use it: tools import without ROS (test_layers).
 
 MATCH_SETTLE_S = 0.3  # the other side of a DDS match lands right after ours
 POLL_S = 0.05
@@ -77,17 +76,20 @@ class Message:
 # --- the two processes -------------------------------------------------------------------------
 
 
-def qos_profile(best_effort: bool, depth: int) -> QoSProfile:
+def qos_profile(best_effort: bool, depth: int):
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
     return QoSProfile(depth=depth, reliability=(ReliabilityPolicy.BEST_EFFORT if best_effort
                                                 else ReliabilityPolicy.RELIABLE))
 
 
-def start_ros(default_allocator: bool) -> None:
+def start_ros(default_allocator: bool):
     """Configure the process as the package's processes are, then init rclpy."""
     if not default_allocator:
         configure_allocator()
     use_large_image_profile()
+    import rclpy
     rclpy.init()
+    return rclpy
 
 
 def say(line: str) -> None:
@@ -104,7 +106,7 @@ def publisher_process(args: argparse.Namespace) -> int:
     a subscriber, ``sent STAMP NS`` per set.
     """
     manifest = json.loads(Path(args.manifest).read_text())
-    start_ros(args.default_allocator)
+    rclpy = start_ros(args.default_allocator)
     node = rclpy.create_node('cl_vision_floor_publisher')
     qos = qos_profile(args.best_effort, args.depth)
     publishers = {topic: node.create_publisher(message_class(msgtype), topic, qos)
@@ -148,7 +150,7 @@ def subscriber_process(args: argparse.Namespace) -> int:
     holding the last one would change what the allocator does. End of input ends the process,
     after ``rss MAX_KB NOW_KB FAULTS`` (resident memory, peak and at the end; minor page faults).
     """
-    start_ros(args.default_allocator)
+    rclpy = start_ros(args.default_allocator)
     node = rclpy.create_node('cl_vision_floor_subscriber')
     qos = qos_profile(args.best_effort, args.depth)
     names = [topic for topic, _ in args.topic]
@@ -174,6 +176,7 @@ def subscriber_process(args: argparse.Namespace) -> int:
             saving.update(dict.fromkeys(names, Path(line.split(maxsplit=1)[1].strip())))
         done.set()
 
+    from rclpy.executors import SingleThreadedExecutor
     executor = SingleThreadedExecutor()  # holds the node, as rclpy.spin in a node process does
     executor.add_node(node)
     ready = False

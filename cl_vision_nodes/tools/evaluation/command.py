@@ -48,6 +48,10 @@ from cl_vision_nodes.tools.evaluation.compare import run_compare
 from cl_vision_nodes.tools.evaluation.frames import read_frames, Selection
 from cl_vision_nodes.tools.evaluation.nodes import (node_environment, node_parameters,
                                                     NODE_SPECS, parse_nodes, SCHEMAS, wire)
+from cl_vision_nodes.tools.evaluation.player import evaluate_bag, NodeRun, Progress
+from cl_vision_nodes.tools.evaluation.quality_scorers import (LibraryAlgorithms, node_scorers,
+                                                              SequenceMemory)
+from cl_vision_nodes.tools.evaluation.report import fmt, write_report
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_DOMAIN_ID = 232  # the largest ROS_DOMAIN_ID that DDS maps to valid UDP ports
@@ -137,12 +141,6 @@ def run(args: argparse.Namespace) -> int:
 def evaluate(args: argparse.Namespace) -> int:
     if args.bag is None or args.out is None:
         raise ParameterError('eval needs a BAG and --out DIR (or --compare DIR_A DIR_B)')
-    # The run's modules here, not at the top: cli.py imports this module for its parser, and
-    # they import ROS (rclpy, message packages), which only a run needs.
-    from cl_vision_nodes.tools.evaluation.player import evaluate_bag, NodeRun, Progress
-    from cl_vision_nodes.tools.evaluation.quality_scorers import (LibraryAlgorithms,
-                                                                  node_scorers, SequenceMemory)
-    from cl_vision_nodes.tools.evaluation.report import fmt, write_report
     path = Path(args.bag)
     cameras = find_cameras(path, Overrides(args.image, args.left, args.right, args.left_info,
                                            args.right_info))

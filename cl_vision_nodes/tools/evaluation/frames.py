@@ -61,6 +61,12 @@ def raw_image(data: bytes, msgtype: str) -> RawImage:
     return parse_image(data)[1]
 
 
+def message_image(msg: Any) -> np.ndarray:
+    """Return the pixels of a deserialized sensor_msgs/Image (a DisparityImage's), zero copy."""
+    return raw_to_array(RawImage(msg.encoding, msg.height, msg.width, msg.step,
+                                 bool(msg.is_bigendian), np.frombuffer(msg.data, np.uint8)))
+
+
 def image_array(data: bytes, msgtype: str = IMAGE_TYPE) -> np.ndarray:
     """Return a serialized image's pixels as HxW or HxWxC (flow fields, pictures, inputs)."""
     return raw_to_array(raw_image(data, msgtype))

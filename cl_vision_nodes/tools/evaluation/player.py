@@ -46,10 +46,8 @@ from cl_vision_nodes.tools.evaluation.frames import BagFrame, CAMERA_INFO_TYPE, 
 from cl_vision_nodes.tools.evaluation.nodes import (NodeProcess, NodeSpec, start_node,
                                                     stop_nodes)
 import numpy as np
-import rclpy
-from rclpy.executors import ExternalShutdownException
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.signals import SignalHandlerOptions
+
+# rclpy is imported inside the functions that use it: tools import without ROS (test_layers).
 
 SETTLE_S = 0.3
 POLL_S = 0.02
@@ -177,6 +175,8 @@ class Player:
 
     def __init__(self, inputs: dict[str, str], outputs: dict[str, str]):
         """Publish ``inputs`` and subscribe ``outputs`` (topic -> message type each)."""
+        import rclpy
+        from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
         self.node = rclpy.create_node('cl_vision_eval')
         # Reliable both ways: the nodes' inputs are made reliable for the run (reliable_inputs)
         # and their outputs are.
@@ -196,6 +196,7 @@ class Player:
         self.inbox.append(Received(topic, read_stamp(data), received, data))
 
     def spin(self, seconds: float) -> None:
+        import rclpy
         rclpy.spin_once(self.node, timeout_sec=seconds)
 
     def take(self) -> list[Received]:
@@ -383,6 +384,7 @@ def play(session: Session, frames: Iterator[BagFrame], runs: list[NodeRun], size
     What was recorded until an early Ctrl-C is kept and reported. ``size_of(frame)`` gives the
     frame's image size (flow answers from the second frame of a size).
     """
+    from rclpy.executors import ExternalShutdownException
     previous_size = None
     sent, interrupted = 0, False
     try:
@@ -432,6 +434,8 @@ def evaluate_bag(frames: Iterator[BagFrame], inputs: dict[str, str], played: dic
     are recorded), ``played`` a bag topic to its played name where they differ, ``parameters``
     each node's parameters by key. ``preroll`` sends the first camera infos ahead.
     """
+    import rclpy
+    from rclpy.signals import SignalHandlerOptions
     outputs = {t: m for run in runs for t, m in run.spec.outputs.items()}
     outputs[layout.DIAGNOSTICS] = DIAGNOSTICS_TYPE
     published = {t: m for t, m in inputs.items() if any(t in r.spec.inputs for r in runs)}

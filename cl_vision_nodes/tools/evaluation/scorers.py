@@ -31,11 +31,10 @@ from cl_vision_nodes.elas.colormap import disparity_to_color
 from cl_vision_nodes.elas.metrics import bad_pixel_errors, d1_errors
 from cl_vision_nodes.flow.colorwheel import flow_to_color
 from cl_vision_nodes.flow.metrics import flow_errors
-from cl_vision_nodes.ros.image_conversion import image_to_numpy
-from cl_vision_nodes.ros.keypoint_cloud import cloud_to_keypoints
 from cl_vision_nodes.surf.evaluation import pair_scores
 from cl_vision_nodes.tools import bag_layout as layout
-from cl_vision_nodes.tools.evaluation.frames import BagFrame, deserialize, image_array
+from cl_vision_nodes.tools.evaluation.frames import (BagFrame, deserialize, image_array,
+                                                     message_image)
 from cl_vision_nodes.tools.evaluation.player import mean, Scorer
 import numpy as np
 
@@ -110,7 +109,7 @@ class DisparityScorer:
         if layout.GT_DISPARITY not in frame.messages:
             return
         msg = deserialize(answer, DISPARITY_TYPE)
-        estimate = image_to_numpy(msg.image)
+        estimate = message_image(msg.image)
         truth = frame.array(layout.GT_DISPARITY)
         if estimate.shape != truth.shape or not np.isfinite(truth).any():
             return
@@ -147,6 +146,8 @@ class SurfScorer:
         self.reference: tuple[Any, np.ndarray, tuple[int, int]] | None = None
 
     def add(self, frame: BagFrame, answer: bytes, size: tuple[int, int]) -> None:
+        # keypoint_cloud imports sensor_msgs: tools import without ROS (test_layers).
+        from cl_vision_nodes.ros.keypoint_cloud import cloud_to_keypoints
         keypoints = cloud_to_keypoints(deserialize(answer, CLOUD_TYPE))
         row: dict[str, Any] = {'frame': frame.index, 'keypoints': len(keypoints)}
         if layout.GT_HOMOGRAPHY in frame.messages:

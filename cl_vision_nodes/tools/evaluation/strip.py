@@ -36,11 +36,10 @@ from cl_vision_nodes.elas.colormap import disparity_to_color
 from cl_vision_nodes.flow.colorwheel import flow_to_color
 from cl_vision_nodes.imaging.encodings import to_gray_reference
 from cl_vision_nodes.ros.cdr import read_stamp
-from cl_vision_nodes.ros.image_conversion import image_to_numpy
-from cl_vision_nodes.ros.keypoint_cloud import cloud_to_keypoints
 from cl_vision_nodes.surf.draw import draw_keypoints
 from cl_vision_nodes.tools.bag import Bag, topic_counts
-from cl_vision_nodes.tools.evaluation.frames import deserialize, image_array, raw_image
+from cl_vision_nodes.tools.evaluation.frames import (deserialize, image_array, message_image,
+                                                     raw_image)
 import cv2
 import numpy as np
 
@@ -120,11 +119,13 @@ def _bgr(picture: np.ndarray) -> np.ndarray:
 
 def _drawn_disparity(data: bytes, gray: np.ndarray) -> tuple[np.ndarray, str]:
     msg = deserialize(data, 'stereo_msgs/msg/DisparityImage')
-    disparity = image_to_numpy(msg.image)
+    disparity = message_image(msg.image)
     return disparity_to_color(disparity, msg.min_disparity, msg.max_disparity), 'drawn'
 
 
 def _drawn_keypoints(data: bytes, gray: np.ndarray) -> tuple[np.ndarray, str]:
+    # keypoint_cloud imports sensor_msgs: tools import without ROS (test_layers).
+    from cl_vision_nodes.ros.keypoint_cloud import cloud_to_keypoints
     keypoints = cloud_to_keypoints(deserialize(data, 'sensor_msgs/msg/PointCloud2'))
     return draw_keypoints(gray, keypoints), f'{len(keypoints)}, drawn'
 
