@@ -31,8 +31,8 @@ sequences only); the other XTypes encapsulations are refused by name. Written: C
 padding, the bytes ``serialize_message`` makes except for its padding, which Fast CDR leaves
 uninitialised.
 
-No ROS import at module level: the tools read bags (stamps, images) with it in processes that
-need no ROS until they talk to nodes, such as `cl-vision --help`, whose eval parser imports them.
+No ROS import at module level (std_msgs only inside ``CdrHeader.to_msg``): the tools, which
+import without ROS (test_layers), read and rewrite the stamps and images of bags with it.
 
 Malformed bytes (truncated, lengths running past the end, a string without its NUL, data
 shorter than step*height, an unknown encapsulation) raise ``ImageFormatError`` saying which
@@ -82,7 +82,7 @@ class CdrHeader:
 
     def to_msg(self) -> Header:
         """Return the header as a std_msgs/Header, for the APIs that take messages."""
-        from std_msgs.msg import Header  # the only use of ROS here: see the module's docstring
+        from std_msgs.msg import Header  # ROS only here: see the module's docstring
         msg = Header(frame_id=self.frame_id)
         msg.stamp.sec, msg.stamp.nanosec = self.sec, self.nanosec
         return msg

@@ -119,8 +119,7 @@ def run(args: argparse.Namespace) -> int:
     classes = {topic: message_class(msgtype) for topic, msgtype in bag.topics.items()}
     stop = StopSignals(lambda line: print(f'replay: {line}', flush=True))
     stop.install()
-    # rclpy here, not at the top: cli.py imports this module for its parser (--help, offline
-    # subcommands run without ROS).
+    # ROS here, not at the top: tools import without ROS (test_layers), cl-vision --help too.
     import rclpy
     from rclpy.duration import Duration
     from rclpy.executors import SingleThreadedExecutor

@@ -279,7 +279,7 @@ def _rectification(infos: list[Any]) -> tuple[bool, str]:
     """Say whether images with these camera_infos are raw, and why (one line)."""
     if any(i is None for i in infos):
         return False, 'no camera_info: images evaluated as they are'
-    # camera_info (sensor_msgs) here: cl-vision's parser imports this module (eval's --nodes).
+    # camera_info imports sensor_msgs: tools import without ROS (test_layers).
     from cl_vision_nodes.ros.camera_info import calibration_from_msg
     calibrations: list[CameraCalibration] = []
     for info in infos:

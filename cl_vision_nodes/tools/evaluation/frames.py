@@ -48,7 +48,7 @@ IMAGE_TYPES = (IMAGE_TYPE, COMPRESSED_TYPE)
 
 
 def deserialize(data: bytes, msgtype: str) -> Any:
-    # rclpy here: cl-vision's parser imports this module (eval's --nodes), ROS only when used.
+    # rclpy here: tools import without ROS (test_layers); eval's parser loads this module.
     from rclpy.serialization import deserialize_message
     return deserialize_message(data, message_class(msgtype))
 

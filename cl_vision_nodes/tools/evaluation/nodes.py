@@ -109,7 +109,7 @@ def wired(key: str, schema: ParameterSchema, namespace: str, bindings: Mapping[s
     ``bindings`` maps a role (``ROLES``) to the topic played or published for it; ``values``
     are the parameters the node runs with (they decide its topics).
     """
-    # topics (sensor_msgs) here: cl-vision's parser imports this module for --nodes.
+    # topics imports sensor_msgs: tools import without ROS (test_layers).
     from cl_vision_nodes.ros.topics import node_topics
     executable = schema.node_name
     declared = node_topics(executable, {**schema.defaults(), **values})
