@@ -31,7 +31,6 @@ from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.imaging.device_image import DeviceGray
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
-from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
 from cl_vision_nodes.stereo.point_cloud import unpack_rgb
 from cl_vision_nodes.stereo.reference import valid_window
@@ -43,7 +42,8 @@ from plane_scene import H as PLANE_H
 from plane_scene import raw_pair_msgs, raw_view, rectified_truth
 from plane_scene import W as PLANE_W
 import pytest
-from rosutil import NodeProcess, publish_each, publish_until_answered, RosHarness
+from rosutil import (image_to_numpy, NodeProcess, numpy_to_image, publish_each,
+                     publish_until_answered, RosHarness)
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from stereo_msgs.msg import DisparityImage
 

@@ -18,7 +18,7 @@
 Per node and frame size, with and without its visual topics subscribed: a publisher process
 sends generated frames (a synthetic stereo scene, two frames alternating, so flow sees motion)
 to the node process, node defaults, and a subscriber process takes its answers raw
-(tools/transport_floor.py). Frames go in lockstep: the next one once every subscribed output of
+(tools/transport_link.py). Frames go in lockstep: the next one once every subscribed output of
 the previous one arrived, so nothing queues; warm-up frames (kernel builds, a flow node's first
 frame of a size) are not counted. Latency: the publish of a frame's first input message to the
 subscriber's callback for its last answer.
@@ -59,17 +59,22 @@ import time
 from typing import Callable
 
 from cl_vision_nodes.errors import CLVisionError, ParameterError
+from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.allocator import configure_allocator
+from cl_vision_nodes.schemas import PIPELINE_SCHEMA
 from cl_vision_nodes.tools import bag_layout as layout
+from cl_vision_nodes.tools.bag import typestore
+from cl_vision_nodes.tools.bench_elas import matching
+from cl_vision_nodes.tools.bench_flow import streaming
+from cl_vision_nodes.tools.bench_surf import extraction
 from cl_vision_nodes.tools.bench_timing import time_ms
 from cl_vision_nodes.tools.evaluation.nodes import (LAYOUT_BINDINGS, node_environment,
                                                     node_parameters, NODE_SPECS, NodeProcess,
-                                                    NodeSpec,
-                                                    start_node, stop_nodes, wired)
+                                                    NodeSpec, start_node, stop_nodes, wired)
 from cl_vision_nodes.tools.make_bag import Frame, MessageFactory, synthetic_stereo
-from cl_vision_nodes.tools.transport_floor import Link, Message, Series
+from cl_vision_nodes.tools.transport_link import Link, Message, Series
 
 FRAMES = 30
 WARMUP = 3
@@ -85,19 +90,14 @@ Prepare = Callable[[ClRuntime], Callable[[], object]]
 
 
 def flow_compute(parameters: dict[str, Value], frames: list[Frame]) -> Prepare:
-    from cl_vision_nodes.imaging.encodings import gray_to_raw
-    from cl_vision_nodes.tools.bench_flow import streaming
     return streaming(str(parameters['method']), [gray_to_raw(f.left) for f in frames])
 
 
 def surf_compute(parameters: dict[str, Value], frames: list[Frame]) -> Prepare:
-    from cl_vision_nodes.imaging.encodings import gray_to_raw
-    from cl_vision_nodes.tools.bench_surf import extraction
     return extraction(parameters, gray_to_raw(frames[0].left))
 
 
 def disparity_compute(parameters: dict[str, Value], frames: list[Frame]) -> Prepare:
-    from cl_vision_nodes.tools.bench_elas import matching
     return matching(str(parameters.get('preset', 'robotics')), frames[0].left, frames[0].right)
 
 
@@ -124,8 +124,8 @@ file's pipeline:=true does)."""
 @functools.cache
 def pipeline_spec() -> NodeSpec:
     """Return vision_pipeline on the stereo inputs, every capability on, all outputs awaited."""
+    # topics imports sensor_msgs: tools import without ROS (test_layers).
     from cl_vision_nodes.ros.topics import node_topics
-    from cl_vision_nodes.schemas import PIPELINE_SCHEMA
     spec = wired('pipeline', PIPELINE_SCHEMA, layout.CAMERA_NAMESPACE, LAYOUT_BINDINGS, {})
     types = {t.name: t.type_name
              for t in node_topics('vision_pipeline', PIPELINE_SCHEMA.defaults()).outputs}
@@ -252,15 +252,14 @@ class Scene:
 
 def make_scene(width: int, height: int) -> Scene:
     """Render two frames of a stereo scene panning by 2 px, with camera infos, as CDR."""
-    from rosbags.typesys import get_typestore, Stores
     dataset = synthetic_stereo(2, height, width, seed=0)
-    typestore = get_typestore(Stores.ROS2_KILTED)
-    factory = MessageFactory(typestore, dataset.camera)
+    store = typestore()
+    factory = MessageFactory(store, dataset.camera)
     frames = list(dataset.frames)
     messages = []
     for frame in frames:
         messages.append({topic: Message(topic, layout.INPUT_TYPES[topic], bytes(
-            typestore.serialize_cdr(msg, layout.INPUT_TYPES[topic])))
+            store.serialize_cdr(msg, layout.INPUT_TYPES[topic])))
             for topic, msg in factory.frame_messages(frame, layout.START_NS)})
     return Scene(width, height, frames, messages)
 
