@@ -24,6 +24,8 @@ disparity cannot be enabled.
 from __future__ import annotations
 
 import itertools
+import threading
+import time
 
 from cl_vision_nodes.dataio.synthetic import stereo_pair
 from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
@@ -254,3 +256,51 @@ def test_mono_inputs_run_flow_and_surf(ros):
             for kv in s.values if kv.key == 'flow_spans' and int(kv.value) > 0], timeout=10.0)
     finally:
         assert proc.stop() == 0, proc.output()
+
+
+def test_answers_stay_each_frames_own_while_capabilities_switch_under_a_stream(ros, setup):
+    """
+    Frames stream at 20 Hz while SURF, then flow and disparity, go off and on.
+
+    Parameter changes land between frames (the frame thread holds them off while one runs):
+    every answer the pipeline gives equals the separate nodes' answer to the same frame, flow
+    wherever both estimated it from the same earlier frame (their spans agree).
+    """
+    procs, pubs, out = setup
+    send(setup, 'stream-warm', 0, [('pipe', 'flow'), ('pipe', 'disparity')])
+    tags = [f'stream-{k}' for k in range(40)]
+    sender = threading.Thread(target=lambda: [
+        (publish_each(pubs, frame_msgs(tag, k % 6)), time.sleep(0.05))
+        for k, tag in enumerate(tags)])
+    sender.start()
+    switches = 0
+    while sender.is_alive():
+        for change in ({'surf.enabled': False}, {'surf.enabled': True},
+                       {'flow.enabled': False, 'disparity.enabled': False},
+                       {'flow.enabled': True, 'disparity.enabled': True}):
+            assert all(r.successful for r in ros.set_parameters(PIPELINE, change))
+            switches += 1
+            time.sleep(0.1)
+    sender.join()
+    ros.set_parameters(PIPELINE, {'surf.enabled': True, 'flow.enabled': True,
+                                  'disparity.enabled': True})
+    send(setup, 'stream-end', 1, [('sep', 'disparity'), ('sep', 'keypoints'), ('sep', 'flow')])
+    answers = {key: {m.header.frame_id: m for m in out[key].messages}
+               for key in EVERY + [('pipe', 'flow/span'), ('sep', 'flow/span')]}
+    compared = {'disparity': 0, 'keypoints': 0, 'flow': 0}
+    for tag in tags:
+        if tag in answers[('pipe', 'disparity')] and tag in answers[('sep', 'disparity')]:
+            pipe, sep = (image_to_numpy(answers[(ns, 'disparity')][tag].image)
+                         for ns in ('pipe', 'sep'))
+            assert pipe.tobytes() == sep.tobytes(), tag
+            compared['disparity'] += 1
+        if tag in answers[('pipe', 'keypoints')] and tag in answers[('sep', 'keypoints')]:
+            pipe, sep = (cloud_to_array(answers[(ns, 'keypoints')][tag]) for ns in ('pipe', 'sep'))
+            assert pipe.tobytes() == sep.tobytes(), tag
+            compared['keypoints'] += 1
+        spans = [answers[(ns, 'flow/span')].get(tag) for ns in ('pipe', 'sep')]
+        if None not in spans and spans[0].time_ref == spans[1].time_ref:
+            pipe, sep = (image_to_numpy(answers[(ns, 'flow')][tag]) for ns in ('pipe', 'sep'))
+            np.testing.assert_allclose(pipe, sep, atol=1e-4, equal_nan=True, err_msg=tag)
+            compared['flow'] += 1
+    assert switches >= 4 and all(count >= 3 for count in compared.values()), compared
