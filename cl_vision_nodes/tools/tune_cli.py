@@ -106,11 +106,11 @@ def run(args: argparse.Namespace) -> int:
     states = [t.state for t in study.trials]
     metric = reference.metric
     if chosen is None:
-        choice = (f'no Pareto trial within {TIME_BUDGET:g}x the start values\' '
+        choice = (f"no Pareto trial within {TIME_BUDGET:g}x the start values' "
                   f'{reference.ms_per_frame:.1f} ms per frame: the start values are kept')
     else:
         choice = (f'tuned = trial {chosen.number + 1}, the Pareto trial with the best {metric} '
-                  f'within {TIME_BUDGET:g}x the start values\' {reference.ms_per_frame:.1f} ms '
+                  f"within {TIME_BUDGET:g}x the start values' {reference.ms_per_frame:.1f} ms "
                   'per frame')
     ratio = tuned_held_out.score / start_held_out.score if start_held_out.score else float('nan')
     held = (f'held-out frames ({len(frames.held_out)}): {metric} {start_held_out.score:.4g} -> '

@@ -317,4 +317,3 @@ class Evaluator:
             if flow is not None:
                 memory.node_flow(index, flow)
         return memory
-

@@ -42,7 +42,7 @@ NEEDS_STEREO = ('disparity',)
 
 @dataclass
 class Frame:
-    """One camera instant: the images as the bag holds them, their gray, the truth of that instant."""
+    """One camera instant: its images as the bag holds them, their gray, its ground truth."""
 
     index: int
     left: RawImage

@@ -29,7 +29,7 @@ holds them.
 """
 from __future__ import annotations
 
-from concurrent.futures import Future, wait, FIRST_COMPLETED
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict
 import math
@@ -115,7 +115,7 @@ def run_study(pool: EvaluatorPool, space: Mapping[str, Distribution], storage: P
     if not study.trials:
         start = {name: base[name] for name in space if name in base}
         if len(start) == len(space) and all(_holds(dist, start[name])
-                                             for name, dist in space.items()):
+                                            for name, dist in space.items()):
             study.enqueue_trial(start)
     in_flight: dict[Future[TrialResult], Trial] = {}
     try:
