@@ -22,10 +22,14 @@ better, so "improves" is asserted with a wide margin (tuned < 0.8 x start).
 """
 from __future__ import annotations
 
+import dataclasses
+import multiprocessing
+import os
 from pathlib import Path
 import signal
 import subprocess
 import sys
+import threading
 
 from cliutil import assert_one_line_error, cl_vision
 import optuna
@@ -98,7 +102,8 @@ def test_tune_from_a_bad_start_improves_held_out_and_a_node_reads_the_yaml(bags,
         assert proc.stop() == 0, proc.output()
 
 
-def test_an_interrupted_tune_resumes_without_repeating_finished_trials(bags, tmp_path):
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGKILL], ids=['ctrl-c', 'crash'])
+def test_an_interrupted_tune_resumes_without_repeating_finished_trials(bags, tmp_path, signum):
     args = ['--node', 'disparity', '--params', SEARCHED, *BAD_START]
     command = [sys.executable, '-m', 'cl_vision_nodes.tools.cli', 'tune', str(bags['stereo']),
                '--device', DEVICE, '--frames', '8', '--out', str(tmp_path), '--trials', '500',
@@ -110,13 +115,16 @@ def test_an_interrupted_tune_resumes_without_repeating_finished_trials(bags, tmp
         line = proc.stdout.readline()
         assert line, proc.stderr.read()
         lines.append(line)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
-    assert len(err.strip().splitlines()) == 1 and '--resume' in err, err
     before = {t.number: (t.params, t.values) for t in finished(load(tmp_path))}
     assert len(before) >= 3
-    assert not [t for t in load(tmp_path).trials if t.state == TrialState.RUNNING]
+    if signum == signal.SIGINT:
+        assert proc.returncode == 130, err
+        assert len(err.strip().splitlines()) == 1 and '--resume' in err, err
+        assert len(before) == len(load(tmp_path).trials)  # the one in flight told FAIL
+    else:
+        assert proc.returncode == -signal.SIGKILL
 
     total = len(load(tmp_path).trials) + 3
     result = tune(bags['stereo'], tmp_path, '--trials', str(total), '--resume', *args)
@@ -189,3 +197,57 @@ def test_the_pipeline_yaml_nests_each_capability(tmp_path):
     values = yaml_values(path)
     assert values['flow']['alpha'] == 7.5 and values['disparity']['beta'] == 0.5
     assert values['surf']['hessian_threshold'] == 100.0
+
+
+@pytest.mark.parametrize('bag, node, args, metric', [
+    ('flow', 'flow', ['--params', 'dis_patch_stride,dis_refine_iterations', '--workers', '2'],
+     'EPE'),
+    ('flow', 'surf', ['--params', 'hessian_threshold=50:2000'], 'repeatability_loss'),
+    ('stereo', 'vision_pipeline', ['--params', 'surf.hessian_threshold,disparity.grid_size'],
+     'flow EPE + surf repeatability_loss + disparity D1'),
+])
+def test_each_node_tunes_on_its_ground_truth(bags, tmp_path, bag, node, args, metric):
+    result = tune(bags[bag], tmp_path, '--node', node, '--trials', '3', *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f'the best {metric} within' in result.stdout, result.stdout
+    written = yaml_values(tmp_path / f'{node}.yaml')
+    from cl_vision_nodes.tuning.space import node_schema
+    assert set(written) == {name.partition('.')[0] for name in node_schema(node).specs}
+
+
+@pytest.mark.parametrize('bag, node, bad', [
+    ('stereo', 'disparity', {'support_texture': 300, 'speckle_size': 5000}),
+    ('flow', 'flow', {'method': 'bm', 'search_radius': 1, 'subpixel': False}),
+    ('flow', 'surf', {'hessian_threshold': 20000.0}),
+])
+def test_without_ground_truth_eval_quality_ranks_a_bad_start_worse(bags, bag, node, bad):
+    """Bad values: disparity holes, flow that cannot reach the 1.5 px motion, no keypoints."""
+    from cl_vision_nodes.tuning.evaluator import Evaluator
+    from cl_vision_nodes.tuning.frames import load_frames
+    frames = dataclasses.replace(load_frames(bags[bag], node, 8), truth=())
+    evaluator = Evaluator(DEVICE, frames)
+    default, worse = (evaluator.evaluate(values, 'held_out') for values in ({}, bad))
+    assert default.metric == worse.metric == 'quality_loss'
+    assert 0.0 <= default.score < worse.score, (default, worse)
+
+
+def test_a_worker_killed_mid_trial_fails_that_trial_and_the_search_goes_on(bags, tmp_path):
+    """Horn-Schunck with hundreds of sweeps: a trial lasts long enough to be killed 0.2 s in."""
+    from cl_vision_nodes.tuning.pool import ProcessPool
+    from cl_vision_nodes.tuning.space import search_space
+    from cl_vision_nodes.tuning.study import run_study
+    pool = ProcessPool([DEVICE], bags['flow'], 'flow', 8)
+
+    def kill(study, trial):
+        if trial.number == 0:  # the next trial starts as this returns
+            worker = multiprocessing.active_children()[0]
+            threading.Timer(0.2, os.kill, (worker.pid, signal.SIGKILL)).start()
+    try:
+        study = run_study(pool, search_space('flow', ['iterations'], {'iterations': (300, 400)}),
+                          tmp_path / 'study.journal', 3, 0, False, kill,
+                          base={'method': 'hs', 'tolerance': 0.0})
+    finally:
+        pool.close()
+    assert [t.state for t in study.trials] == \
+        [TrialState.COMPLETE, TrialState.FAIL, TrialState.COMPLETE]
+    assert 'terminated abruptly' in study.trials[1].user_attrs['error']

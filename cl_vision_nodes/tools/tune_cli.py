@@ -67,13 +67,35 @@ def _trial_line(trials: int) -> Any:
     return show
 
 
+def summary(outcome: Any, held_out_frames: int) -> list[str]:
+    """Return the lines that say what the search found and how it did on the held-out frames."""
+    from cl_vision_nodes.tuning.study import TIME_BUDGET
+    from optuna.trial import TrialState
+    states = [t.state for t in outcome.study.trials]
+    reference, before, after = outcome.reference, outcome.start_held_out, outcome.tuned_held_out
+    budget = f"within {TIME_BUDGET:g}x the start values' {reference.ms_per_frame:.1f} ms per frame"
+    if outcome.chosen is None:
+        choice = f'no Pareto trial {budget}: the start values are kept'
+    else:
+        choice = (f'tuned = trial {outcome.chosen.number + 1}, the Pareto trial with the best '
+                  f'{reference.metric} {budget}')
+    ratio = after.score / before.score if before.score else float('nan')
+    return [f'{len(states)} trials: {states.count(TrialState.COMPLETE)} complete, '
+            f'{states.count(TrialState.FAIL)} failed; Pareto front of '
+            f'{len(outcome.study.best_trials)}', choice,
+            f'held-out frames ({held_out_frames}): {reference.metric} {before.score:.4g} -> '
+            f'{after.score:.4g} ({ratio:.2f}x), ms per frame {before.ms_per_frame:.1f} -> '
+            f'{after.ms_per_frame:.1f}',
+            f'changed: {_changed(outcome.start, outcome.tuned)}']
+
+
 def run(args: argparse.Namespace) -> int:
+    """Search, compare on the held-out frames, write the parameter file and say what happened."""
     from cl_vision_nodes.tuning.frames import load_frames
     from cl_vision_nodes.tuning.output import write_params
     from cl_vision_nodes.tuning.pool import InProcessPool, ProcessPool
     from cl_vision_nodes.tuning.space import node_schema, parse_params, search_space
-    from cl_vision_nodes.tuning.study import choose_tuned, run_study, TIME_BUDGET
-    from optuna.trial import TrialState
+    from cl_vision_nodes.tuning.study import held_out_comparison, run_study
     schema = node_schema(args.node)
     start = schema.parse_assignments(args.param)
     names, ranges = parse_params(args.params) if args.params else (None, {})
@@ -90,11 +112,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         study = run_study(pool, space, storage, args.trials, args.seed, args.resume,
                           _trial_line(args.trials), base=start)
-        reference = pool.submit(start, 'tuning').result()
-        chosen = choose_tuned(study, reference.ms_per_frame)
-        tuned = {**start, **chosen.params} if chosen is not None else dict(start)
-        start_held_out = pool.submit(start, 'held_out').result()
-        tuned_held_out = pool.submit(tuned, 'held_out').result()
+        outcome = held_out_comparison(pool, study, start)
     except KeyboardInterrupt:
         again = shlex.join(['cl-vision', *(a for a in sys.argv[1:] if a != '--resume'),
                             '--resume'])
@@ -103,24 +121,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     finally:
         pool.close()
-    states = [t.state for t in study.trials]
-    metric = reference.metric
-    if chosen is None:
-        choice = (f"no Pareto trial within {TIME_BUDGET:g}x the start values' "
-                  f'{reference.ms_per_frame:.1f} ms per frame: the start values are kept')
-    else:
-        choice = (f'tuned = trial {chosen.number + 1}, the Pareto trial with the best {metric} '
-                  f"within {TIME_BUDGET:g}x the start values' {reference.ms_per_frame:.1f} ms "
-                  'per frame')
-    ratio = tuned_held_out.score / start_held_out.score if start_held_out.score else float('nan')
-    held = (f'held-out frames ({len(frames.held_out)}): {metric} {start_held_out.score:.4g} -> '
-            f'{tuned_held_out.score:.4g} ({ratio:.2f}x), ms per frame '
-            f'{start_held_out.ms_per_frame:.1f} -> {tuned_held_out.ms_per_frame:.1f}')
-    path = write_params(out, args.node, tuned, str(args.bag), held)
-    for line in (f'{len(states)} trials: {states.count(TrialState.COMPLETE)} complete, '
-                 f'{states.count(TrialState.FAIL)} failed; Pareto front of '
-                 f'{len(study.best_trials)}', choice, held,
-                 f'changed: {_changed(start, tuned)}', f'wrote {path}'):
+    lines = summary(outcome, len(frames.held_out))
+    path = write_params(out, args.node, outcome.tuned, str(args.bag), lines[2])
+    for line in (*lines, f'wrote {path}'):
         print(f'cl-vision tune: {line}', flush=True)
     return 0
 

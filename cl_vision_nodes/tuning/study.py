@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 import math
 from pathlib import Path
 from typing import Callable, Mapping
@@ -148,3 +148,31 @@ def choose_tuned(study: optuna.Study, start_ms: float,
     """Return the Pareto trial with the best score within ``budget`` x ``start_ms``, or None."""
     within = [t for t in study.best_trials if t.values[1] <= budget * start_ms]
     return min(within, key=lambda t: (t.values[0], t.values[1]), default=None)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A finished search and its check on the held-out frames: what a summary or report shows."""
+
+    study: optuna.Study
+    start: dict[str, Value]  # the untuned values (defaults and --param)
+    tuned: dict[str, Value]  # start updated with the chosen trial's values
+    chosen: FrozenTrial | None  # None: no Pareto trial within the time budget (tuned = start)
+    reference: TrialResult  # start on the tuning frames: the time budget's base
+    start_held_out: TrialResult
+    tuned_held_out: TrialResult
+
+
+def held_out_comparison(pool: EvaluatorPool, study: optuna.Study,
+                        start: Mapping[str, Value]) -> Outcome:
+    """
+    Choose the tuned values (``choose_tuned``) and score them and the start on the held-out half.
+
+    The time budget's base is the start values timed now on the tuning frames, by the same pool.
+    """
+    reference = pool.submit(start, 'tuning').result()
+    chosen = choose_tuned(study, reference.ms_per_frame)
+    tuned = {**start, **(chosen.params if chosen is not None else {})}
+    start_held_out = pool.submit(start, 'held_out').result()
+    return Outcome(study, dict(start), tuned, chosen, reference, start_held_out,
+                   pool.submit(tuned, 'held_out').result())
