@@ -184,6 +184,7 @@ def test_two_worker_processes_give_the_in_process_results(bags):
 def test_bad_input_is_one_line_and_exit_2(bags, tmp_path, bag, args, words):
     result = tune(bags[bag], tmp_path / 'out', *args)
     assert_one_line_error(result, words)
+    assert not (tmp_path / 'out').exists()
 
 
 def test_a_bag_without_a_camera_is_one_line_and_exit_2(tmp_path):
@@ -251,3 +252,10 @@ def test_a_worker_killed_mid_trial_fails_that_trial_and_the_search_goes_on(bags,
     assert [t.state for t in study.trials] == \
         [TrialState.COMPLETE, TrialState.FAIL, TrialState.COMPLETE]
     assert 'terminated abruptly' in study.trials[1].user_attrs['error']
+
+
+def test_a_bad_device_for_the_workers_is_one_line_and_exit_2(bags, tmp_path):
+    result = tune(bags['flow'], tmp_path / 'out', '--node', 'flow', '--workers', '2',
+                  '--device', 'no-such-device')
+    assert_one_line_error(result, "no OpenCL device matches 'no-such-device'")
+    assert not (tmp_path / 'out').exists()

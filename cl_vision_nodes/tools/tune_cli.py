@@ -38,15 +38,17 @@ EXIT_INTERRUPTED = 130
 
 def worker_devices(device: str, workers: int) -> list[str]:
     """
-    Return one device request per worker.
+    Return one device (``P:D``) per worker, checked here: a bad one is one line, not N crashes.
 
     ``auto`` spreads them over the machine's GPUs (several workers share one when there are
     fewer GPUs); anything else (or a machine without a GPU) puts every worker on that device.
     """
-    from cl_vision_nodes.opencl.devices import list_devices, resolve_spec
+    from cl_vision_nodes.opencl.devices import list_devices, resolve_spec, select_device
     request = resolve_spec(device)
     gpus = [e.index for e in list_devices() if e.is_gpu] if request == 'auto' else []
-    return [gpus[i % len(gpus)] for i in range(workers)] if gpus else [request] * workers
+    if not gpus:
+        return [select_device(request).index] * workers
+    return [gpus[i % len(gpus)] for i in range(workers)]
 
 
 def _changed(start: Mapping[str, Any], tuned: Mapping[str, Any]) -> str:
@@ -103,13 +105,13 @@ def run(args: argparse.Namespace) -> int:
     frames = load_frames(Path(args.bag), args.node, args.frames)
     print(f'cl-vision tune: {frames.description}; {len(frames.tuning)} frames to tune on, '
           f'{len(frames.held_out)} held out; searching {", ".join(space)}', flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    storage = out / f'{args.node}.journal'
     pool = InProcessPool(args.device, frames) if args.workers == 1 else \
         ProcessPool(worker_devices(args.device, args.workers), Path(args.bag), args.node,
                     args.frames)
+    out = Path(args.out)
+    storage = out / f'{args.node}.journal'
     try:
+        out.mkdir(parents=True, exist_ok=True)
         study = run_study(pool, space, storage, args.trials, args.seed, args.resume,
                           _trial_line(args.trials), base=start)
         outcome = held_out_comparison(pool, study, start)

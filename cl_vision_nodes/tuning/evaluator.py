@@ -221,8 +221,9 @@ class _Surf:
               memory: SequenceMemory) -> _Score:
         if truth:
             scored = [(f, k) for f, k in zip(frames, outputs) if f.homography is not None]
-            (first, first_keypoints), rows = scored[0], []
+            rows = []
             for frame, keypoints in scored[1:]:
+                first, first_keypoints = scored[0]
                 scores = pair_scores(first_keypoints, keypoints,
                                      frame.homography @ np.linalg.inv(first.homography),
                                      first.left_gray.shape, frame.left_gray.shape)

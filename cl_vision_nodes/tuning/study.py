@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 import math
 from pathlib import Path
 from typing import Callable, Mapping
@@ -47,6 +47,8 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, Trial, TrialState
 
 STUDY_NAME = 'tune'
+TRIAL_FIELDS = tuple(field.name for field in fields(TrialResult))
+"""Kept as user attributes of each complete trial."""
 DIRECTIONS = ('minimize', 'minimize')
 OnTrial = Callable[[optuna.Study, FrozenTrial], None]
 
@@ -163,14 +165,23 @@ class Outcome:
     tuned_held_out: TrialResult
 
 
+def start_trial(study: optuna.Study, start: Mapping[str, Value]) -> FrozenTrial | None:
+    """Return the first complete trial of the start values (enqueued first), or None."""
+    return next((t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                 if all(start.get(name) == value for name, value in t.params.items())), None)
+
+
 def held_out_comparison(pool: EvaluatorPool, study: optuna.Study,
                         start: Mapping[str, Value]) -> Outcome:
     """
     Choose the tuned values (``choose_tuned``) and score them and the start on the held-out half.
 
-    The time budget's base is the start values timed now on the tuning frames, by the same pool.
+    The time budget's base is the start values' trial, timed as every other trial was (beside
+    the other workers' trials); where the study has none, the start values timed now.
     """
-    reference = pool.submit(start, 'tuning').result()
+    trial = start_trial(study, start)
+    reference = pool.submit(start, 'tuning').result() if trial is None else \
+        TrialResult(**{name: trial.user_attrs[name] for name in TRIAL_FIELDS})
     chosen = choose_tuned(study, reference.ms_per_frame)
     tuned = {**start, **(chosen.params if chosen is not None else {})}
     start_held_out = pool.submit(start, 'held_out').result()
