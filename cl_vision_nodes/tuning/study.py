@@ -67,13 +67,18 @@ def open_study(storage: Path, seed: int, resume: bool) -> optuna.Study:
     journal = JournalStorage(JournalFileBackend(str(storage)))
     if resume:
         study = optuna.load_study(study_name=STUDY_NAME, storage=journal)
-        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            study.tell(trial.number, state=TrialState.FAIL)
+        fail_running(study)
     else:
         study = optuna.create_study(study_name=STUDY_NAME, storage=journal,
                                     directions=list(DIRECTIONS))
     study.sampler = optuna.samplers.TPESampler(seed=seed + finished_trials(study))
     return study
+
+
+def fail_running(study: optuna.Study) -> None:
+    """Tell FAIL every trial still RUNNING (in flight when interrupted, or asked, not started)."""
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        study.tell(trial.number, state=TrialState.FAIL)
 
 
 def finished_trials(study: optuna.Study) -> int:
@@ -133,10 +138,9 @@ def run_study(pool: EvaluatorPool, space: Mapping[str, Distribution], storage: P
                 if on_trial is not None:
                     on_trial(study, study.trials[trial.number])
     except BaseException:
-        for future, trial in in_flight.items():
+        for future in in_flight:
             future.cancel()
-            trial.set_user_attr('error', 'interrupted')
-            study.tell(trial, state=TrialState.FAIL)
+        fail_running(study)
         raise
     return study
 
