@@ -59,13 +59,14 @@ def _changed(start: Mapping[str, Any], tuned: Mapping[str, Any]) -> str:
 
 def _trial_line(trials: int) -> Any:
     def show(study: Any, trial: Any) -> None:
+        from cl_vision_nodes.tuning.study import finished_trials
         from optuna.trial import TrialState
         if trial.state == TrialState.COMPLETE:
             text = (f"{trial.user_attrs['metric']} {trial.values[0]:.4g}, "
                     f'{trial.values[1]:.1f} ms per frame')
         else:
             text = f"failed: {trial.user_attrs.get('error', trial.state.name)}"
-        print(f'trial {trial.number + 1}/{trials}: {text}', flush=True)
+        print(f'[{finished_trials(study)}/{trials}] trial {trial.number}: {text}', flush=True)
     return show
 
 
@@ -74,16 +75,18 @@ def summary(outcome: Any, held_out_frames: int) -> list[str]:
     from cl_vision_nodes.tuning.study import TIME_BUDGET
     from optuna.trial import TrialState
     states = [t.state for t in outcome.study.trials]
+    failed = sum('error' in t.user_attrs for t in outcome.study.trials
+                 if t.state == TrialState.FAIL)
     reference, before, after = outcome.reference, outcome.start_held_out, outcome.tuned_held_out
     budget = f"within {TIME_BUDGET:g}x the start values' {reference.ms_per_frame:.1f} ms per frame"
     if outcome.chosen is None:
         choice = f'no Pareto trial {budget}: the start values are kept'
     else:
-        choice = (f'tuned = trial {outcome.chosen.number + 1}, the Pareto trial with the best '
+        choice = (f'tuned = trial {outcome.chosen.number}, the Pareto trial with the best '
                   f'{reference.metric} {budget}')
     ratio = after.score / before.score if before.score else float('nan')
-    return [f'{len(states)} trials: {states.count(TrialState.COMPLETE)} complete, '
-            f'{states.count(TrialState.FAIL)} failed; Pareto front of '
+    return [f'{len(states)} trials: {states.count(TrialState.COMPLETE)} complete, {failed} '
+            f'failed, {states.count(TrialState.FAIL) - failed} interrupted; Pareto front of '
             f'{len(outcome.study.best_trials)}', choice,
             f'held-out frames ({held_out_frames}): {reference.metric} {before.score:.4g} -> '
             f'{after.score:.4g} ({ratio:.2f}x), ms per frame {before.ms_per_frame:.1f} -> '

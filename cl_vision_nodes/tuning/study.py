@@ -19,13 +19,13 @@ Two objectives, both minimised: the score (``TrialResult.score``) and ms per fra
 sampler (multi-objective, seeded) proposes values and the study's best trials are the Pareto
 front. The study lives in a JournalFileBackend file, written as each trial is asked and told, so
 an interruption loses only the trials in flight: they are told FAIL on Ctrl-C, and a crash
-leaves them RUNNING, which ``resume`` marks FAIL. Finished trials (COMPLETE or FAIL) count
-towards ``trials`` and are never repeated; the sampler is seeded with ``seed`` plus the number
-of finished trials, so a resumed search does not propose its first values again. A trial whose
-evaluation raised CLVisionError (a value the algorithms or the device refuse, a non-finite
-score) or whose worker died is told FAIL with the reason in its user attribute ``error``, and
-the search goes on. The start values (``base``) are enqueued as the first trial where the space
-holds them.
+leaves them RUNNING, which ``resume`` marks FAIL; these do not count towards ``trials``.
+Finished trials (COMPLETE, or FAIL with an ``error``) count and are never repeated; the sampler
+is seeded with ``seed`` plus the number of trials in the study, so a resumed search does not
+propose its first values again. A trial whose evaluation raised CLVisionError (a value the
+algorithms or the device refuse, a non-finite score) or whose worker died is told FAIL with the
+reason in its user attribute ``error``, and the search goes on. The start values (``base``) are
+enqueued as the first trial where the space holds them.
 """
 from __future__ import annotations
 
@@ -71,19 +71,25 @@ def open_study(storage: Path, seed: int, resume: bool) -> optuna.Study:
     else:
         study = optuna.create_study(study_name=STUDY_NAME, storage=journal,
                                     directions=list(DIRECTIONS))
-    study.sampler = optuna.samplers.TPESampler(seed=seed + finished_trials(study))
+    study.sampler = optuna.samplers.TPESampler(seed=seed + len(study.trials))
     return study
 
 
 def fail_running(study: optuna.Study) -> None:
-    """Tell FAIL every trial still RUNNING (in flight when interrupted, or asked, not started)."""
+    """
+    Tell FAIL every trial still RUNNING (in flight when interrupted, or asked, not started).
+
+    Without an ``error``: an interrupted trial does not count as finished.
+    """
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         study.tell(trial.number, state=TrialState.FAIL)
 
 
 def finished_trials(study: optuna.Study) -> int:
-    """Count the trials that ran to an end (COMPLETE or FAIL)."""
-    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
+    """Count the trials that ran to an end: COMPLETE, or FAIL for a reason (``error``)."""
+    return sum(trial.state == TrialState.COMPLETE or 'error' in trial.user_attrs
+               for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,
+                                                                     TrialState.FAIL)))
 
 
 def _holds(dist: Distribution, value: Value) -> bool:
@@ -114,8 +120,9 @@ def run_study(pool: EvaluatorPool, space: Mapping[str, Distribution], storage: P
     Run trials until ``trials`` have finished (see the module's docstring) and return the study.
 
     Each trial evaluates ``base`` (the start values, default the schema's) updated with the
-    trial's values. ``on_trial`` is called after each trial is told. KeyboardInterrupt: the
-    trials in flight are told FAIL, then it propagates.
+    trial's values. ``on_trial`` is called after each trial is told (``finished_trials`` says
+    how many have finished). KeyboardInterrupt: the trials in flight are told FAIL (not counted),
+    then it propagates.
     """
     base = dict(base or {})
     study = open_study(storage, seed, resume)
