@@ -261,3 +261,15 @@ def test_a_bad_device_for_the_workers_is_one_line_and_exit_2(bags, tmp_path):
                   '--device', 'no-such-device')
     assert_one_line_error(result, "no OpenCL device matches 'no-such-device'")
     assert not (tmp_path / 'out').exists()
+
+
+@pytest.mark.parametrize('node', ['disparity', 'flow', 'surf', 'vision_pipeline'])
+def test_every_default_lies_in_its_search_range(node):
+    """The start values are the first trial only where the space holds every one of them."""
+    from cl_vision_nodes.tuning.space import node_schema, search_space, tunable_names
+    defaults = node_schema(node).defaults()
+    for name, distribution in search_space(node, tunable_names(node)).items():
+        internal = distribution.to_internal_repr(defaults[name])
+        assert distribution.to_external_repr(internal) == defaults[name]
+        if hasattr(distribution, 'low'):
+            assert distribution.low <= defaults[name] <= distribution.high, (name, distribution)

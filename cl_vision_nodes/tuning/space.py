@@ -17,9 +17,11 @@ What a tune searches: the node's parameters as Optuna distributions, from its sc
 
 Ranges, types and choices are the schema's (``ParamSpec``); a narrower range may be asked for
 (``--params name=LOW:HIGH``) but never a wider one. Numeric ranges spanning two decades or more
-from a positive minimum are searched on a log scale; an int range starting at 0 over such a span
-(e.g. ``speckle_size`` 0..10^7) is searched on a log scale from 1, so 0 (usually "off") is
-reached only with an explicit range. bool is a choice of (False, True). Tunable are the
+from a positive minimum are searched on a log scale. A range from 0 over such a span (e.g.
+``speckle_size`` 0..10^7, ``hessian_threshold`` 0..10^9) whose default is not 0 is searched on a
+log scale from 1 (int) or from a hundredth of the default (float), so the default stays inside
+and 0 (usually "off") is reached only with an explicit range; with a default of 0 it is searched
+linearly. bool is a choice of (False, True). Tunable are the
 algorithm's parameters: not the common ones (device, ...), not those the node reads itself
 (synchronisation, pictures), not the pipeline's ``*.enabled``.
 """
@@ -102,14 +104,12 @@ def distribution(spec: ParamSpec, low: float | None = None,
         spec.validate(spec.type(bound))
     if low >= high:
         raise ParameterError(f'{spec.name}: range {low}:{high} is empty')
+    if not explicit and low == 0 and high >= LOG_SPAN and spec.default != 0:
+        low = 1 if spec.type is int else spec.default / LOG_SPAN  # a log scale from above 0
     if spec.type is int:
         if spec.step > 1:
             return IntDistribution(int(low), int(high), step=spec.step)
-        if not explicit and low == 0 and high >= LOG_SPAN:
-            low = 1
         return IntDistribution(int(low), int(high), log=low > 0 and high / low >= LOG_SPAN)
-    if not explicit and low == 0 and high >= LOG_SPAN:
-        low = high / 1e6
     return FloatDistribution(float(low), float(high), log=low > 0 and high / low >= LOG_SPAN)
 
 
