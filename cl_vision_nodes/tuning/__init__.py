@@ -13,8 +13,11 @@
 # limitations under the License.
 
 """
-`cl-vision tune`: a node's parameters searched with Optuna over a bag's frames, in-process.
+`cl-vision tune`: a search over a node's parameters on a bag's frames, in-process on the device.
 
-No rclpy here: the search runs the algorithm library on the device, not nodes over DDS.
-``progress`` (the trials line on stderr) and ``report`` (report.md and its pictures).
+By concern: ``space`` (what is searched, from the node's schema), ``frames`` (the bag's frames,
+tuning and held-out halves), ``evaluator`` (one parameter set scored and timed on the device),
+``pool`` (evaluators in this process or in worker processes), ``study`` (the Optuna search, in a
+journal file), ``progress`` (the trials line on stderr), ``output`` (the node's parameter file)
+and ``report`` (report.md and its pictures). No rclpy anywhere in it.
 """
