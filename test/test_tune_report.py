@@ -27,10 +27,10 @@ import time
 
 from cl_vision_nodes.dataio.formats import read_image, read_kitti_disparity
 from cl_vision_nodes.elas import ElasMatcher
-from cl_vision_nodes.elas.colormap import disparity_to_color
 from cl_vision_nodes.elas.metrics import d1_errors
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.tools.evaluation.strip import LABEL_HEIGHT
+from cl_vision_nodes.tuning.pictures import strip_answers
 from cl_vision_nodes.tuning.report import changed_values, importances, write_report
 import numpy as np
 import optuna
@@ -77,9 +77,9 @@ class Elas:
         errors = d1_errors(estimate, self.truth[crop])
         return Result(errors.all, 'D1', ms, {'D1': errors.all, 'density': errors.density})
 
-    def strip(self, values):
-        return [(self.left[HELD_OUT],
-                 {'disparity': disparity_to_color(self.disparity(values, HELD_OUT), 0, DISP_MAX)})]
+    def held_out_answers(self, values) -> dict:
+        """Return the answers to the held-out frames (one crop here) by capability."""
+        return {'disparity': [self.disparity(values, HELD_OUT)]}
 
 
 def space() -> dict:
@@ -123,8 +123,9 @@ def test_report_of_a_real_study(elas, tmp_path):
     tuned_values = {**defaults, **best.params}
     default, tuned = (elas.evaluate(v, HELD_OUT) for v in (defaults, tuned_values))
 
+    strip = strip_answers(elas.held_out_answers, [elas.left[HELD_OUT]])
     path = write_report(tmp_path, study, 'disparity', default, tuned, tuned_values, defaults,
-                        elas.strip)
+                        strip)
     text = path.read_text()
     assert path == tmp_path / 'report.md'
     assert '8 complete trials, 1 failed' in text
@@ -143,10 +144,13 @@ def test_report_of_a_real_study(elas, tmp_path):
     for picture in ('pareto.png', 'importance.png', 'strip.png'):
         assert f']({picture})' in text
         assert read_image(tmp_path / picture).size
-    strip = read_image(tmp_path / 'strip.png')
+    picture = read_image(tmp_path / 'strip.png', gray=False)
     # One row: the input and the disparity default and tuned, tiles as wide as the 320 px crop.
-    assert strip.shape[0] == 128 + LABEL_HEIGHT
-    assert strip.shape[1] == 3 * 320 + 2 * 4
+    assert picture.shape[0] == 128 + LABEL_HEIGHT
+    assert picture.shape[1] == 3 * 320 + 2 * 4
+    tuned_tile = picture[LABEL_HEIGHT:, 2 * (320 + 4):]
+    assert (tuned_tile.max(axis=2) == 0).mean() == pytest.approx(
+        (elas.disparity(tuned_values, HELD_OUT) < 0).mean(), abs=0.01)  # invalid: black
     assert set(importances(study)) == set(SEARCHED)
 
 

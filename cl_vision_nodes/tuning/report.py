@@ -27,12 +27,13 @@ the report says why not.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Mapping, TYPE_CHECKING
+from typing import Mapping, TYPE_CHECKING
 import warnings
 
 from cl_vision_nodes.dataio.formats import write_png
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.tools.evaluation.strip import compose
+from cl_vision_nodes.tuning.pictures import drawn_pair, StripAnswers, TITLES
 import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -47,15 +48,6 @@ TOP_SHARE = 0.1
 TOP_TRIALS = 5
 MAX_TOP_SHARE = 0.5
 """The best trials PED-ANOVA compares with all: the top 10 %, at least 5 trials (at most half)."""
-
-StripPictures = Callable[[Mapping[str, Value]],
-                         list[tuple[np.ndarray, dict[str, np.ndarray]]]]
-"""
-Run the node with these values on the strip's held-out frames (the same frames on every call).
-
-Return for each frame its input and the pictures of the answers by title (``disparity``,
-``flow``, ``keypoints``: as the nodes draw them), uint8 gray or BGR.
-"""
 
 
 def changed_values(default_values: Mapping[str, Value],
@@ -142,19 +134,21 @@ def importance_plot(out_dir: Path, shares: Mapping[str, float], metric: str) -> 
     return IMPORTANCE_FILE
 
 
-def strip_picture(out_dir: Path, strip: StripPictures, default_values: Mapping[str, Value],
+def strip_picture(out_dir: Path, strip: StripAnswers, default_values: Mapping[str, Value],
                   tuned_values: Mapping[str, Value]) -> str | None:
     """
-    Write the strip: a row per held-out frame, its input then each answer default and tuned.
+    Write the strip: a row per frame, its input then each answer with the default and the tuned.
 
     Return the file name, None when ``strip`` gives no frame.
     """
     rows = []
-    for i, ((frame, before), (_, after)) in enumerate(zip(strip(default_values),
-                                                          strip(tuned_values))):
-        row = [(_bgr(frame), f'held-out frame {i + 1}: input')]
-        for title, picture in before.items():
-            row += [(_bgr(picture), f'{title}: default'), (_bgr(after[title]), f'{title}: tuned')]
+    for (index, gray, before), (_, _, after) in zip(strip(default_values), strip(tuned_values)):
+        picture = np.clip(gray, 0, 255).astype(np.uint8)
+        row = [(_bgr(picture), f'held-out frame {index}: input')]
+        for key in before:
+            default, tuned, scale = drawn_pair(key, before[key], after[key], gray)
+            title = TITLES[key]
+            row += [(default, f'{title} default ({scale})'), (tuned, f'{title} tuned')]
         rows.append(row)
     if not rows:
         return None
@@ -195,12 +189,13 @@ def _trial_counts(study: optuna.Study) -> str:
 
 def write_report(out_dir: Path, study: optuna.Study, node: str, default: TrialResult,
                  tuned: TrialResult, tuned_values: Mapping[str, Value],
-                 default_values: Mapping[str, Value], strip: StripPictures | None) -> Path:
+                 default_values: Mapping[str, Value], strip: StripAnswers | None) -> Path:
     """
     Write ``out_dir/report.md`` and its pictures; return the report's path.
 
     ``default`` and ``tuned`` are the results of ``default_values`` and ``tuned_values`` on the
-    held-out frames; ``strip`` runs the node for the picture strip (None: no strip).
+    held-out frames; ``strip`` runs the node on the strip's held-out frames (``strip_answers``;
+    None: no strip).
     """
     metric = default.metric
     lines = [f'# cl-vision tune: {node}', '',
