@@ -16,8 +16,9 @@
 The tune's report.md and pictures, from a real study of ELAS on PoCL.
 
 The study's objective runs the library's ElasMatcher on a crop of the KITTI pair in ../shared/data
-(tuning) and scores D1 against its ground truth and the time per frame; the default and the
-tuned values are then run on another crop (held out), as the tune does with the bag's halves.
+(tuning) and scores D1 against its ground truth and the time per frame; the defaults (the start
+values) and the tuned values are then run on another crop (held out), as the tune does with the
+halves of a bag.
 """
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ class Elas:
         estimate = self.disparity(values, crop)
         ms = (time.perf_counter() - start) * 1e3
         errors = d1_errors(estimate, self.truth[crop])
-        return Result(errors.all, 'D1', ms, {'D1': errors.all, 'density': errors.density})
+        return Result(errors.all, 'D1', ms, {'d1': errors.all, 'density': errors.density})
 
     def held_out_answers(self, values) -> dict:
         """Return the answers to the held-out frames (one crop here) by capability."""
@@ -140,12 +141,12 @@ def test_report_of_a_real_study(elas, tmp_path):
     assert changed and {name for name, _, _ in changed} <= set(SEARCHED)
     for name, before, after in changed:
         assert f'| `{name}` | `{before!r}` | `{after!r}` |' in text
-    assert 'default (trial 0)' not in text  # the legend is in the picture, not the text
+    assert '| d1 |' not in text  # the score, not again under its lower-case name
     for picture in ('pareto.png', 'importance.png', 'strip.png'):
         assert f']({picture})' in text
         assert read_image(tmp_path / picture).size
     picture = read_image(tmp_path / 'strip.png', gray=False)
-    # One row: the input and the disparity default and tuned, tiles as wide as the 320 px crop.
+    # One row: the input and the disparity start and tuned, tiles as wide as the 320 px crop.
     assert picture.shape[0] == 128 + LABEL_HEIGHT
     assert picture.shape[1] == 3 * 320 + 2 * 4
     tuned_tile = picture[LABEL_HEIGHT:, 2 * (320 + 4):]
@@ -161,7 +162,7 @@ def test_too_few_trials_for_importances_and_no_strip(elas, tmp_path):
     write_report(tmp_path, study, 'disparity', default, default, defaults, defaults, None)
     text = (tmp_path / 'report.md').read_text()
     assert '1 complete trials, 2 failed' in text
-    assert 'None: the defaults were the best found.' in text
+    assert 'None: the start values were the best found.' in text
     assert 'Not computed: 1 complete trial(s) with distinct values: at least two are needed.' \
         in text
     assert not (tmp_path / 'importance.png').exists()

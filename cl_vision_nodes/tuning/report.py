@@ -15,10 +15,11 @@
 """
 The report of a tune: report.md, with pareto.png, importance.png and strip.png beside it.
 
-The table and the strip compare the default with the tuned values on the held-out frames, which
-the search never saw, so they show what carries over to new frames. The Pareto front shows every
+The table and the strip compare the start values (the node's defaults, with the tune's
+``--param`` values) with the tuned values on the held-out frames, which the search never saw, so
+they show what carries over to new frames. The Pareto front shows every
 trial on the tuning frames (score against ms per frame, both lower is better) with the trials no
-other beats on both, the default and the tuned values marked where they were trials. Importances
+other beats on both, the start and the tuned values marked where they were trials. Importances
 are Optuna's PED-ANOVA over the first objective (the score): how far each parameter's values
 among the best trials stray from those of all trials (deterministic, and it needs no scikit-learn,
 which Optuna's default fANOVA does); they need at least two complete trials that differ, else
@@ -50,11 +51,11 @@ MAX_TOP_SHARE = 0.5
 """The best trials PED-ANOVA compares with all: the top 10 %, at least 5 trials (at most half)."""
 
 
-def changed_values(default_values: Mapping[str, Value],
+def changed_values(start_values: Mapping[str, Value],
                    tuned_values: Mapping[str, Value]) -> list[tuple[str, Value | None, Value]]:
-    """Return (name, default, tuned) for every tuned value that is not the default, by name."""
-    return [(name, default_values.get(name), value) for name, value in sorted(tuned_values.items())
-            if default_values.get(name) != value]
+    """Return (name, start, tuned) for every tuned value that is not the start value, by name."""
+    return [(name, start_values.get(name), value) for name, value in sorted(tuned_values.items())
+            if start_values.get(name) != value]
 
 
 def trial_with(study: optuna.Study, values: Mapping[str, Value]) -> FrozenTrial | None:
@@ -134,21 +135,21 @@ def importance_plot(out_dir: Path, shares: Mapping[str, float], metric: str) -> 
     return IMPORTANCE_FILE
 
 
-def strip_picture(out_dir: Path, strip: StripAnswers, default_values: Mapping[str, Value],
+def strip_picture(out_dir: Path, strip: StripAnswers, start_values: Mapping[str, Value],
                   tuned_values: Mapping[str, Value]) -> str | None:
     """
-    Write the strip: a row per frame, its input then each answer with the default and the tuned.
+    Write the strip: a row per frame, its input then each answer with the start and the tuned.
 
     Return the file name, None when ``strip`` gives no frame.
     """
     rows = []
-    for (index, gray, before), (_, _, after) in zip(strip(default_values), strip(tuned_values)):
+    for (index, gray, before), (_, _, after) in zip(strip(start_values), strip(tuned_values)):
         picture = np.clip(gray, 0, 255).astype(np.uint8)
         row = [(_bgr(picture), f'held-out frame {index}: input')]
         for key in before:
-            default, tuned, scale = drawn_pair(key, before[key], after[key], gray)
+            start, tuned, scale = drawn_pair(key, before[key], after[key], gray)
             title = TITLES[key]
-            row += [(default, f'{title} default ({scale})'), (tuned, f'{title} tuned')]
+            row += [(start, f'{title} start ({scale})'), (tuned, f'{title} tuned')]
         rows.append(row)
     if not rows:
         return None
@@ -168,14 +169,18 @@ def _ratio(new: float, old: float) -> str:
     return f'{new / old:.2f}x' if old and np.isfinite(old) and np.isfinite(new) else 'n/a'
 
 
-def comparison_lines(default: TrialResult, tuned: TrialResult) -> list[str]:
-    """Return the table default against tuned on the held-out frames: score, ms, other metrics."""
-    rows = [(f'{default.metric} (score, lower is better)', default.score, tuned.score),
-            ('ms per frame', default.ms_per_frame, tuned.ms_per_frame)]
-    rows += [(name, default.metrics[name], tuned.metrics[name])
-             for name in sorted(set(default.metrics) & set(tuned.metrics))
-             if name != default.metric]
-    return ['| held-out frames | default | tuned | tuned / default |', '|---|---|---|---|'] + [
+def comparison_lines(start: TrialResult, tuned: TrialResult) -> list[str]:
+    """
+    Return the table start against tuned on the held-out frames: score, ms, other metrics.
+
+    A metric that is the score under another case (``d1`` beside ``D1``) is not repeated.
+    """
+    rows = [(f'{start.metric} (score, lower is better)', start.score, tuned.score),
+            ('ms per frame', start.ms_per_frame, tuned.ms_per_frame)]
+    rows += [(name, start.metrics[name], tuned.metrics[name])
+             for name in sorted(set(start.metrics) & set(tuned.metrics))
+             if name.lower() != start.metric.lower()]
+    return ['| held-out frames | start | tuned | tuned / start |', '|---|---|---|---|'] + [
         f'| {name} | {_number(before)} | {_number(after)} | {_ratio(after, before)} |'
         for name, before, after in rows]
 
@@ -187,29 +192,30 @@ def _trial_counts(study: optuna.Study) -> str:
             '(values a kernel refused, or a worker lost)')
 
 
-def write_report(out_dir: Path, study: optuna.Study, node: str, default: TrialResult,
+def write_report(out_dir: Path, study: optuna.Study, node: str, start: TrialResult,
                  tuned: TrialResult, tuned_values: Mapping[str, Value],
-                 default_values: Mapping[str, Value], strip: StripAnswers | None) -> Path:
+                 start_values: Mapping[str, Value], strip: StripAnswers | None) -> Path:
     """
     Write ``out_dir/report.md`` and its pictures; return the report's path.
 
-    ``default`` and ``tuned`` are the results of ``default_values`` and ``tuned_values`` on the
+    ``start`` and ``tuned`` are the results of ``start_values`` and ``tuned_values`` on the
     held-out frames; ``strip`` runs the node on the strip's held-out frames (``strip_answers``;
     None: no strip).
     """
-    metric = default.metric
+    metric = start.metric
     lines = [f'# cl-vision tune: {node}', '',
              f'{_trial_counts(study)}; the search minimised {metric} and ms per frame on the '
              'tuning frames; the figures below the table come from the held-out frames unless '
              'they say otherwise.', '',
-             '## Default against tuned (held-out frames)', '',
-             *comparison_lines(default, tuned), '']
-    changed = changed_values(default_values, tuned_values)
-    lines += ['## Tuned values that differ from the defaults', '']
-    lines += (['| parameter | default | tuned |', '|---|---|---|']
+             '## Start against tuned (held-out frames)', '',
+             "Start: the node's defaults with the tune's --param values.", '',
+             *comparison_lines(start, tuned), '']
+    changed = changed_values(start_values, tuned_values)
+    lines += ['## Tuned values that differ from the start values', '']
+    lines += (['| parameter | start | tuned |', '|---|---|---|']
               + [f'| `{name}` | `{before!r}` | `{after!r}` |' for name, before, after in changed]
-              if changed else ['None: the defaults were the best found.'])
-    marked = {'default': trial_with(study, default_values),
+              if changed else ['None: the start values were the best found.'])
+    marked = {'start': trial_with(study, start_values),
               'tuned': trial_with(study, tuned_values)}
     lines += ['', '## Pareto front (tuning frames)', '',
               f'Every complete trial, {metric} against ms per frame; the front holds the trials '
@@ -224,10 +230,12 @@ def write_report(out_dir: Path, study: optuna.Study, node: str, default: TrialRe
                   f'![parameter importances]({importance_plot(out_dir, shares, metric)})', '']
     except ValueError as exc:
         lines += [f'Not computed: {exc}.', '']
-    picture = strip_picture(out_dir, strip, default_values, tuned_values) if strip else None
+    picture = strip_picture(out_dir, strip, start_values, tuned_values) if strip else None
     if picture:
         lines += ['## Pictures (held-out frames)', '',
-                  f'![held-out frames: input, then each answer default and tuned]({picture})', '']
+                  'Each row: a held-out frame, then each answer with the start and with the '
+                  'tuned values, both on the scale in the first label.', '',
+                  f'![held-out frames: input, then each answer start and tuned]({picture})', '']
     path = out_dir / 'report.md'
     path.write_text('\n'.join(lines) + '\n')
     return path
