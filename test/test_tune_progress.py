@@ -96,6 +96,7 @@ def test_in_place_on_a_terminal_and_a_resumed_study(study):
     clock.now += 60
     tell(study, progress, 0.1, 1.0)
     progress.finish()
+    progress.finish()  # once is enough: the interrupted tune finishes it too
     text = stream.getvalue()
     first = f'tune {bar(4, 10)} trials, 1 failed, best D1 0.25 at 2 ms/frame, 6 min 00 s left'
     second = f'tune {bar(5, 10)} trials, 1 failed, best D1 0.1 at 1 ms/frame, 5 min 00 s left'

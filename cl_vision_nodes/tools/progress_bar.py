@@ -77,3 +77,4 @@ class StatusLine:
         if self.terminal and self.shown is not None:
             self.stream.write('\n')
             self.stream.flush()
+        self.shown, self.width = None, 0  # a second finish writes nothing
