@@ -162,9 +162,20 @@ def test_too_few_trials_for_importances_and_no_strip(elas, tmp_path):
     write_report(tmp_path, study, 'disparity', default, default, defaults, defaults, None)
     text = (tmp_path / 'report.md').read_text()
     assert '1 complete trials, 2 failed' in text
-    assert 'None: the start values were the best found.' in text
+    assert 'None: the tune kept the start values.' in text
     assert 'Not computed: 1 complete trial(s) with distinct values: at least two are needed.' \
         in text
     assert not (tmp_path / 'importance.png').exists()
     assert not (tmp_path / 'strip.png').exists() and 'strip.png' not in text
     assert (tmp_path / 'pareto.png').exists()
+
+
+def test_a_study_whose_every_trial_failed(elas, tmp_path):
+    study = run_trials(elas, trials=0, bad=2)
+    defaults = ELAS_SCHEMA.defaults()
+    start = elas.evaluate(defaults, HELD_OUT)
+    write_report(tmp_path, study, 'disparity', start, start, defaults, defaults, None)
+    text = (tmp_path / 'report.md').read_text()
+    assert '0 complete trials, 2 failed' in text
+    assert 'No complete trial: nothing to plot.' in text and 'Not computed: 0 complete' in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['report.md']

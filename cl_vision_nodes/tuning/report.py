@@ -214,14 +214,17 @@ def write_report(out_dir: Path, study: optuna.Study, node: str, start: TrialResu
     lines += ['## Tuned values that differ from the start values', '']
     lines += (['| parameter | start | tuned |', '|---|---|---|']
               + [f'| `{name}` | `{before!r}` | `{after!r}` |' for name, before, after in changed]
-              if changed else ['None: the start values were the best found.'])
-    marked = {'start': trial_with(study, start_values),
-              'tuned': trial_with(study, tuned_values)}
-    lines += ['', '## Pareto front (tuning frames)', '',
-              f'Every complete trial, {metric} against ms per frame; the front holds the trials '
-              'no other beats on both.', '',
-              f'![Pareto front: {metric} against ms per frame]'
-              f'({pareto_plot(out_dir, study, metric, marked)})', '']
+              if changed else ['None: the tune kept the start values.'])
+    lines += ['', '## Pareto front (tuning frames)', '']
+    if study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        marked = {'start': trial_with(study, start_values),
+                  'tuned': trial_with(study, tuned_values)}
+        lines += [f'Every complete trial, {metric} against ms per frame; the front holds the '
+                  'trials no other beats on both.', '',
+                  f'![Pareto front: {metric} against ms per frame]'
+                  f'({pareto_plot(out_dir, study, metric, marked)})', '']
+    else:
+        lines += ['No complete trial: nothing to plot.', '']
     lines += ['## Parameter importances', '']
     try:
         shares = importances(study)
