@@ -66,10 +66,10 @@ def write_file(path: Path, values: dict) -> Path:
 def test_apply_sets_values_and_names_refusals(ros, node, tmp_path, capsys):
     # disp_min 30 is refused while disp_max is 32 (a range under 10): sent again once disp_max is
     # 64; gamma 5 (YAML's int) is the double 5.0; queue_size is read-only, lr_threshold -1 out of
-    # range; beta is the node's value already.
+    # range; beta is the node's value already; flow.method is not one of its parameters.
     path = write_file(tmp_path / 'disparity.yaml', {
         'disp_min': 30, 'disp_max': 64, 'support_threshold': 0.9, 'gamma': 5, 'beta': 0.02,
-        'queue_size': 9, 'lr_threshold': -1})
+        'queue_size': 9, 'lr_threshold': -1, 'flow.method': 'hs'})
     code = tune_apply.run(parse(['--apply', NODE, '--from', str(path)]))
     out, err = capsys.readouterr()
     assert code == tune_apply.EXIT_REFUSED, (out, err, node.output())
@@ -77,15 +77,16 @@ def test_apply_sets_values_and_names_refusals(ros, node, tmp_path, capsys):
                                      'beta', 'queue_size', 'lr_threshold']) == {
         'disp_min': 30, 'disp_max': 64, 'support_threshold': 0.9, 'gamma': 5.0, 'beta': 0.02,
         'queue_size': 5, 'lr_threshold': 2}
-    assert f'{NODE}: 4 set, 1 unchanged, 2 refused (from {path})' in out
+    assert f'{NODE}: 4 set, 1 unchanged, 3 refused (from {path})' in out
     refused = dict(line.split(': refused ')[1].split(': ', 1) for line in err.splitlines())
-    assert set(refused) == {'queue_size', 'lr_threshold'}, err
+    assert set(refused) == {'queue_size', 'lr_threshold', 'flow.method'}, err
     assert 'read-only' in refused['queue_size'], err
     assert 'below the minimum 0' in refused['lr_threshold'], err
+    assert refused['flow.method'] == f'{NODE} has no parameter flow.method', err
     # The same file again: nothing left to set but the refusals.
     assert tune_apply.run(parse(['--apply', NODE, '--from', str(path)])) == \
         tune_apply.EXIT_REFUSED
-    assert f'{NODE}: 0 set, 5 unchanged, 2 refused' in capsys.readouterr().out
+    assert f'{NODE}: 0 set, 5 unchanged, 3 refused' in capsys.readouterr().out
 
 
 def test_apply_all_taken_from_the_tune_output_folder(ros, node, tmp_path, capsys):

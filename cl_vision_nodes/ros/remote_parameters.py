@@ -15,7 +15,8 @@
 """
 Parameters set on another, running node through its parameter services, as ``ros2 param load``.
 
-Only the values that differ from the node's current ones are sent, each accepted or refused on
+Only the values that differ from the node's current ones are sent (a name the node does not
+declare is refused here: rclpy's reason for it names no parameter), each accepted or refused on
 its own with the node's reason (the set_parameters service, not the atomic one, so one refusal
 does not undo the rest). A value refused because of another one sent with it (a check between
 two parameters, e.g. ``disp_min`` below ``disp_max``) is sent again once the others are set,
@@ -91,13 +92,16 @@ def _apply(executor: SingleThreadedExecutor, client: AsyncParameterClient, node_
         raise NodeNotFoundError(
             f'node {node_name} does not answer: no parameter services within {timeout_s:g} s '
             '(is it running, under this name and in this ROS_DOMAIN_ID?)')
-    names = list(values)
-    answer = _answer(executor, client.get_parameters(names), 'get_parameters', node_name,
+    listed = _answer(executor, client.list_parameters(), 'list_parameters', node_name,
+                     timeout_s).result.names
+    declared = [name for name in values if name in set(listed)]
+    answer = _answer(executor, client.get_parameters(declared), 'get_parameters', node_name,
                      timeout_s)
-    current = {n: parameter_value_to_python(v) for n, v in zip(names, answer.values)}
+    current = {n: parameter_value_to_python(v) for n, v in zip(declared, answer.values)}
     applied = AppliedParameters()
     pending: dict[str, Value] = {}
-    for name, value in values.items():
+    for name in declared:
+        value = values[name]
         sent = _as_sent(value, current[name])
         if sent == current[name] and type(sent) is type(current[name]):
             applied.unchanged.append(name)
@@ -112,4 +116,6 @@ def _apply(executor: SingleThreadedExecutor, client: AsyncParameterClient, node_
         applied.set.update(taken)
         applied.refused = {n: r.reason for n, r in results.items() if not r.successful}
         pending = {n: pending[n] for n in applied.refused} if taken else {}
+    applied.refused.update({name: f'{node_name} has no parameter {name}' for name in values
+                            if name not in current})  # rclpy's own reason names none
     return applied
