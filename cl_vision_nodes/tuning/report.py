@@ -87,7 +87,7 @@ def pareto_plot(out_dir: Path, study: optuna.Study, metric: str,
     for (label, trial), style in zip(marked.items(), (('*', 'tab:red'), ('D', 'tab:green'))):
         if trial is not None:
             axes.plot(trial.values[1], trial.values[0], style[0], color=style[1], markersize=12,
-                      label=f'{label} (trial {trial.number})')
+                      label=f'{label} (trial {trial.number + 1})')  # as tune prints it
     axes.set_xlabel('ms per frame (tuning frames)')
     axes.set_ylabel(f'{metric} (tuning frames, lower is better)')
     axes.grid(alpha=0.3)
