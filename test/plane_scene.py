@@ -27,11 +27,10 @@ from typing import Callable
 
 from cl_vision_nodes.camera.calibration import CameraCalibration
 from cl_vision_nodes.dataio.synthetic import texture
-from cl_vision_nodes.ros.image_conversion import numpy_to_image
 from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
 import cv2
 import numpy as np
-from rosutil import publish_each, publish_until_answered
+from rosutil import numpy_to_image, publish_each, publish_until_answered
 from sensor_msgs.msg import CameraInfo, PointCloud2
 
 W, H = 160, 120

@@ -16,7 +16,8 @@
 Real-DDS test harness: nodes under test run as their own processes.
 
 The test talks to them through an rclpy node spinning in a background thread (topics and parameter
-services).
+services). Images go in and out as sensor_msgs/Image messages (``numpy_to_image``,
+``image_to_numpy``), as a camera driver and a user's subscriber see them.
 """
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ import threading
 import time
 from typing import Any, Callable, Iterator, Sequence
 
+from cl_vision_nodes.imaging.encodings import (array_to_raw, check_array, HOST_IS_BIG_ENDIAN,
+                                               raw_to_array, RawImage)
+import numpy as np
 import rclpy
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
@@ -40,8 +44,33 @@ from rclpy.parameter import Parameter, parameter_value_to_python
 from rclpy.parameter_client import AsyncParameterClient
 from rclpy.qos import qos_profile_sensor_data, QoSProfile
 from rclpy.subscription import Subscription
+from sensor_msgs.msg import Image
+from std_msgs.msg import Header
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def image_msg_to_raw(msg: Image) -> RawImage:
+    """Return the message's fields as a RawImage; ``data`` shares the message buffer."""
+    return RawImage(msg.encoding, msg.height, msg.width, msg.step, bool(msg.is_bigendian),
+                    np.frombuffer(msg.data, dtype=np.uint8))
+
+
+def image_to_numpy(msg: Image) -> np.ndarray:
+    """Return the HxW / HxWxC array of an Image message (a view of its data)."""
+    return raw_to_array(image_msg_to_raw(msg))
+
+
+def numpy_to_image(array_: np.ndarray, encoding: str, header: Header | None = None) -> Image:
+    """Return an Image message of ``array_``: packed rows, host order, the encoding's ROS name."""
+    info, pixels = check_array(array_, encoding)
+    msg = Image()
+    raw = array_to_raw(pixels, info.name, HOST_IS_BIG_ENDIAN, out=msg.data)
+    msg.height, msg.width, msg.step = raw.height, raw.width, raw.step
+    msg.encoding, msg.is_bigendian = info.name, int(raw.is_bigendian)
+    if header is not None:
+        msg.header = header
+    return msg
 
 
 def command(argv: list[str], sigint_ignored: bool = False) -> list[str]:

@@ -26,7 +26,7 @@ import subprocess
 import sys
 
 from cl_vision_nodes.ros.dds_profile import profile_path
-from cl_vision_nodes.tools.transport_floor import Variant, VARIANTS, with_stamp
+from cl_vision_nodes.tools.bench_transport import Variant, VARIANTS
 from cliutil import assert_one_line_error, cl_vision
 import pytest
 
@@ -123,11 +123,3 @@ def test_every_profile_variant_is_read_by_fast_dds(tmp_path, name):
                             text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert 'Error' not in result.stderr, result.stderr
-
-
-def test_with_stamp_rewrites_only_the_header_stamp():
-    from cl_vision_nodes.tools.evaluation.frames import cdr_stamp
-    data = bytes([0, 1, 0, 0]) + bytes(8) + b'rest of the message'
-    stamped = with_stamp(data, 12_345_678_901)
-    assert cdr_stamp(stamped) == 12_345_678_901
-    assert stamped[:4] == data[:4] and stamped[12:] == data[12:]

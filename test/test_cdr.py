@@ -25,12 +25,11 @@ import struct
 from cl_vision_nodes.errors import ImageFormatError
 from cl_vision_nodes.imaging.encodings import ENCODINGS, raw_to_array, RawImage
 from cl_vision_nodes.ros import cdr
-from cl_vision_nodes.ros.image_conversion import image_msg_to_raw
 import numpy as np
 import pytest
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
-from rosutil import Collector, RosHarness
+from rosutil import Collector, image_msg_to_raw, RosHarness
 from sensor_msgs.msg import CompressedImage, Image, PointCloud2, PointField
 from std_msgs.msg import Header
 from stereo_msgs.msg import DisparityImage
@@ -137,6 +136,24 @@ def test_big_endian_cdr_parses_and_is_written_back_little_endian():
             parsed_header, raw = cdr.parse_image(data)
             assert_parsed(parsed_header, raw, msg, data)
             assert_serializes_as(cdr.serialize_image(parsed_header, raw), msg)
+
+
+def test_header_stamp_is_read_and_rewritten_in_either_byte_order():
+    """The stamp alone changes, as rclpy reads it back; the other bytes stay as they were."""
+    msg = image_msg('bgr8', 2, 3, pad=1, frame_id='abc')
+    stamp_ns = 12_345_678_901
+    for data in (serialize_message(msg), big_endian_image(msg)):
+        assert cdr.read_stamp(data) == -7 * 1_000_000_000 + 999_999_999
+        stamped = cdr.with_stamp(data, stamp_ns)
+        assert isinstance(stamped, bytes) and cdr.read_stamp(stamped) == stamp_ns
+        assert stamped[:4] == data[:4] and stamped[12:] == data[12:]
+        back = deserialize_message(stamped, Image)
+        assert (back.header.stamp.sec, back.header.stamp.nanosec) == (12, 345_678_901)
+        assert back.data == msg.data and back.header.frame_id == msg.header.frame_id
+    with pytest.raises(ImageFormatError, match='header.stamp'):
+        cdr.read_stamp(serialize_message(msg)[:10])
+    with pytest.raises(ImageFormatError, match='PL_CDR_LE'):
+        cdr.with_stamp(b'\x00\x03\x00\x00' + bytes(8), stamp_ns)
 
 
 @pytest.mark.parametrize('order, ident', [('big', 0x0006), ('little', 0x0007)])

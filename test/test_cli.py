@@ -37,14 +37,6 @@ def test_bad_input_gives_one_line_and_exit_2(args, words):
     assert_one_line_error(cl_vision(*args), words)
 
 
-def test_conversion_benchmark_prints_both_directions_at_1080p():
-    result = cl_vision('bench', 'conversion')
-    assert result.returncode == 0, result.stderr
-    rows = [line for line in result.stdout.splitlines() if '1920x1080' in line]
-    assert any(r.startswith('Image->numpy') for r in rows)
-    assert any(r.startswith('numpy->Image') for r in rows)
-
-
 @pytest.mark.parametrize('override, words', [
     ('gain:=1000.0', 'out of range'),
     ('output_encoding:=hsv', "'hsv' is not one of"),

@@ -26,12 +26,11 @@ import itertools
 from typing import Any, Callable
 
 from cl_vision_nodes.dataio.synthetic import flow_sequence, Motion, stereo_pair, texture
-from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
 import cv2
 import numpy as np
 import pytest
-from rosutil import NodeProcess, publish_until_answered, RosHarness
+from rosutil import image_to_numpy, NodeProcess, numpy_to_image, publish_until_answered, RosHarness
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 from stereo_msgs.msg import DisparityImage
 

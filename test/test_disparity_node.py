@@ -31,7 +31,6 @@ from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.imaging.device_image import DeviceGray
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
-from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
 from cl_vision_nodes.stereo.point_cloud import unpack_rgb
 from cl_vision_nodes.stereo.reference import valid_window
@@ -43,7 +42,8 @@ from plane_scene import H as PLANE_H
 from plane_scene import raw_pair_msgs, raw_view, rectified_truth
 from plane_scene import W as PLANE_W
 import pytest
-from rosutil import NodeProcess, publish_each, publish_until_answered, RosHarness
+from rosutil import (image_to_numpy, NodeProcess, numpy_to_image, publish_each,
+                     publish_until_answered, RosHarness)
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from stereo_msgs.msg import DisparityImage
 
@@ -446,3 +446,66 @@ def test_rectify_and_point_parameters_are_checked(ros, raw_node):
         assert not bad[0].successful and 'not one of nearest, linear, cubic' in bad[0].reason
     with ros.changed_parameters(RAW_NODE, rectify=False) as ro:
         assert not ro[0].successful and 'read-only' in ro[0].reason
+
+
+LOAD_NODE = '/load_test/disparity_node'
+LOAD_TOPICS = tuple(t.replace('/stereo_test/', '/load_test/') for t in TOPICS)
+LOAD_H, LOAD_W = 480, 640
+LOAD_PAIR = stereo_pair(LOAD_H, LOAD_W, seed=3, max_disparity=24.0)
+LOAD_FRAMES, LOAD_PERIOD_S = 120, 0.01
+
+
+def load_reports(diagnostics) -> list[dict[str, str]]:
+    """Return every diagnostics window of the load test's node, as key -> value."""
+    return [{kv.key: kv.value for kv in status.values}
+            for array in diagnostics.messages for status in array.status
+            if status.name.startswith(LOAD_NODE)]
+
+
+def test_under_load_the_newest_frames_are_answered_in_order_and_the_rest_counted(ros):
+    """
+    Pairs at 100 Hz to a node that takes longer: it answers the newest, in order.
+
+    Each frame the node did not answer is counted in its diagnostics (skipped for a newer
+    one, lost before the node or without a partner), and after the last frame was sent the
+    node answers at most the frame it was computing and the last one, not a backlog of older
+    frames queued in its subscriptions (depth ``queue_size`` 5).
+    """
+    proc = NodeProcess('cl_vision_nodes.ros.disparity_node',
+                       ['-r', '__ns:=/load_test', '-p', 'disp_max:=64',
+                        '-p', 'diagnostics_period:=0.5'])
+    try:
+        pubs = [ros.publisher(Image if 'image' in t else CameraInfo, t) for t in LOAD_TOPICS]
+        out = ros.collect(DisparityImage, '/load_test/disparity')
+        diagnostics = ros.collect(DiagnosticArray, '/diagnostics')
+        assert ros.wait_until(lambda: all(p.get_subscription_count() > 0 for p in pubs)), \
+            proc.output()
+        publish_until_answered(lambda: publish_each(pubs, stereo_msgs(
+            'warm', Clock.tick(), LOAD_PAIR.left, LOAD_PAIR.right)), out, 'warm',
+            log=proc.output)
+        first = len(out.messages)
+        first_stamp = Clock.tick()
+        for index in range(LOAD_FRAMES):
+            publish_each(pubs, stereo_msgs(f'load-{index}', first_stamp + index,
+                                           LOAD_PAIR.left, LOAD_PAIR.right))
+            time.sleep(LOAD_PERIOD_S)
+        sent_all = time.monotonic()
+        last = f'load-{LOAD_FRAMES - 1}'
+        assert out.wait_for(lambda msgs: any(m.header.frame_id == last for m in msgs), 30.0), \
+            proc.output()
+        time.sleep(1.0)  # the node's last diagnostics window closes
+        answers = out.messages[first:]
+        indices = [int(m.header.frame_id.split('-')[1]) for m in answers]
+        assert indices == sorted(set(indices)) and indices[-1] == LOAD_FRAMES - 1
+        assert 2 <= len(indices) < LOAD_FRAMES * 0.8, indices  # the node is the slower one
+        after = [i for i, t in zip(indices, out.arrival_times[first:]) if t > sent_all]
+        assert len(after) <= 2, (indices, after)
+        reports = [r for r in load_reports(diagnostics) if int(r['frames']) or int(r['dropped'])]
+        answered = sum(int(r['frames']) for r in reports)
+        dropped = sum(int(r['dropped']) for r in reports)
+        assert answered == len(indices) + 1  # with the warm-up frame
+        assert answered + dropped == LOAD_FRAMES + 1, reports
+        assert sum(int(r['skipped_for_newer']) for r in reports) > 0, reports
+    finally:
+        assert proc.stop() == 0, proc.output()
+    assert 'Traceback' not in proc.output()

@@ -29,12 +29,13 @@ import json
 from pathlib import Path
 
 from bagutil import read_bag, stamp_ns
+from cl_vision_nodes.ros.cdr import read_stamp
+from cl_vision_nodes.tools.bag import Bag
 from cl_vision_nodes.tools.bag_layout import StereoCamera
 from cl_vision_nodes.tools.evaluation.cameras import find_cameras, Overrides
 from cl_vision_nodes.tools.evaluation.command import flow_across_the_stride
-from cl_vision_nodes.tools.evaluation.frames import cdr_stamp, read_frames, Selection
+from cl_vision_nodes.tools.evaluation.frames import read_frames, Selection
 from cl_vision_nodes.tools.make_bag import MessageFactory, synthetic_stereo
-from cl_vision_nodes.tools.replay import Bag
 from cliutil import assert_one_line_error, cl_vision
 import cv2
 import numpy as np
@@ -173,7 +174,7 @@ def test_pair_stamped_apart_is_paired_by_nearest_stamp_and_restamped(tmp_path):
     assert len(frames) == FRAMES
     for frame in frames:
         assert frame.restamped == (ZED_RIGHT, f'{ZED}/right/camera_info')
-        assert {t: cdr_stamp(d) for t, d in frame.messages.items()} == \
+        assert {t: read_stamp(d) for t, d in frame.messages.items()} == \
             dict.fromkeys(streams.topics, frame.stamp_ns)
 
 

@@ -31,10 +31,10 @@ import re
 from bagutil import pixels, read_bag, stamp_ns
 from cl_vision_nodes.flow.metrics import flow_errors
 from cl_vision_nodes.tools import bag_layout as layout
+from cl_vision_nodes.tools.bag import Bag
 from cl_vision_nodes.tools.evaluation.frames import read_frames, Streams
 from cl_vision_nodes.tools.evaluation.scorers import disparity_errors
 from cl_vision_nodes.tools.make_bag import parse_synthetic, write_bag
-from cl_vision_nodes.tools.replay import Bag
 from cliutil import cl_vision
 import cv2
 import numpy as np

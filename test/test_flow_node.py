@@ -22,11 +22,10 @@ from __future__ import annotations
 
 from cl_vision_nodes.dataio.synthetic import flow_sequence, Motion
 from cl_vision_nodes.flow.metrics import flow_errors
-from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 import pytest
-from rosutil import NodeProcess, publish_until_answered, RosHarness
+from rosutil import image_to_numpy, NodeProcess, numpy_to_image, publish_until_answered, RosHarness
 from sensor_msgs.msg import Image, TimeReference
 
 pytestmark = pytest.mark.ros

@@ -13,6 +13,8 @@
 # limitations under the License.
 
 """Frame statistics behind the nodes' timing log line and /diagnostics."""
+import time
+
 from cl_vision_nodes.ros.frame_stats import (FrameStats, FrameTiming, LATENCY_SAMPLES,
                                              receive_seconds)
 
@@ -37,9 +39,10 @@ def test_report_summarises_a_window_and_starts_the_next():
                          {'decode': 1.0, 'scale': ms / 10})
     stats.frame_rejected()
     stats.frames_unmatched(2)
+    stats.frame_skipped()
     report = stats.report()
     assert report.frames == 4 and report.rejected == 1 and report.unmatched == 2
-    assert report.dropped == 3
+    assert report.skipped == 1 and report.dropped == 4
     assert abs(report.latency_mean_ms - 25.0) < 1e-9
     assert abs(report.stage_mean_ms['compute'] - 6.25) < 1e-9
     assert abs(report.stage_mean_ms['receive'] - 12.5) < 1e-9
@@ -49,9 +52,11 @@ def test_report_summarises_a_window_and_starts_the_next():
     line = report.line()
     assert 'receive 12.50, upload 1.00, compute 6.25, publish 5.25 ms' in line
     assert 'device ms: decode 1.00, scale 2.50' in line and '2 without a stereo partner' in line
+    assert '1 skipped for a newer one' in line
     values = report.key_values()
     assert values['device_scale_ms'] == '2.500' and values['stage_compute_ms'] == '6.250'
-    assert values['unmatched'] == '2' and values['dropped'] == '3'
+    assert values['unmatched'] == '2' and values['dropped'] == '4'
+    assert values['skipped_for_newer'] == '1'
     assert stats.report().frames == 0 and stats.total_frames == 4
 
 
@@ -63,9 +68,16 @@ def test_stages_measure_wall_time_and_latency_includes_receive():
     assert frame.latency_s() >= 0.002 + frame.stages['compute']
 
 
+def test_waiting_for_the_frame_thread_counts_as_receive():
+    frame = FrameTiming(0.002)
+    time.sleep(0.01)
+    frame.waited()
+    assert frame.stages['receive'] >= 0.012
+    assert frame.latency_s() - frame.stages['receive'] < 0.005
+
+
 def test_receive_time_from_the_source_timestamp():
     assert receive_seconds({}) == 0.0 and receive_seconds(None) == 0.0
-    import time
     sent = time.time_ns() - 3_000_000
     assert 0.003 <= receive_seconds({'source_timestamp': sent}) < 1.0
 

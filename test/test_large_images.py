@@ -18,10 +18,9 @@ Large best-effort images reach a node: the Fast DDS profile the package applies.
 A 1080p bgr8 frame is 6.2 MB; with Fast DDS' defaults nothing above about 0.5 MB arrives.
 """
 from cl_vision_nodes.ros.dds_profile import PROFILE_VARIABLES, use_large_image_profile
-from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 import numpy as np
 import pytest
-from rosutil import NodeProcess, publish_until_answered, RosHarness
+from rosutil import image_to_numpy, NodeProcess, numpy_to_image, publish_until_answered, RosHarness
 from sensor_msgs.msg import Image
 
 pytestmark = pytest.mark.ros

@@ -23,13 +23,12 @@ from __future__ import annotations
 from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.imaging.encodings import array_to_raw, raw_to_array
 from cl_vision_nodes.opencl.runtime import ClRuntime
-from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 import numpy as np
 from plane_scene import (ask_all, assert_cloud_of_the_plane, assert_plane_depth, calibration,
                          camera_info, Clock, DISPARITY, H, raw_pair_msgs, raw_view,
                          rectified_truth, tagged, W)
 import pytest
-from rosutil import NodeProcess, publish_until_answered, RosHarness
+from rosutil import image_to_numpy, NodeProcess, numpy_to_image, publish_until_answered, RosHarness
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from stereo_msgs.msg import DisparityImage
 

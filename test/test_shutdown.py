@@ -37,11 +37,10 @@ from typing import Any
 
 from bagutil import write_image_bag
 from cl_vision_nodes.dataio.synthetic import stereo_pair
-from cl_vision_nodes.ros.image_conversion import numpy_to_image
 import pytest
 from rclpy.qos import qos_profile_sensor_data
 from rosbags.rosbag2 import StoragePlugin
-from rosutil import command, NodeProcess, REPO, RosHarness
+from rosutil import command, NodeProcess, numpy_to_image, REPO, RosHarness
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from stereo_msgs.msg import DisparityImage
 

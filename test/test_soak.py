@@ -28,11 +28,10 @@ from pathlib import Path
 import threading
 
 from cl_vision_nodes.dataio.synthetic import texture
-from cl_vision_nodes.ros.image_conversion import numpy_to_image
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 import pytest
-from rosutil import NodeProcess, RosHarness
+from rosutil import NodeProcess, numpy_to_image, RosHarness
 from sensor_msgs.msg import Image
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]

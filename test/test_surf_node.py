@@ -24,12 +24,11 @@ import itertools
 
 from cl_vision_nodes.dataio.synthetic import texture
 from cl_vision_nodes.opencl.runtime import ClRuntime
-from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array, cloud_to_keypoints
 from cl_vision_nodes.surf.extractor import SurfExtractor
 import numpy as np
 import pytest
-from rosutil import NodeProcess, publish_until_answered, RosHarness
+from rosutil import image_to_numpy, NodeProcess, numpy_to_image, publish_until_answered, RosHarness
 from sensor_msgs.msg import Image, PointCloud2
 
 pytestmark = pytest.mark.ros

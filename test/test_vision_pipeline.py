@@ -26,13 +26,13 @@ from __future__ import annotations
 import itertools
 
 from cl_vision_nodes.dataio.synthetic import stereo_pair
-from cl_vision_nodes.ros.image_conversion import image_to_numpy, numpy_to_image
 from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 from plane_scene import Clock
 import pytest
-from rosutil import NodeProcess, publish_each, publish_until_answered, RosHarness
+from rosutil import (image_to_numpy, NodeProcess, numpy_to_image, publish_each,
+                     publish_until_answered, RosHarness)
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2, TimeReference
 from stereo_msgs.msg import DisparityImage
 

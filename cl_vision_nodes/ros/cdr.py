@@ -31,6 +31,9 @@ sequences only); the other XTypes encapsulations are refused by name. Written: C
 padding, the bytes ``serialize_message`` makes except for its padding, which Fast CDR leaves
 uninitialised.
 
+No ROS import at module level (std_msgs only inside ``CdrHeader.to_msg``): the tools, which
+import without ROS (test_layers), read and rewrite the stamps and images of bags with it.
+
 Malformed bytes (truncated, lengths running past the end, a string without its NUL, data
 shorter than step*height, an unknown encapsulation) raise ``ImageFormatError`` saying which
 field and byte. Pixel checks (encoding, size, step) stay in ``encodings.validate``.
@@ -39,12 +42,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import struct
-from typing import Optional, Protocol, Sequence, Union
+from typing import Optional, Protocol, Sequence, TYPE_CHECKING, Union
 
 from cl_vision_nodes.errors import ImageFormatError
 from cl_vision_nodes.imaging.encodings import Buffer, HOST_IS_BIG_ENDIAN, RawImage
 import numpy as np
-from std_msgs.msg import Header
+
+if TYPE_CHECKING:
+    from std_msgs.msg import Header
 
 ORIGIN = 4
 """Bytes of the encapsulation header; CDR alignment counts from its end."""
@@ -77,6 +82,7 @@ class CdrHeader:
 
     def to_msg(self) -> Header:
         """Return the header as a std_msgs/Header, for the APIs that take messages."""
+        from std_msgs.msg import Header  # ROS only here: see the module's docstring
         msg = Header(frame_id=self.frame_id)
         msg.stamp.sec, msg.stamp.nanosec = self.sec, self.nanosec
         return msg
@@ -90,7 +96,7 @@ class CompressedFrame:
     data: np.ndarray
 
 
-HeaderLike = Union[CdrHeader, Header]
+HeaderLike = Union[CdrHeader, 'Header']
 
 
 class PointFieldLike(Protocol):
@@ -102,6 +108,7 @@ class PointFieldLike(Protocol):
     count: int
 
 
+_STAMP = {order: struct.Struct(order + 'iI') for order in '<>'}
 _U32 = struct.Struct('<I')
 _UINT32_TRIPLE = struct.Struct('<III')
 _TIME_AND_LENGTH = struct.Struct('<iII')
@@ -178,6 +185,25 @@ class _Reader:
 
     def view(self, start: int, length: int) -> np.ndarray:
         return np.frombuffer(self.buf, dtype=np.uint8, count=length, offset=start)
+
+
+def read_stamp(data: Union[bytes, bytearray, memoryview]) -> int:
+    """
+    Return header.stamp in ns of a serialized message whose first field is a std_msgs/Header.
+
+    Only the stamp is read: matching answers to frames must not cost a parse of every image.
+    """
+    reader = _Reader(data, 'message header')
+    sec = reader.int32('header.stamp.sec')
+    return sec * 1_000_000_000 + reader.uint32('header.stamp.nanosec')
+
+
+def with_stamp(data: Union[bytes, bytearray, memoryview], stamp_ns: int) -> bytes:
+    """Return a copy of a serialized message with its header.stamp set; nothing else changes."""
+    reader = _Reader(data, 'message header')
+    start = reader._take(_STAMP['<'].size, 4, 'header.stamp')
+    stamp = _STAMP[reader.order].pack(*divmod(stamp_ns, 1_000_000_000))
+    return b''.join((reader.buf[:start], stamp, reader.buf[start + len(stamp):]))
 
 
 def parse_image(data: Union[bytes, bytearray, memoryview]) -> tuple[CdrHeader, RawImage]:

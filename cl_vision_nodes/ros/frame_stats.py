@@ -16,11 +16,11 @@
 Per-frame timing of a node: where each frame's time goes, rate and dropped frames over a window.
 
 A frame's latency runs from its message's send time (the publisher's source timestamp, same
-host clock) to the end of its last publish, split into the stages ``receive`` (DDS delivery and
-waiting in the executor), ``upload`` (reading the message, upload and decode on the device),
-``compute``, ``download`` and ``publish`` (serialization and the DDS write). Stage boundaries
-wait for the device queue, so each stage holds its own device time. The pipeline node names
-stages per capability (``flow.compute``...).
+host clock) to the end of its last publish, split into the stages ``receive`` (DDS delivery,
+waiting in the executor and for the frame thread), ``upload`` (reading the message, upload and
+decode on the device), ``compute``, ``download`` and ``publish`` (serialization and the DDS
+write). Stage boundaries wait for the device queue, so each stage holds its own device time.
+The pipeline node names stages per capability (``flow.compute``...).
 
 A window holds sums and a bounded sample of recent latencies, never one entry per frame: with
 ``diagnostics_period`` 0 no report ever closes it, and it must not grow over days of frames.
@@ -59,6 +59,12 @@ class FrameTiming:
         finally:
             self.stages[name] = self.stages.get(name, 0.0) + time.perf_counter() - start
 
+    def waited(self) -> None:
+        """Count the time since the frame arrived as ``receive``: its work starts now."""
+        now = time.perf_counter()
+        self.stages['receive'] += now - self.started
+        self.started = now
+
     def latency_s(self) -> float:
         """Return the time from the message's send time until now."""
         return self.stages['receive'] + time.perf_counter() - self.started
@@ -89,6 +95,7 @@ class FrameWindow:
     rejected: int = 0
     lost_in_transport: int = 0
     unmatched: int = 0
+    skipped: int = 0
 
 
 @dataclass(frozen=True)
@@ -101,12 +108,13 @@ class FrameReport:
     rejected: int
     lost_in_transport: int
     unmatched: int = 0
+    skipped: int = 0
     stage_mean_ms: dict[str, float] = field(default_factory=dict)
     device_mean_ms: dict[str, float] = field(default_factory=dict)
 
     @property
     def dropped(self) -> int:
-        return self.rejected + self.lost_in_transport + self.unmatched
+        return self.rejected + self.lost_in_transport + self.unmatched + self.skipped
 
     def line(self) -> str:
         stages = ', '.join(f'{k} {v:.2f}' for k, v in self.stage_mean_ms.items())
@@ -116,7 +124,8 @@ class FrameReport:
                 f'{self.latency_p95_ms:.1f} ms' + (f' ({stages} ms)' if stages else '')
                 + f', dropped {self.dropped} ({self.rejected} bad input, '
                 f'{self.lost_in_transport} lost before the node, {self.unmatched} without a '
-                'stereo partner)' + (f'; device ms: {device}' if device else ''))
+                f'stereo partner, {self.skipped} skipped for a newer one)'
+                + (f'; device ms: {device}' if device else ''))
 
     def key_values(self) -> dict[str, str]:
         return {'frames': str(self.frames), 'fps': f'{self.fps:.2f}',
@@ -126,7 +135,7 @@ class FrameReport:
                 **{f'stage_{k}_ms': f'{v:.3f}' for k, v in self.stage_mean_ms.items()},
                 'dropped': str(self.dropped), 'rejected_bad_input': str(self.rejected),
                 'lost_in_transport': str(self.lost_in_transport),
-                'unmatched': str(self.unmatched),
+                'unmatched': str(self.unmatched), 'skipped_for_newer': str(self.skipped),
                 **{f'device_{k}_ms': f'{v:.3f}' for k, v in self.device_mean_ms.items()}}
 
 
@@ -135,8 +144,9 @@ class FrameStats:
     Accumulates the frames of one node.
 
     Transport losses come from gaps in the publisher's sequence numbers (rmw MessageInfo); with
-    keep-last subscriptions they are the frames overwritten while the node was busy. Frames
-    the stereo synchroniser gave up (no partner, or passed over) count as ``unmatched``.
+    keep-last subscriptions they are the frames overwritten before the node took them. Frames
+    the stereo synchroniser gave up (no partner, or passed over) count as ``unmatched``, frames
+    that waited for the frame thread until a newer one came as ``skipped``.
     """
 
     def __init__(self) -> None:
@@ -176,6 +186,11 @@ class FrameStats:
         with self._lock:
             self.window.rejected += 1
 
+    def frame_skipped(self) -> None:
+        """Count a frame that waited for the frame thread until a newer one replaced it."""
+        with self._lock:
+            self.window.skipped += 1
+
     def frames_unmatched(self, count: int) -> None:
         with self._lock:
             self.window.unmatched += count
@@ -191,7 +206,7 @@ class FrameStats:
                            latency_p50_ms=float(np.percentile(recent, 50)),
                            latency_p95_ms=float(np.percentile(recent, 95)),
                            rejected=w.rejected, lost_in_transport=w.lost_in_transport,
-                           unmatched=w.unmatched,
+                           unmatched=w.unmatched, skipped=w.skipped,
                            stage_mean_ms={k: total / frames
                                           for k, total in w.stage_sums_ms.items()},
                            device_mean_ms={k: total / count

@@ -20,7 +20,9 @@ A node subclasses ``VisionNode``, names its ``SCHEMA``, constructs its algorithm
 creates its topics in ``connect`` and does convert -> compute -> publish in its handlers. Its
 capabilities each take a command queue of their own (``capability_runtime``) and split a frame
 into start (enqueue), finish (wait, publish the answer) and followup (pictures, depth, points),
-so a node running several starts them all before it waits for any. Bad input raises a
+so a node running several starts them all before it waits for any. Frames run on a thread of
+their own, newest first (``FrameRunner``), while the executor thread takes the next messages;
+answers go out on the publishing thread (``OutputQueue``). Bad input raises a
 ``CLVisionError``: the base logs it (throttled), counts it and keeps serving. A
 ``CLVisionError`` while starting ends the process with one FATAL line and exit code 2; SIGINT
 and SIGTERM end it with exit code 0 (``spin_node``).
@@ -45,6 +47,7 @@ from cl_vision_nodes.ros.allocator import configure_allocator
 from cl_vision_nodes.ros.cdr import (CdrHeader, Framing, image_framing,
                                      parse_compressed_image, parse_image, raw_image_framing)
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
+from cl_vision_nodes.ros.frame_runner import FrameRunner
 from cl_vision_nodes.ros.frame_stats import FrameStats, FrameTiming, receive_seconds
 from cl_vision_nodes.ros.node_help import usage, wants_help
 from cl_vision_nodes.ros.output_queue import OutputQueue
@@ -70,6 +73,7 @@ IMAGE_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=Histor
                        depth=1, durability=DurabilityPolicy.VOLATILE)
 BAD_INPUT_LOG_PERIOD_S = 5.0
 PUBLISH_DRAIN_S = 2.0
+FRAME_END_S = 2.0
 EXIT_CANNOT_START = 2
 
 
@@ -114,6 +118,7 @@ class VisionNode(Node):
         super().__init__(self.SCHEMA.node_name, **node_kwargs)
         self.stats = FrameStats()
         self.timing = FrameTiming()
+        self.failure: BaseException | None = None
         self._diag_timer: Timer | None = None
 
     def start(self) -> None:
@@ -130,6 +135,8 @@ class VisionNode(Node):
         self.images = DeviceImages(self.runtime)
         self._queues = [self.runtime]
         self.outputs = OutputQueue(f'{self.get_name()} publisher', self._publish_failed)
+        self._wake = self.create_guard_condition(lambda: None)
+        self.frames = FrameRunner(f'{self.get_name()} frames', self._frame_failed)
         log.info('compiling OpenCL kernels ...')
         started = time.perf_counter()
         self.build()
@@ -182,7 +189,8 @@ class VisionNode(Node):
     def _on_parameters_changed(self, values: dict[str, Value], changed: set[str]) -> None:
         if 'diagnostics_period' in changed:
             self._schedule_diagnostics(float(values['diagnostics_period']))
-        self.on_parameters_changed(values, changed)
+        with self.frames.work_lock:  # between frames
+            self.on_parameters_changed(values, changed)
 
     # -- topics --------------------------------------------------------------------------------
     def image_input(self, topic: str) -> tuple[type, str]:
@@ -334,12 +342,19 @@ class VisionNode(Node):
 
     def run_frame(self, work: Callable[[], None], timing: FrameTiming | None = None) -> None:
         """
-        Process one frame: time it, and count a CLVisionError instead of raising it.
+        Process one frame on the frame thread: time it, count a CLVisionError instead of raising.
 
-        A CLVisionError becomes a throttled log line and a rejected-frame count instead of an
+        A frame still waiting there is skipped for this newer one (counted as dropped). A
+        CLVisionError becomes a throttled log line and a rejected-frame count instead of an
         exception, so the next frame is served.
         """
-        self.timing = timing = timing or FrameTiming()
+        timing = timing or FrameTiming()
+        if self.frames.submit(lambda: self._process(work, timing)):
+            self.stats.frame_skipped()
+
+    def _process(self, work: Callable[[], None], timing: FrameTiming) -> None:
+        timing.waited()
+        self.timing = timing
         try:
             work()
         except CLVisionError as exc:
@@ -355,13 +370,26 @@ class VisionNode(Node):
         self.get_logger().warning(f'frame skipped: {exc}',
                                   throttle_duration_sec=BAD_INPUT_LOG_PERIOD_S)
 
+    def _frame_failed(self, exc: BaseException) -> None:
+        """Hand an exception a frame raised (a bug, not bad input) to the executor thread."""
+        self.failure = exc
+        self._wake.trigger()
+
     def _publish_failed(self, exc: BaseException) -> None:
         """Report a publish that failed on the publishing thread, unless rclpy was shut down."""
         if self.context.ok():
             self.get_logger().error(f'publishing failed: {type(exc).__name__}: {exc}')
 
     def destroy_node(self) -> None:
-        """Finish the queued publishes (within ``PUBLISH_DRAIN_S``), then destroy the node."""
+        """
+        End the frame in progress, finish the queued publishes, then destroy the node.
+
+        Within ``FRAME_END_S`` and ``PUBLISH_DRAIN_S``: a line says which did not end.
+        """
+        frames = getattr(self, 'frames', None)
+        if frames is not None and not frames.close(FRAME_END_S):
+            self.get_logger().warning(
+                f'stopping: the frame in progress did not end within {FRAME_END_S:g} s')
         outputs = getattr(self, 'outputs', None)
         if outputs is not None and not outputs.close(PUBLISH_DRAIN_S):
             self.get_logger().warning(
@@ -399,13 +427,15 @@ class VisionNode(Node):
         report = self.stats.report()
         if report.frames or report.dropped:
             self.get_logger().info(report.line())
+        with self.frames.work_lock:  # between frames
+            own = self.diagnostic_values()
         level = DiagnosticStatus.WARN if report.rejected else DiagnosticStatus.OK
         status = DiagnosticStatus(
             level=level, name=f'{self.get_fully_qualified_name()}: frames',
             message='bad input frames skipped' if report.rejected else 'ok',
             hardware_id=self.runtime.entry.name,
             values=[KeyValue(key=k, value=v)
-                    for k, v in {**report.key_values(), **self.diagnostic_values()}.items()]
+                    for k, v in {**report.key_values(), **own}.items()]
             + [KeyValue(key=f'opencl_cached_{k}', value=str(v))  # constant in a steady stream
                for k, v in self.cache_sizes().items()])
         msg = DiagnosticArray(status=[status])
@@ -463,12 +493,12 @@ def spin_node(node_class: type[VisionNode], args: list[str] | None = None,
     return 0
 
 
-def spin_until_stopped(node: Node, stop: StopSignals) -> None:
+def spin_until_stopped(node: VisionNode, stop: StopSignals) -> None:
     """
-    Serve the node's callbacks until a stop signal; the callback under way completes.
+    Serve the node's callbacks until a stop signal; raise what a frame raised (a bug).
 
     The stop request wakes the executor through a guard condition, so an idle node stops at
-    once and a busy one after the frame it is processing.
+    once; the frame in progress ends in ``destroy_node``.
     """
     executor = SingleThreadedExecutor()
     executor.add_node(node)
@@ -477,6 +507,8 @@ def spin_until_stopped(node: Node, stop: StopSignals) -> None:
         with stop.calling(wake.trigger):
             while not stop.requested:
                 executor.spin_once()
+                if node.failure is not None:
+                    raise node.failure
     finally:
         executor.shutdown()
         node.destroy_guard_condition(wake)

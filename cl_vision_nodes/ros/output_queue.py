@@ -17,12 +17,12 @@ A node's publishing thread: frame N is serialized and published while frame N+1 
 
 Serializing and writing an output into DDS is host work (a copy of each message into bytes, the
 DDS write); uploading and computing the next frame is mostly device work, during which the
-node's thread waits for the device with the GIL released. The executor thread hands a frame's
-publishes to this thread in order and returns for the next message; before its next download
-into a staging array it waits until the previous frame's publishes are done (``drain``), so a
-payload is never overwritten while it is serialized. One frame in flight: at low rates a frame
-finds the thread idle and the path is as long as before (plus a handoff), at high rates the
-next frame's upload and compute overlap the previous publish.
+node's frame thread waits for the device with the GIL released. The frame thread hands a
+frame's publishes to this thread in order and goes on with the frame's next work; before its
+next download into a staging array it waits until the previous frame's publishes are done
+(``drain``), so a payload is never overwritten while it is serialized. One frame in flight: at
+low rates a frame finds the thread idle and the path is as long as before (plus a handoff), at
+high rates the next frame's upload and compute overlap the previous publish.
 """
 from __future__ import annotations
 

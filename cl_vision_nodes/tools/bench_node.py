@@ -18,7 +18,7 @@
 Per node and frame size, with and without its visual topics subscribed: a publisher process
 sends generated frames (a synthetic stereo scene, two frames alternating, so flow sees motion)
 to the node process, node defaults, and a subscriber process takes its answers raw
-(tools/transport_floor.py). Frames go in lockstep: the next one once every subscribed output of
+(tools/transport_link.py). Frames go in lockstep: the next one once every subscribed output of
 the previous one arrived, so nothing queues; warm-up frames (kernel builds, a flow node's first
 frame of a size) are not counted. Latency: the publish of a frame's first input message to the
 subscriber's callback for its last answer.
@@ -59,17 +59,22 @@ import time
 from typing import Callable
 
 from cl_vision_nodes.errors import CLVisionError, ParameterError
+from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.allocator import configure_allocator
+from cl_vision_nodes.schemas import PIPELINE_SCHEMA
 from cl_vision_nodes.tools import bag_layout as layout
+from cl_vision_nodes.tools.bag import typestore
+from cl_vision_nodes.tools.bench_elas import matching
+from cl_vision_nodes.tools.bench_flow import streaming
+from cl_vision_nodes.tools.bench_surf import extraction
 from cl_vision_nodes.tools.bench_timing import time_ms
 from cl_vision_nodes.tools.evaluation.nodes import (LAYOUT_BINDINGS, node_environment,
                                                     node_parameters, NODE_SPECS, NodeProcess,
-                                                    NodeSpec,
-                                                    start_node, stop_nodes, wired)
+                                                    NodeSpec, start_node, stop_nodes, wired)
 from cl_vision_nodes.tools.make_bag import Frame, MessageFactory, synthetic_stereo
-from cl_vision_nodes.tools.transport_floor import Link, Message, Series
+from cl_vision_nodes.tools.transport_link import Link, Message, Series
 
 FRAMES = 30
 WARMUP = 3
@@ -85,19 +90,14 @@ Prepare = Callable[[ClRuntime], Callable[[], object]]
 
 
 def flow_compute(parameters: dict[str, Value], frames: list[Frame]) -> Prepare:
-    from cl_vision_nodes.imaging.encodings import gray_to_raw
-    from cl_vision_nodes.tools.bench_flow import streaming
     return streaming(str(parameters['method']), [gray_to_raw(f.left) for f in frames])
 
 
 def surf_compute(parameters: dict[str, Value], frames: list[Frame]) -> Prepare:
-    from cl_vision_nodes.imaging.encodings import gray_to_raw
-    from cl_vision_nodes.tools.bench_surf import extraction
     return extraction(parameters, gray_to_raw(frames[0].left))
 
 
 def disparity_compute(parameters: dict[str, Value], frames: list[Frame]) -> Prepare:
-    from cl_vision_nodes.tools.bench_elas import matching
     return matching(str(parameters.get('preset', 'robotics')), frames[0].left, frames[0].right)
 
 
@@ -124,8 +124,8 @@ file's pipeline:=true does)."""
 @functools.cache
 def pipeline_spec() -> NodeSpec:
     """Return vision_pipeline on the stereo inputs, every capability on, all outputs awaited."""
+    # topics imports sensor_msgs: tools import without ROS (test_layers).
     from cl_vision_nodes.ros.topics import node_topics
-    from cl_vision_nodes.schemas import PIPELINE_SCHEMA
     spec = wired('pipeline', PIPELINE_SCHEMA, layout.CAMERA_NAMESPACE, LAYOUT_BINDINGS, {})
     types = {t.name: t.type_name
              for t in node_topics('vision_pipeline', PIPELINE_SCHEMA.defaults()).outputs}
@@ -140,28 +140,46 @@ class BenchNode:
     """
     A node the bench runs.
 
-    ``spec`` names its evaluate.NODE_SPECS entry (process, namespace, inputs, outputs), beside
-    the node parameters that differ from the defaults and the in-process compute of the same
-    work (parameters, the two frames -> a prepare function as bench_timing.device_stages takes).
+    ``specs`` name its evaluate.NODE_SPECS entries (process, namespace, inputs, outputs): one
+    node, or several side by side on one device, beside the node parameters that differ from
+    the defaults and the in-process compute of the same work (parameters, the two frames -> a
+    prepare function as bench_timing.device_stages takes).
     """
 
     key: str
-    spec: str
+    specs: tuple[str, ...]
     parameters: dict[str, Value]
     compute: Callable[[dict[str, Value], list[Frame]], Prepare]
     rate_hz: float | None = None  # also fed at this rate (sustained load), frames alternating
 
     @property
+    def node_specs(self) -> list[NodeSpec]:
+        return [pipeline_spec() if name == 'pipeline' else NODE_SPECS[name]
+                for name in self.specs]
+
+    @property
     def node_spec(self) -> NodeSpec:
-        return pipeline_spec() if self.spec == 'pipeline' else NODE_SPECS[self.spec]
+        """Return the node, or its processes as one: their inputs and answers together."""
+        specs = self.node_specs
+        return replace(specs[0], inputs=tuple(dict.fromkeys(t for s in specs for t in s.inputs)),
+                       outputs={t: m for s in specs for t, m in s.outputs.items()},
+                       needs_previous_frame=any(s.needs_previous_frame for s in specs))
+
+
+def separate_compute(parameters: dict[str, Value], frames: list[Frame]) -> Prepare:
+    """Return the work of flow_node (``method`` of ``parameters``), surf_node, disparity_node."""
+    return pipeline_compute({'flow.method': parameters['method']}, frames)
 
 
 BENCH_NODES = {node.key: node for node in (
-    BenchNode('flow', 'flow', {'method': 'hs'}, flow_compute),
-    BenchNode('surf', 'surf', {}, surf_compute),
-    BenchNode('disparity', 'disparity', {}, disparity_compute),
-    BenchNode('pipeline', 'pipeline', {}, pipeline_compute, rate_hz=150.0),
+    BenchNode('flow', ('flow',), {'method': 'hs'}, flow_compute),
+    BenchNode('surf', ('surf',), {}, surf_compute),
+    BenchNode('disparity', ('disparity',), {}, disparity_compute),
+    BenchNode('pipeline', ('pipeline',), {}, pipeline_compute, rate_hz=150.0),
+    BenchNode('separate', ('flow', 'surf', 'disparity'), {}, separate_compute),
 )}
+"""``separate``: flow_node, surf_node and disparity_node side by side on one device, as the
+launch files' ``pipeline:=false``, against ``pipeline`` (the same answers from one process)."""
 
 
 @dataclass
@@ -234,15 +252,14 @@ class Scene:
 
 def make_scene(width: int, height: int) -> Scene:
     """Render two frames of a stereo scene panning by 2 px, with camera infos, as CDR."""
-    from rosbags.typesys import get_typestore, Stores
     dataset = synthetic_stereo(2, height, width, seed=0)
-    typestore = get_typestore(Stores.ROS2_KILTED)
-    factory = MessageFactory(typestore, dataset.camera)
+    store = typestore()
+    factory = MessageFactory(store, dataset.camera)
     frames = list(dataset.frames)
     messages = []
     for frame in frames:
         messages.append({topic: Message(topic, layout.INPUT_TYPES[topic], bytes(
-            typestore.serialize_cdr(msg, layout.INPUT_TYPES[topic])))
+            store.serialize_cdr(msg, layout.INPUT_TYPES[topic])))
             for topic, msg in factory.frame_messages(frame, layout.START_NS)})
     return Scene(width, height, frames, messages)
 
@@ -257,6 +274,7 @@ class Settings:
     workdir: Path
     device: str
     rates_hz: tuple[float, ...] = RATES_HZ
+    reliable_inputs: bool = True  # else the nodes' own QoS (best effort)
 
 
 def outputs_of(spec: NodeSpec, visuals: bool) -> dict[str, str]:
@@ -272,10 +290,11 @@ def run_node(bench: BenchNode, scenes: list[Scene],
     """
     spec = bench.node_spec
     assignments = [f'{spec.key}.{name}={value}' for name, value in bench.parameters.items()]
-    parameters = node_parameters([spec], assignments, settings.device)[spec.key]
+    parameters = node_parameters(bench.node_specs, assignments, settings.device)
     logs = settings.workdir / bench.key
     logs.mkdir(parents=True)
-    node = start_node(spec, parameters, logs, settings.env)
+    nodes = [start_node(s, parameters[s.key], logs, settings.env, settings.reliable_inputs)
+             for s in bench.node_specs]
     rows, answers = [], {}
     try:
         for visuals in (False, True):
@@ -284,25 +303,25 @@ def run_node(bench: BenchNode, scenes: list[Scene],
             sets = {f'{s.size} {k}': s.inputs(spec, k) for s in scenes for k in (0, 1)}
             link = Link(sets, outputs, logs / f'visuals_{visuals}', settings.env)
             try:
-                link.wait_ready(settings.timeout_s, [node])
+                link.wait_ready(settings.timeout_s, nodes)
                 for scene in scenes:
                     names = [f'{scene.size} 0', f'{scene.size} 1']
                     if spec.needs_previous_frame:
                         link.send(names[1])
                         time.sleep(FIRST_FRAME_SETTLE_S)
-                    warmup = link.lockstep(names, WARMUP, expected, settings.timeout_s, [node])
+                    warmup = link.lockstep(names, WARMUP, expected, settings.timeout_s, nodes)
                     if not warmup.latency_ms:
                         raise CLVisionError(f'{bench.key} answered none of {WARMUP} warm-up '
-                                            f'frames at {scene.size} (log: {node.log})')
+                                            f'frames at {scene.size} (logs: {logs})')
                     series = link.lockstep(names, settings.frames, expected, settings.timeout_s,
-                                           [node])
-                    at_rates = [at_rate(link, names, rate, expected, settings, node, series)
+                                           nodes)
+                    at_rates = [at_rate(link, names, rate, expected, settings, nodes, series)
                                 for rate in settings.rates_hz]
-                    rate = sustained(link, bench, names, expected, settings, node) \
+                    rate = sustained(link, bench, names, expected, settings, nodes) \
                         if visuals and bench.rate_hz else {}
                     answers[scene.size, visuals] = link.save(
                         logs / f'answers_{scene.size}_{visuals}', names[0], expected,
-                        settings.timeout_s, [node])
+                        settings.timeout_s, nodes)
                     rows.append(NodeRow(
                         bench.key, scene.size, visuals, series.p(50), series.p(90),
                         len(series.latency_ms), series.lost,
@@ -317,37 +336,44 @@ def run_node(bench: BenchNode, scenes: list[Scene],
             finally:
                 link.close()
     finally:
-        stop_nodes([node])
-    timing = [line.split(']: ', 1)[-1] for line in node.log.read_text(errors='replace')
-              .splitlines() if ' fps, latency mean ' in line]
-    if timing:  # where the node's time went, in its own words (the stages of frame_stats)
-        print(f'  {bench.key} node, last window: {timing[-1]}', flush=True)
+        stop_nodes(nodes)
+    for node in nodes:  # where the node's time went, in its own words (frame_stats' stages)
+        timing = [line.split(']: ', 1)[-1] for line in node.log.read_text(errors='replace')
+                  .splitlines() if ' fps, latency mean ' in line]
+        if timing:
+            print(f'  {node.spec.key} node, last window: {timing[-1]}', flush=True)
     return rows, answers
 
 
 def at_rate(link: Link, names: list[str], rate_hz: float, expected: set[str],
-            settings: Settings, node: NodeProcess, lockstep: Series) -> RateResult:
+            settings: Settings, nodes: list[NodeProcess], lockstep: Series) -> RateResult:
     """Send ``settings.frames`` frames at ``rate_hz`` whatever the answers; count the answered."""
-    node.check_alive()
+    check_alive(nodes)
     linger_s = max(RATE_LINGER_S, 2 * lockstep.p(90) / 1e3) if lockstep.latency_ms \
         else RATE_LINGER_S
     series = link.paced(names, settings.frames, rate_hz, expected, linger_s=linger_s)
-    node.check_alive()
+    check_alive(nodes)
     return RateResult(rate_hz, settings.frames, len(series.latency_ms), series.p(50),
                       series.p(95))
 
 
 def sustained(link: Link, bench: BenchNode, names: list[str], expected: set[str],
-              settings: Settings, node: NodeProcess) -> dict[str, float | int]:
+              settings: Settings, nodes: list[NodeProcess]) -> dict[str, float | int]:
     """Feed the node at its ``rate_hz``, frames alternating; answered frames and latency."""
     count = max(settings.frames, round(2 * bench.rate_hz))  # at least two seconds
     link.paced(names, WARMUP, bench.rate_hz, expected)
-    node.check_alive()
+    check_alive(nodes)
     series = link.paced(names, count, bench.rate_hz, expected, linger_s=2.0)
     print(f'  {bench.key} at {bench.rate_hz:g} Hz: {len(series.latency_ms)}/{count} answered, '
           f'latency p50 {series.p(50):.2f} ms', flush=True)
     return {'rate_hz': bench.rate_hz, 'rate_answered': len(series.latency_ms),
             'rate_sent': count, 'rate_latency_p50_ms': series.p(50)}
+
+
+def check_alive(nodes: list[NodeProcess]) -> None:
+    """Raise if a node died (``NodeProcess.check_alive``)."""
+    for node in nodes:
+        node.check_alive()
 
 
 def measure_floor(bench: BenchNode, scenes: list[Scene], rows: list[NodeRow],
@@ -421,8 +447,9 @@ def select(names: list[str] | None) -> list[BenchNode]:
         raise ParameterError(f"--nodes: unknown node {', '.join(unknown)}; choose from "
                              f"{', '.join(BENCH_NODES)}")
     chosen = [BENCH_NODES[n] for n in names or BENCH_NODES]
-    missing = [b.key for b in chosen if b.spec != 'pipeline' and b.spec not in NODE_SPECS
-               or not b.node_spec.available()]
+    missing = [b.key for b in chosen
+               if any(name != 'pipeline' and name not in NODE_SPECS for name in b.specs)
+               or not all(spec.available() for spec in b.node_specs)]
     if missing:
         raise ParameterError(f"--nodes: {', '.join(missing)} not available in this version")
     return chosen
@@ -436,12 +463,14 @@ def run(args: argparse.Namespace) -> list[NodeRow]:
     print(f'Node latency through DDS, lockstep, {args.frames or FRAMES} frames after {WARMUP} '
           f'warm-up, then as many at {", ".join(f"{r:g}" for r in rates) or "no"} Hz; '
           f'device {runtime.entry.name}; {os.cpu_count()} CPUs; ROS domain '
-          f'{domain_id}; {configure_allocator().line()}', flush=True)
+          f'{domain_id}; node inputs {getattr(args, "node_inputs", "reliable")}; '
+          f'{configure_allocator().line()}', flush=True)
     scenes = [make_scene(width, height) for width, height in args.sizes]
     rows: list[NodeRow] = []
     with tempfile.TemporaryDirectory(prefix='cl_vision_bench_node_') as tmp:
         settings = Settings(args.frames or FRAMES, args.timeout, node_environment(domain_id),
-                            Path(tmp), args.device, rates)
+                            Path(tmp), args.device, rates,
+                            getattr(args, 'node_inputs', 'reliable') == 'reliable')
         for bench in nodes:
             node_rows, answers = run_node(bench, scenes, settings)
             measure_floor(bench, scenes, node_rows, answers, settings)

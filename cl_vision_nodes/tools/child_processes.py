@@ -56,6 +56,8 @@ import threading
 import time
 from typing import Any, Callable, Iterator, Sequence
 
+from cl_vision_nodes.ros.stop_signals import StopSignals
+
 STOP_GRACE_S = 5.0
 """From SIGINT to SIGKILL for a process still running when an interrupted tool ends."""
 DEADLINE_S = 3 * STOP_GRACE_S
@@ -207,7 +209,6 @@ def _deadline_passed(line: str) -> None:
 @contextlib.contextmanager
 def _signals() -> Iterator[None]:
     """Take SIGINT and SIGTERM over while the outermost guarded() runs (main thread only)."""
-    from cl_vision_nodes.ros.stop_signals import StopSignals
     if _state.depth or threading.current_thread() is not threading.main_thread():
         _state.depth += 1
         try:

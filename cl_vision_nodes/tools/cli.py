@@ -25,6 +25,7 @@ import sys
 from typing import Callable, NoReturn, Sequence
 
 from cl_vision_nodes.errors import CLVisionError, ParameterError
+from cl_vision_nodes.opencl.devices import list_devices, select_device
 from cl_vision_nodes.ros.allocator import configure_allocator
 from cl_vision_nodes.tools import (demo, disparity_cli, doctor, flow_cli, make_bag, rectify_cli,
                                    replay, surf_cli)
@@ -44,7 +45,6 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
-    from cl_vision_nodes.opencl.devices import list_devices, select_device
     chosen = select_device(args.device)
     for entry in list_devices():
         mark = '*' if entry == chosen else ' '
@@ -58,9 +58,6 @@ def cmd_devices(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     if (args.left is None) != (args.right is None):
         raise ParameterError('--left and --right name the two images of one pair: give both')
-    if args.what in ('conversion', 'all'):
-        from cl_vision_nodes.tools import bench_conversion
-        bench_conversion.main()
     if args.what in ('flow', 'all'):
         from cl_vision_nodes.tools import bench_flow
         bench_flow.main(args)
@@ -74,8 +71,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from cl_vision_nodes.tools import bench_pipeline
         bench_pipeline.main(args)
     if args.what == 'transport':
-        from cl_vision_nodes.tools import transport_floor
-        return guarded('cl-vision bench transport', lambda: transport_floor.bench(args) or 0)
+        from cl_vision_nodes.tools import bench_transport
+        return guarded('cl-vision bench transport', lambda: bench_transport.main(args) or 0)
     if args.what == 'node':
         from cl_vision_nodes.tools import bench_node
         return guarded('cl-vision bench node', lambda: bench_node.main(args) or 0)
@@ -123,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     devices.set_defaults(run=cmd_devices)
 
     bench = sub.add_parser('bench', help='benchmarks with same-run comparisons')
-    bench.add_argument('what', choices=['conversion', 'flow', 'surf', 'elas', 'all', 'node',
+    bench.add_argument('what', choices=['flow', 'surf', 'elas', 'all', 'node',
                                         'transport', 'pipeline'],
                        help='node: latency of the nodes over DDS against compute and transport '
                             'floor; transport: the floor under allocator and Fast DDS settings; '
@@ -143,13 +140,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help='node: after lockstep, --frames frames at each of these input rates '
                             'whatever the answers; the share answered and its latency '
                             '(default 30,60,120; none to skip)')
+    bench.add_argument('--node-inputs', choices=['reliable', 'default'], default='reliable',
+                       help="node: the nodes' input subscriptions reliable (default: a frame "
+                            "lost in transport is not the node's) or as the node declares them "
+                            '(best effort, as a user runs it)')
     bench.add_argument('--nodes', type=names, default=None,
                        help='node: comma-separated nodes (default: every one)')
     bench.add_argument('--encodings', type=names, default=['32FC2', 'bgr8'],
                        help='transport: image encodings (default 32FC2,bgr8)')
     bench.add_argument('--variants', type=names, default=[],
                        help='transport: Fast DDS profile variants beside the allocator '
-                            'comparison (names in transport_floor.VARIANTS; "all" for every one)')
+                            'comparison (names in bench_transport.VARIANTS; "all" for every one)')
     bench.add_argument('--rate', type=positive_number, default=30.0,
                        help='transport: images per second')
     bench.add_argument('--timeout', type=positive_number, default=120.0,

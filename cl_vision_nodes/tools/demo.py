@@ -28,7 +28,10 @@ import argparse
 from pathlib import Path
 import time
 
+from cl_vision_nodes.tools import make_bag
+from cl_vision_nodes.tools.child_processes import guarded
 from cl_vision_nodes.tools.cli_common import integer_in, output_folder, positive_number
+from cl_vision_nodes.tools.evaluation import command as evaluate
 
 DEMO_FRAMES = 12
 DEMO_SIZE = (240, 320)  # small enough for PoCL on two cores in about a minute; disparity <= 63
@@ -37,13 +40,10 @@ DEMO_PARAMS = ('disparity.disp_max=64',)
 
 def run(args: argparse.Namespace) -> int:
     """Render, evaluate, name the outputs; nothing started outlives it (child_processes)."""
-    from cl_vision_nodes.tools.child_processes import guarded
     return guarded('cl-vision demo', lambda: demonstrate(args))
 
 
 def demonstrate(args: argparse.Namespace) -> int:
-    from cl_vision_nodes.tools import make_bag
-    from cl_vision_nodes.tools.evaluation import command as evaluate
     out = Path(args.out or f'demo-output/{time.strftime("%Y%m%d-%H%M%S")}')
     out.mkdir(parents=True, exist_ok=True)
     height, width = DEMO_SIZE

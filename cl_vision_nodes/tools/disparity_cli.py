@@ -23,19 +23,23 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 import time
-from typing import TYPE_CHECKING
 
+from cl_vision_nodes.camera.calibration import CameraCalibration, read_calibration_yaml
+from cl_vision_nodes.camera.rectify import Rectifier
+from cl_vision_nodes.dataio.formats import (read_image, write_depth_png, write_kitti_disparity,
+                                            write_pfm, write_ply, write_png)
+from cl_vision_nodes.elas.colormap import disparity_to_color
+from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.elas.presets import PRESETS
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.errors import DataFormatError, ImageFormatError
+from cl_vision_nodes.imaging.encodings import array_to_raw, raw_to_array
+from cl_vision_nodes.stereo.geometry import StereoGeometry
+from cl_vision_nodes.stereo.point_cloud import CloudLayout, PointCloud, unpack_rgb
+from cl_vision_nodes.stereo.reproject import Reprojector
 from cl_vision_nodes.tools.cli_common import (add_algorithm_options, algorithm_params, output_file,
                                               print_profile, runtime_for)
-
-if TYPE_CHECKING:
-    from cl_vision_nodes.camera.calibration import CameraCalibration
-    from cl_vision_nodes.camera.rectify import Rectifier
-    from cl_vision_nodes.stereo.point_cloud import PointCloud
-    import numpy as np
+import numpy as np
 
 DISPARITY_SUFFIXES = ('.pfm', '.png', '.npy')
 DEPTH_SUFFIXES = ('.npy', '.pfm', '.png')
@@ -59,7 +63,6 @@ def _check_outputs(args: argparse.Namespace, rectify: bool) -> None:
 def _calibrations(args: argparse.Namespace, width: int,
                   height: int) -> tuple[CameraCalibration, CameraCalibration]:
     """Read the pair's calibration YAMLs, which must be for images of this size."""
-    from cl_vision_nodes.camera.calibration import read_calibration_yaml
     pair = tuple(read_calibration_yaml(path) for path in args.camera_info)
     for path, calibration in zip(args.camera_info, pair):
         if (calibration.width, calibration.height) != (width, height):
@@ -72,15 +75,12 @@ def _calibrations(args: argparse.Namespace, width: int,
 def _rectified(rectifier: Rectifier, calibration: CameraCalibration, image: np.ndarray,
                interpolation: str) -> np.ndarray:
     """``image`` (gray or BGR) rectified on the device with ``calibration``."""
-    from cl_vision_nodes.imaging.encodings import array_to_raw, raw_to_array
     rectifier.set_calibration(calibration)
     raw = array_to_raw(image, 'mono8' if image.ndim == 2 else 'bgr8')
     return raw_to_array(rectifier.rectify(raw, interpolation))
 
 
 def _write_disparity(out: Path, disparity: np.ndarray) -> None:
-    from cl_vision_nodes.dataio.formats import write_kitti_disparity, write_pfm
-    import numpy as np
     valid = disparity >= 0
     if out.suffix == '.png':
         write_kitti_disparity(out, np.where(valid, disparity, np.nan))
@@ -91,8 +91,6 @@ def _write_disparity(out: Path, disparity: np.ndarray) -> None:
 
 def _write_depth(out: Path, depth: np.ndarray) -> str:
     """Write the depth image; a summary for the report line."""
-    from cl_vision_nodes.dataio.formats import write_depth_png, write_pfm
-    import numpy as np
     if out.suffix == '.png':
         write_depth_png(out, depth)
     else:
@@ -108,8 +106,6 @@ def _point_table(cloud: PointCloud) -> np.ndarray:
 
     Fields x, y, z float32 [, red, green, blue uint8], of the cloud's shape (N for a dense cloud).
     """
-    from cl_vision_nodes.stereo.point_cloud import unpack_rgb
-    import numpy as np
     points = cloud.points()
     if cloud.is_dense:
         points = points.reshape(-1)
@@ -127,8 +123,6 @@ def _point_table(cloud: PointCloud) -> np.ndarray:
 
 def _write_points(out: Path, cloud: PointCloud, ascii_ply: bool) -> str:
     """Write the cloud (.ply: its points; .npy: the table, organised or dense as computed)."""
-    from cl_vision_nodes.dataio.formats import write_ply
-    import numpy as np
     table = _point_table(cloud)
     if out.suffix == '.ply':
         flat = table.reshape(-1)
@@ -143,15 +137,6 @@ def _write_points(out: Path, cloud: PointCloud, ascii_ply: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cl_vision_nodes.camera.rectify import Rectifier
-    from cl_vision_nodes.dataio.formats import read_image, write_png
-    from cl_vision_nodes.elas.colormap import disparity_to_color
-    from cl_vision_nodes.elas.matcher import ElasMatcher
-    from cl_vision_nodes.imaging.encodings import array_to_raw
-    from cl_vision_nodes.stereo.geometry import StereoGeometry
-    from cl_vision_nodes.stereo.point_cloud import CloudLayout
-    from cl_vision_nodes.stereo.reproject import Reprojector
-    import numpy as np
     values = algorithm_params(ELAS_SCHEMA, args, PRESETS[args.preset])
     rectify = args.rectify or bool(values['rectify'])
     _check_outputs(args, rectify)

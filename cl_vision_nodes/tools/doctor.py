@@ -29,11 +29,15 @@ import statistics
 import time
 from typing import Callable
 
+from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.errors import CLVisionError
+from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.imaging.device_image import DeviceImages
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.devices import DeviceEntry, list_devices, probe, select_device
 from cl_vision_nodes.opencl.runtime import ClRuntime
+from cl_vision_nodes.surf.extractor import SurfExtractor
+from cl_vision_nodes.tools.cli_common import add_device_option
 import numpy as np
 
 FRAME = (480, 640)
@@ -54,9 +58,6 @@ INSTALL_ROUTES: tuple[tuple[str, str], ...] = (
 
 def capability_builders() -> dict[str, Callable[[ClRuntime], object]]:
     """Each capability's algorithm object: constructing it builds all of its programs."""
-    from cl_vision_nodes.elas.matcher import ElasMatcher
-    from cl_vision_nodes.flow.estimator import FlowEstimator
-    from cl_vision_nodes.surf.extractor import SurfExtractor
     return {'image': DeviceImages, 'flow': FlowEstimator, 'surf': SurfExtractor,
             'elas': ElasMatcher}
 
@@ -160,7 +161,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from cl_vision_nodes.tools.cli_common import add_device_option
     parser = sub.add_parser('doctor', help='check every OpenCL device: builds, limits, speed, '
                                            'capabilities; how to install a driver')
     add_device_option(parser)

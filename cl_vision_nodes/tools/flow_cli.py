@@ -19,20 +19,20 @@ import argparse
 from pathlib import Path
 import time
 
+from cl_vision_nodes.dataio.formats import read_image, write_flo, write_png
 from cl_vision_nodes.errors import DataFormatError, ImageFormatError, ParameterError
+from cl_vision_nodes.flow.colorwheel import flow_to_color
+from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.flow.presets import DIS_PRESETS
 from cl_vision_nodes.flow.schema import AUTO, FLOW_SCHEMA, METHODS
 from cl_vision_nodes.tools.cli_common import (add_algorithm_options, algorithm_params, output_file,
                                               print_profile, runtime_for)
+import numpy as np
 
 FLOW_SUFFIXES = ('.flo', '.npy')
 
 
 def run(args: argparse.Namespace) -> int:
-    from cl_vision_nodes.dataio.formats import read_image, write_flo, write_png
-    from cl_vision_nodes.flow.colorwheel import flow_to_color
-    from cl_vision_nodes.flow.estimator import FlowEstimator
-    import numpy as np
     out = Path(args.out)
     if out.suffix not in FLOW_SUFFIXES:
         raise DataFormatError(f'--out {out}: expected a {" or ".join(FLOW_SUFFIXES)} file')

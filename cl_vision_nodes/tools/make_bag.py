@@ -55,9 +55,12 @@ from typing import Callable, Iterable, Iterator
 from cl_vision_nodes.dataio.formats import (read_flo, read_homography, read_image,
                                             read_kitti_disparity, read_kitti_flow,
                                             read_scaled_disparity_png)
+from cl_vision_nodes.dataio.motorcycle import sequence
+from cl_vision_nodes.dataio.synthetic import flow_sequence, Motion, stereo_pair, translation
 from cl_vision_nodes.errors import DataFormatError
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.tools import bag_layout as layout
+from cl_vision_nodes.tools.bag import open_writer, typestore
 from cl_vision_nodes.tools.bag_layout import KITTI_CAMERA, StereoCamera
 from cl_vision_nodes.tools.cli_common import output_folder, positive_number
 import numpy as np
@@ -191,7 +194,6 @@ def flow_sequence_folder(root: Path) -> Dataset | None:
 
 def synthetic_flow(n_frames: int, height: int, width: int, seed: int) -> Dataset:
     """flow_sequence under its default translation; the homography is that shift times k."""
-    from cl_vision_nodes.dataio.synthetic import flow_sequence, Motion, translation
     motion = Motion('translation')
     sequence = flow_sequence(n_frames, height, width, motion=motion, seed=seed)
 
@@ -213,7 +215,6 @@ def synthetic_stereo(n_frames: int, height: int, width: int, seed: int) -> Datas
     Both views are cut at the same columns, so x_R = x_L - d holds in every window; the scene
     moves by an integer step, so the images and the flow (-step, 0) are exact.
     """
-    from cl_vision_nodes.dataio.synthetic import stereo_pair, translation
     step = SYNTHETIC_STEREO_PAN_PX
     pair = stereo_pair(height, width + step * (n_frames - 1), seed=seed,
                        max_disparity=SYNTHETIC_MAX_DISPARITY)
@@ -255,7 +256,6 @@ def parse_synthetic(spec: str, seed: int) -> Dataset:
 def motorcycle(n_frames: int = MOTORCYCLE_FRAMES, height: int = MOTORCYCLE_SIZE[0],
                width: int = MOTORCYCLE_SIZE[1]) -> Dataset:
     """dataio.motorcycle's drive: stereo frames with disparity and flow truth, no homography."""
-    from cl_vision_nodes.dataio.motorcycle import sequence
     drive = sequence(n_frames, height, width)
     frames = (Frame(f.left, f.right, f.disparity, f.flow) for f in drive.frames)
     return Dataset('Middlebury Motorcycle drive', StereoCamera(drive.focal_px, drive.baseline_m),
@@ -297,11 +297,6 @@ def open_dataset(source: str, disparity_scale: float = 1.0, seed: int = 0) -> Da
 
 
 # --- messages ----------------------------------------------------------------------------------
-
-
-def _typestore():
-    from rosbags.typesys import get_typestore, Stores
-    return get_typestore(Stores.ROS2_KILTED)
 
 
 class MessageFactory:
@@ -373,24 +368,20 @@ def write_bag(dataset: Dataset, out: Path, storage: str, rate: float) -> dict[st
 
     A failure removes the half-written bag so that the next attempt does not find it in the way.
     """
-    from rosbags.rosbag2 import StoragePlugin, Writer
     if out.exists():
         raise DataFormatError(f'{out} exists already, not overwriting')
-    typestore = _typestore()
-    factory = MessageFactory(typestore, dataset.camera)
+    store = typestore()
+    factory = MessageFactory(store, dataset.camera)
     counts: dict[str, int] = {}
     try:
-        with Writer(out, version=9, storage_plugin=StoragePlugin[storage.upper()]) as writer:
-            connections = {}
+        with open_writer(out, storage) as writer:
             for index, frame in enumerate(dataset.frames):
                 _check_sizes(frame, index)
                 stamp = layout.START_NS + round(index * 1e9 / rate)
                 for topic, msg in factory.frame_messages(frame, stamp):
                     msgtype = layout.INPUT_TYPES[topic]
-                    if topic not in connections:
-                        connections[topic] = writer.add_connection(topic, msgtype,
-                                                                   typestore=typestore)
-                    writer.write(connections[topic], stamp, typestore.serialize_cdr(msg, msgtype))
+                    writer.add_topic(topic, msgtype)
+                    writer.write(topic, stamp, store.serialize_cdr(msg, msgtype))
                     counts[topic] = counts.get(topic, 0) + 1
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)

@@ -25,21 +25,20 @@ import argparse
 from pathlib import Path
 import time
 
-from cl_vision_nodes.camera.rectify import INTERPOLATIONS
+from cl_vision_nodes.camera.calibration import read_calibration_yaml
+from cl_vision_nodes.camera.rectify import INTERPOLATIONS, Rectifier
 from cl_vision_nodes.camera.schema import RECTIFY_SCHEMA
+from cl_vision_nodes.dataio.formats import read_image, read_pfm, write_pfm, write_png
 from cl_vision_nodes.errors import DataFormatError
+from cl_vision_nodes.imaging.encodings import array_to_raw, raw_to_array
 from cl_vision_nodes.tools.cli_common import (add_algorithm_options, algorithm_params, output_file,
                                               print_profile, runtime_for)
+import numpy as np
 
 OUT_SUFFIXES = {'8-bit': ('.png', '.npy'), 'float': ('.pfm', '.npy')}
 
 
 def run(args: argparse.Namespace) -> int:
-    from cl_vision_nodes.camera.calibration import read_calibration_yaml
-    from cl_vision_nodes.camera.rectify import Rectifier
-    from cl_vision_nodes.dataio.formats import read_image, read_pfm, write_pfm, write_png
-    from cl_vision_nodes.imaging.encodings import array_to_raw, raw_to_array
-    import numpy as np
     values = algorithm_params(RECTIFY_SCHEMA, args, interpolation=args.interpolation)
     is_float = Path(args.image).suffix.lower() == '.pfm'
     out = Path(args.out)

@@ -30,86 +30,20 @@ topic without ``/compressed``).
 from __future__ import annotations
 
 import argparse
-import contextlib
-from dataclasses import dataclass
-import importlib
 from pathlib import Path
 import threading
 import time
 from typing import Any, Iterator
 
-from cl_vision_nodes.errors import DataFormatError
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
 from cl_vision_nodes.ros.stop_signals import StopSignals
+from cl_vision_nodes.tools.bag import Bag, BagMessage, COMPRESSED_TYPE, message_class, TRANSPORT
 from cl_vision_nodes.tools.cli_common import non_negative_number, positive_number
 
 REPLAY_DEPTH = 100
-COMPRESSED_TYPE = 'sensor_msgs/msg/CompressedImage'
-TRANSPORT = '/compressed'
 LINGER_S = 2.0
 PROGRESS_PERIOD_S = 1.0
 QUERY_POLL_S = 0.1
-
-
-@dataclass(frozen=True)
-class BagMessage:
-    topic: str
-    timestamp_ns: int
-    data: bytes
-
-
-def message_class(msgtype: str) -> type:
-    """Return the rclpy class of ``pkg/msg/Name``; DataFormatError when that package is missing."""
-    package, _, name = msgtype.partition('/msg/')
-    try:
-        return getattr(importlib.import_module(f'{package}.msg'), name)
-    except (ImportError, AttributeError):
-        raise DataFormatError(f'message type {msgtype} is not installed here') from None
-
-
-@contextlib.contextmanager
-def open_reader(path: Path) -> Iterator[Any]:
-    """
-    Open a rosbags Reader.
-
-    A bag that cannot be read (bad metadata, a truncated or foreign storage file) is a
-    DataFormatError naming it, while opening or while reading.
-    """
-    from rosbags.rosbag2 import Reader, ReaderError
-    if not path.exists():
-        raise DataFormatError(f'{path}: no such bag')
-    try:
-        with Reader(path) as reader:
-            yield reader
-    except (ReaderError, OSError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataFormatError(f'{path}: cannot read the bag ({reason})') from None
-
-
-class Bag:
-    """A rosbag2 opened for replay: its selected topics, and their messages streamed in order."""
-
-    def __init__(self, path: Path, topics: list[str] | None = None, start_offset_s: float = 0.0):
-        self.path, self.start_offset_s = path, start_offset_s
-        with open_reader(path) as reader:
-            known = {c.topic: c.msgtype for c in reader.connections}
-            self.start_ns, self.duration_ns = reader.start_time, reader.duration
-        missing = set(topics or ()) - set(known)
-        if missing:
-            raise DataFormatError(f"{path}: no topic {', '.join(sorted(missing))}; the bag has "
-                                  f"{', '.join(sorted(known))}")
-        self.topics = {t: m for t, m in known.items() if not topics or t in topics}
-
-    def messages(self, start_ns: int | None = None,
-                 stop_ns: int | None = None) -> Iterator[BagMessage]:
-        """Yield the selected topics' messages from ``start_ns`` (default: the start offset)."""
-        with open_reader(self.path) as reader:
-            connections = [c for c in reader.connections if c.topic in self.topics]
-            start = reader.start_time + int(self.start_offset_s * 1e9) if start_ns is None \
-                else start_ns
-            for connection, timestamp, data in reader.messages(connections, start=start,
-                                                               stop=stop_ns):
-                yield BagMessage(connection.topic, timestamp, bytes(data))
 
 
 def compressed_hint(topic: str) -> str:
@@ -185,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
     classes = {topic: message_class(msgtype) for topic, msgtype in bag.topics.items()}
     stop = StopSignals(lambda line: print(f'replay: {line}', flush=True))
     stop.install()
+    # ROS here, not at the top: tools import without ROS (test_layers), cl-vision --help too.
     import rclpy
     from rclpy.duration import Duration
     from rclpy.executors import SingleThreadedExecutor

@@ -20,21 +20,21 @@ import json
 from pathlib import Path
 import time
 
+from cl_vision_nodes.dataio.formats import read_image, write_png
 from cl_vision_nodes.errors import DataFormatError
+from cl_vision_nodes.imaging.encodings import array_to_raw
+from cl_vision_nodes.surf.draw import draw_keypoints
+from cl_vision_nodes.surf.extractor import SurfExtractor
 from cl_vision_nodes.surf.schema import SURF_SCHEMA
 from cl_vision_nodes.tools.cli_common import (add_algorithm_options, algorithm_params, output_file,
                                               print_profile, runtime_for)
+import numpy as np
 
 KEYPOINT_SUFFIXES = ('.npz', '.json')
 ARRAYS = ('x', 'y', 'size', 'angle', 'response', 'octave', 'laplacian', 'descriptor')
 
 
 def run(args: argparse.Namespace) -> int:
-    from cl_vision_nodes.dataio.formats import read_image, write_png
-    from cl_vision_nodes.imaging.encodings import array_to_raw
-    from cl_vision_nodes.surf.draw import draw_keypoints
-    from cl_vision_nodes.surf.extractor import SurfExtractor
-    import numpy as np
     out = Path(args.out)
     if out.suffix not in KEYPOINT_SUFFIXES:
         raise DataFormatError(f'--out {out}: expected a {" or ".join(KEYPOINT_SUFFIXES)} file')

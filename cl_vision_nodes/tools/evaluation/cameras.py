@@ -43,11 +43,12 @@ from cl_vision_nodes.camera.calibration import CalibrationError, CameraCalibrati
 from cl_vision_nodes.dataio.compressed import parse_format
 from cl_vision_nodes.errors import DataFormatError, ImageFormatError, ParameterError
 from cl_vision_nodes.imaging.encodings import encoding_info
+from cl_vision_nodes.ros.cdr import parse_compressed_image, parse_image, read_stamp
 from cl_vision_nodes.tools import bag_layout as layout
-from cl_vision_nodes.tools.evaluation.frames import (CAMERA_INFO_TYPE, cdr_stamp,
-                                                     COMPRESSED_TYPE, deserialize, IMAGE_TYPES,
-                                                     Selection, Streams)
-from cl_vision_nodes.tools.replay import open_reader, TRANSPORT
+from cl_vision_nodes.tools.bag import open_reader, TRANSPORT
+from cl_vision_nodes.tools.evaluation.frames import (CAMERA_INFO_TYPE, COMPRESSED_TYPE,
+                                                     deserialize, IMAGE_TYPES, Selection,
+                                                     Streams)
 import numpy as np
 
 STEREO_WORDS = (('left', 'right'), ('Left', 'Right'), ('LEFT', 'RIGHT'), ('cam0', 'cam1'),
@@ -171,7 +172,6 @@ def _first_messages(reader: Any, topic: str, n: int) -> list[bytes]:
 
 def _encoding(data: bytes, msgtype: str) -> str:
     """Return the encoding or format of an image message; ImageFormatError if unusable."""
-    from cl_vision_nodes.ros.cdr import parse_compressed_image, parse_image
     if msgtype == COMPRESSED_TYPE:
         format_ = parse_compressed_image(data)[1].format
         encoding = parse_format(format_).encoding
@@ -199,7 +199,7 @@ def _probe_images(reader: Any, topics: dict[str, str],
             refused.append(f'{topic}: {exc}')
             continue
         found[topic] = ImageTopic(topic, msgtype, counts[topic], encoding,
-                                  tuple(cdr_stamp(d) for d in first))
+                                  tuple(read_stamp(d) for d in first))
     return found, refused
 
 
@@ -279,6 +279,7 @@ def _rectification(infos: list[Any]) -> tuple[bool, str]:
     """Say whether images with these camera_infos are raw, and why (one line)."""
     if any(i is None for i in infos):
         return False, 'no camera_info: images evaluated as they are'
+    # camera_info imports sensor_msgs: tools import without ROS (test_layers).
     from cl_vision_nodes.ros.camera_info import calibration_from_msg
     calibrations: list[CameraCalibration] = []
     for info in infos:

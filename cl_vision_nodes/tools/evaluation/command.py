@@ -39,8 +39,19 @@ from typing import Any
 
 from cl_vision_nodes.errors import DataFormatError, ParameterError
 from cl_vision_nodes.params import Value
+from cl_vision_nodes.tools.bag import Bag, topic_counts
+from cl_vision_nodes.tools.child_processes import guarded, interrupted_exit
 from cl_vision_nodes.tools.cli_common import (integer_in, non_negative_number, output_folder,
                                               positive_number)
+from cl_vision_nodes.tools.evaluation.cameras import find_cameras, Overrides
+from cl_vision_nodes.tools.evaluation.compare import run_compare
+from cl_vision_nodes.tools.evaluation.frames import read_frames, Selection
+from cl_vision_nodes.tools.evaluation.nodes import (node_environment, node_parameters,
+                                                    NODE_SPECS, parse_nodes, SCHEMAS, wire)
+from cl_vision_nodes.tools.evaluation.player import evaluate_bag, NodeRun, Progress
+from cl_vision_nodes.tools.evaluation.quality_scorers import (LibraryAlgorithms, node_scorers,
+                                                              SequenceMemory)
+from cl_vision_nodes.tools.evaluation.report import fmt, write_report
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_DOMAIN_ID = 232  # the largest ROS_DOMAIN_ID that DDS maps to valid UDP ports
@@ -48,8 +59,6 @@ MAX_DOMAIN_ID = 232  # the largest ROS_DOMAIN_ID that DDS maps to valid UDP port
 
 def expected_frames(path: Path, topic: str, selection: Any) -> int:
     """Return the frames the selection holds, from the bag's metadata (exact without times)."""
-    from cl_vision_nodes.tools.evaluation.frames import topic_counts
-    from cl_vision_nodes.tools.replay import Bag
     count = topic_counts(path)[topic][1]
     bag = Bag(path, [topic])
     if bag.duration_ns > 0 and (selection.start_s or selection.duration_s is not None):
@@ -123,7 +132,6 @@ def run(args: argparse.Namespace) -> int:
     Interrupted by Ctrl-C or SIGTERM while playing, it still writes the partial report, says so
     in one line and exits 128 + the signal's number.
     """
-    from cl_vision_nodes.tools.child_processes import guarded
     args = argparse.Namespace(**{**defaults(), **vars(args)})
     if args.compare:
         return compare(args)
@@ -133,15 +141,6 @@ def run(args: argparse.Namespace) -> int:
 def evaluate(args: argparse.Namespace) -> int:
     if args.bag is None or args.out is None:
         raise ParameterError('eval needs a BAG and --out DIR (or --compare DIR_A DIR_B)')
-    from cl_vision_nodes.tools.evaluation.cameras import find_cameras, Overrides
-    from cl_vision_nodes.tools.evaluation.frames import read_frames, Selection
-    from cl_vision_nodes.tools.evaluation.nodes import (NODE_SPECS, node_environment,
-                                                        node_parameters, SCHEMAS, wire)
-    from cl_vision_nodes.tools.evaluation.player import evaluate_bag, NodeRun, Progress
-    from cl_vision_nodes.tools.evaluation.quality_scorers import (LibraryAlgorithms,
-                                                                  node_scorers, SequenceMemory)
-    from cl_vision_nodes.tools.evaluation.report import fmt, write_report
-    from cl_vision_nodes.tools.replay import Bag
     path = Path(args.bag)
     cameras = find_cameras(path, Overrides(args.image, args.left, args.right, args.left_info,
                                            args.right_info))
@@ -197,7 +196,6 @@ def evaluate(args: argparse.Namespace) -> int:
               f"{fmt((node['latency_ms'] or {}).get('mean'), 1)} ms")
     print(f'report: {(out / "report.md").resolve()}')
     if outcome.interrupted:
-        from cl_vision_nodes.tools.child_processes import interrupted_exit
         return interrupted_exit('cl-vision eval', f'after {outcome.sent} frames; the report '
                                                   'holds what was answered until then')
     return 0
@@ -205,7 +203,6 @@ def evaluate(args: argparse.Namespace) -> int:
 
 def compare(args: argparse.Namespace) -> int:
     """Print and write the table of two eval folders (``--compare``)."""
-    from cl_vision_nodes.tools.evaluation.compare import run_compare
     if args.bag is not None:
         raise ParameterError(f'--compare takes two eval folders, not a bag ({args.bag})')
     folder_a, folder_b = (Path(folder) for folder in args.compare)
@@ -214,7 +211,6 @@ def compare(args: argparse.Namespace) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from cl_vision_nodes.tools.evaluation.nodes import parse_nodes
     parser.add_argument('bag', nargs='?',
                         help='any rosbag2 folder (mcap or sqlite3) with camera images')
     parser.add_argument('--out', type=output_folder,

@@ -30,14 +30,13 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
-import struct
 from typing import Any, Iterator
 
 from cl_vision_nodes.dataio.compressed import decode_compressed
 from cl_vision_nodes.imaging.encodings import raw_to_array, RawImage, to_gray_reference
+from cl_vision_nodes.ros.cdr import parse_compressed_image, parse_image, read_stamp, with_stamp
 from cl_vision_nodes.tools import bag_layout as layout
-from cl_vision_nodes.tools.replay import Bag, COMPRESSED_TYPE, message_class, open_reader
+from cl_vision_nodes.tools.bag import Bag, COMPRESSED_TYPE, message_class
 import numpy as np
 
 LOOKAHEAD_FRAMES = 2
@@ -48,38 +47,24 @@ CAMERA_INFO_TYPE = 'sensor_msgs/msg/CameraInfo'
 IMAGE_TYPES = (IMAGE_TYPE, COMPRESSED_TYPE)
 
 
-def cdr_stamp(data: bytes) -> int:
-    """
-    Read header.stamp (ns) off the CDR bytes of a serialized message.
-
-    The message's first field is a std_msgs/Header (4-byte encapsulation, then int32 sec, uint32
-    nanosec): matching answers to frames must not cost a deserialisation of every image.
-    """
-    order = '<' if data[1] & 1 else '>'
-    sec, nanosec = struct.unpack_from(order + 'iI', data, 4)
-    return sec * 1_000_000_000 + nanosec
-
-
-def with_stamp(data: bytes, stamp_ns: int) -> bytes:
-    """Return the serialized message with its header.stamp replaced (nothing else changes)."""
-    order = '<' if data[1] & 1 else '>'
-    stamped = bytearray(data)
-    struct.pack_into(order + 'iI', stamped, 4, *divmod(stamp_ns, 1_000_000_000))
-    return bytes(stamped)
-
-
 def deserialize(data: bytes, msgtype: str) -> Any:
+    # rclpy here: tools import without ROS (test_layers); eval's parser loads this module.
     from rclpy.serialization import deserialize_message
     return deserialize_message(data, message_class(msgtype))
 
 
 def raw_image(data: bytes, msgtype: str) -> RawImage:
     """Read a serialized Image in place, or decode a CompressedImage (JPEG, PNG)."""
-    from cl_vision_nodes.ros.cdr import parse_compressed_image, parse_image
     if msgtype == COMPRESSED_TYPE:
         _, compressed = parse_compressed_image(data)
         return decode_compressed(compressed.format, compressed.data)
     return parse_image(data)[1]
+
+
+def message_image(msg: Any) -> np.ndarray:
+    """Return the pixels of a deserialized sensor_msgs/Image (a DisparityImage's), zero copy."""
+    return raw_to_array(RawImage(msg.encoding, msg.height, msg.width, msg.step,
+                                 bool(msg.is_bigendian), np.frombuffer(msg.data, np.uint8)))
 
 
 def image_array(data: bytes, msgtype: str = IMAGE_TYPE) -> np.ndarray:
@@ -210,22 +195,16 @@ def read_frames(bag: Bag, streams: Streams,
     read_stop = None if stop_ns is None else stop_ns + READ_MARGIN_NS
     for msg in bag.messages(max(start_ns - READ_MARGIN_NS, bag.start_ns), read_stop):
         if msg.topic in partners:
-            partners[msg.topic].add(cdr_stamp(msg.data), msg.data)
+            partners[msg.topic].add(read_stamp(msg.data), msg.data)
         elif msg.topic in streams.truth:  # the homography has no header: its bag time
-            key = msg.timestamp_ns if msg.topic == layout.GT_HOMOGRAPHY else cdr_stamp(msg.data)
+            key = msg.timestamp_ns if msg.topic == layout.GT_HOMOGRAPHY else read_stamp(msg.data)
             truth.setdefault(key, {})[msg.topic] = msg.data
         elif msg.topic == streams.left and msg.timestamp_ns >= start_ns and \
                 (stop_ns is None or msg.timestamp_ns < stop_ns):
             seen += 1
             if (seen - 1) % selection.every == 0:
-                lefts.append((cdr_stamp(msg.data), msg.timestamp_ns, msg.data))
+                lefts.append((read_stamp(msg.data), msg.timestamp_ns, msg.data))
                 if len(lefts) > LOOKAHEAD_FRAMES:
                     yield assemble(*lefts.popleft())
     while lefts:
         yield assemble(*lefts.popleft())
-
-
-def topic_counts(path: Path) -> dict[str, tuple[str, int]]:
-    """Map topic -> (type, messages) from the bag's metadata, as ``ros2 bag info`` shows them."""
-    with open_reader(path) as reader:
-        return {c.topic: (c.msgtype, c.msgcount) for c in reader.connections}

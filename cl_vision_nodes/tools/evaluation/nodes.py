@@ -27,6 +27,7 @@ names); on raw images a rectify_node in ``/cl_vision_eval/left`` feeds flow and 
 """
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
 import functools
 import importlib.util
@@ -45,8 +46,9 @@ from cl_vision_nodes.params import ParameterSchema, Value
 from cl_vision_nodes.surf.schema import SURF_SCHEMA
 from cl_vision_nodes.tools import bag_layout as layout
 from cl_vision_nodes.tools import child_processes
+from cl_vision_nodes.tools.bag import TRANSPORT
 from cl_vision_nodes.tools.evaluation.cameras import Cameras
-from cl_vision_nodes.tools.replay import TRANSPORT
+import yaml
 
 STOP_TIMEOUT_S = 15.0
 DIAGNOSTICS_PERIOD_S = 1.0  # eval's default: the report's per-stage timing comes from these
@@ -107,6 +109,7 @@ def wired(key: str, schema: ParameterSchema, namespace: str, bindings: Mapping[s
     ``bindings`` maps a role (``ROLES``) to the topic played or published for it; ``values``
     are the parameters the node runs with (they decide its topics).
     """
+    # topics imports sensor_msgs: tools import without ROS (test_layers).
     from cl_vision_nodes.ros.topics import node_topics
     executable = schema.node_name
     declared = node_topics(executable, {**schema.defaults(), **values})
@@ -229,7 +232,6 @@ def wire(cameras: Cameras, requested: list[str] | None,
 
 def parse_nodes(text: str) -> list[str]:
     """Parse ``--nodes`` (argparse type)."""
-    import argparse
     names = [n.strip() for n in text.split(',') if n.strip()]
     unknown = [n for n in names if n not in SCHEMAS]
     if unknown or not names:
@@ -294,13 +296,16 @@ def reliable_inputs(spec: NodeSpec) -> dict[str, Any]:
 
 
 def start_node(spec: NodeSpec, parameters: dict[str, Value], logs: Path,
-               env: dict[str, str]) -> NodeProcess:
-    """Start the node as ``python -m``; ``parameters`` beside the spec's own (which win)."""
-    import yaml
+               env: dict[str, str], reliable: bool = True) -> NodeProcess:
+    """
+    Start the node as ``python -m``; ``parameters`` beside the spec's own (which win).
+
+    Its inputs reliable (``reliable_inputs``), unless ``reliable`` is false.
+    """
     params_file = logs / f'{spec.key}_params.yaml'
     params_file.write_text(yaml.safe_dump(
         {'/**': {'ros__parameters': {**parameters, **spec.parameters,
-                                     **reliable_inputs(spec)}}}))
+                                     **(reliable_inputs(spec) if reliable else {})}}}))
     command = [sys.executable, '-m', spec.module, '--ros-args', '-r', f'__ns:={spec.namespace}',
                *(arg for remap in spec.remaps for arg in ('-r', remap)),
                '--params-file', str(params_file)]

@@ -37,15 +37,17 @@ from typing import Any, Iterable, Iterator, Protocol
 
 from cl_vision_nodes.errors import CLVisionError
 from cl_vision_nodes.params import Value
+from cl_vision_nodes.ros.cdr import read_stamp
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
 from cl_vision_nodes.tools import bag_layout as layout
-from cl_vision_nodes.tools.evaluation.frames import (BagFrame, CAMERA_INFO_TYPE, cdr_stamp,
-                                                     deserialize)
+from cl_vision_nodes.tools.bag import BagWriter, message_class, open_writer
+from cl_vision_nodes.tools.evaluation.frames import BagFrame, CAMERA_INFO_TYPE, deserialize
 from cl_vision_nodes.tools.evaluation.nodes import (NodeProcess, NodeSpec, start_node,
                                                     stop_nodes)
 from cl_vision_nodes.tools.progress_bar import bar, StatusLine
-from cl_vision_nodes.tools.replay import message_class
 import numpy as np
+
+# rclpy is imported inside the functions that use it: tools import without ROS (test_layers).
 
 SETTLE_S = 0.3
 POLL_S = 0.02
@@ -190,7 +192,7 @@ class Player:
 
     def _on_output(self, topic: str, data: bytes, info: dict) -> None:
         received = info.get('received_timestamp') or time.time_ns()
-        self.inbox.append(Received(topic, cdr_stamp(data), received, data))
+        self.inbox.append(Received(topic, read_stamp(data), received, data))
 
     def spin(self, seconds: float) -> None:
         import rclpy
@@ -292,16 +294,14 @@ class Progress:
 class Recorder:
     """The output rosbag2: one connection per topic, typestore message definitions included."""
 
-    def __init__(self, writer: Any, types: dict[str, str]):
-        from rosbags.typesys import get_typestore, Stores
-        typestore = get_typestore(Stores.ROS2_KILTED)
+    def __init__(self, writer: BagWriter, types: dict[str, str]):
         self.writer = writer
-        self.connections = {t: writer.add_connection(t, m, typestore=typestore)
-                            for t, m in types.items()}
+        for topic, msgtype in types.items():
+            writer.add_topic(topic, msgtype)
         self.received: Counter[str] = Counter()
 
     def write(self, topic: str, time_ns: int, data: bytes) -> None:
-        self.writer.write(self.connections[topic], time_ns, data)
+        self.writer.write(topic, time_ns, data)
 
 
 @dataclass
@@ -434,7 +434,7 @@ def evaluate_bag(frames: Iterator[BagFrame], inputs: dict[str, str], played: dic
     each node's parameters by key. ``preroll`` sends the first camera infos ahead.
     """
     import rclpy
-    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rclpy.signals import SignalHandlerOptions
     outputs = {t: m for run in runs for t, m in run.spec.outputs.items()}
     outputs[layout.DIAGNOSTICS] = DIAGNOSTICS_TYPE
     published = {t: m for t, m in inputs.items() if any(t in r.spec.inputs for r in runs)}
@@ -442,7 +442,6 @@ def evaluate_bag(frames: Iterator[BagFrame], inputs: dict[str, str], played: dic
     periods = {run.spec.key: float({**run.spec.schema.defaults(), **parameters[run.spec.key],
                                     **run.spec.parameters}['diagnostics_period'])
                for run in runs}
-    from rclpy.signals import SignalHandlerOptions
     use_large_image_profile()
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)  # child_processes has them
     nodes: list[NodeProcess] = []
@@ -452,7 +451,7 @@ def evaluate_bag(frames: Iterator[BagFrame], inputs: dict[str, str], played: dic
         nodes = [start_node(run.spec, parameters[run.spec.key], out / 'logs', env)
                  for run in runs]
         player = Player(published, outputs)
-        with Writer(out / 'bag', version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        with open_writer(out / 'bag') as writer:
             recorder = Recorder(writer, inputs | outputs)
             session = Session(player, recorder, nodes, timing, played, timeout_s)
             wait_connected(player, nodes, timeout_s)

@@ -53,7 +53,8 @@ from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, Value
 from cl_vision_nodes.surf.keypoints import Keypoints
 from cl_vision_nodes.tools import quality
-from cl_vision_nodes.tools.evaluation.frames import BagFrame, deserialize, image_array
+from cl_vision_nodes.tools.evaluation.frames import (BagFrame, deserialize, image_array,
+                                                     message_image)
 from cl_vision_nodes.tools.evaluation.player import mean, Scorer
 from cl_vision_nodes.tools.evaluation.scorers import CLOUD_TYPE, DISPARITY_TYPE, SCORERS
 import numpy as np
@@ -259,10 +260,9 @@ class DisparityQuality:
 
     def add(self, frame: BagFrame, answer: bytes, size: tuple[int, int]) -> None:
         """Score the disparity node's answer (serialized DisparityImage) to a played pair."""
-        from cl_vision_nodes.ros.image_conversion import image_to_numpy
         msg = deserialize(answer, DISPARITY_TYPE)
         self.score(frame.index, self.memory.see_frame(frame),
-                   frame.gray(self.memory.right_topic), image_to_numpy(msg.image),
+                   frame.gray(self.memory.right_topic), message_image(msg.image),
                    float(msg.min_disparity))
 
     def summary(self) -> dict[str, Any]:
@@ -305,6 +305,7 @@ class SurfQuality:
 
     def add(self, frame: BagFrame, answer: bytes, size: tuple[int, int]) -> None:
         """Score the SURF node's answer (serialized PointCloud2 of keypoints) to a played frame."""
+        # keypoint_cloud imports sensor_msgs: tools import without ROS (test_layers).
         from cl_vision_nodes.ros.keypoint_cloud import cloud_to_keypoints
         self.score(frame.index, self.memory.see_frame(frame),
                    cloud_to_keypoints(deserialize(answer, CLOUD_TYPE)))

@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from cl_vision_nodes.dataio.formats import write_png
+from cl_vision_nodes.ros.cdr import read_stamp
 from cl_vision_nodes.ros.frame_stats import STAGES
-from cl_vision_nodes.tools.evaluation.frames import (CAMERA_INFO_TYPE, cdr_stamp, image_array,
-                                                     IMAGE_TYPES, topic_counts)
+from cl_vision_nodes.tools.bag import Bag, topic_counts
+from cl_vision_nodes.tools.evaluation.frames import CAMERA_INFO_TYPE, image_array, IMAGE_TYPES
 from cl_vision_nodes.tools.evaluation.player import NodeRun
 from cl_vision_nodes.tools.evaluation.strip import StripTopics, write_strip
-from cl_vision_nodes.tools.replay import Bag
 import numpy as np
 
 
@@ -91,7 +91,7 @@ def topic_latencies(bag_path: Path, outputs: list[str]) -> dict[str, list[tuple[
     series: dict[str, list[tuple[float, float]]] = {t: [] for t in present}
     sent: dict[int, int] = {}
     for msg in Bag(bag_path, inputs + present).messages():  # in log time: inputs first
-        stamp = cdr_stamp(msg.data)
+        stamp = read_stamp(msg.data)
         if msg.topic in inputs:
             sent.setdefault(stamp, msg.timestamp_ns)
         elif stamp in sent:
@@ -112,6 +112,8 @@ def latency_stats(points: list[tuple[float, float]]) -> dict[str, float] | None:
 
 def latency_plot(out: Path, series: dict[str, list[tuple[float, float]]]) -> str:
     """Plot every output topic's latency against the time into the run; return the file name."""
+    # matplotlib here: slow to import, and choosing its backend is a process-wide side effect
+    # that only drawing a plot should have.
     import matplotlib
     matplotlib.use('Agg')
     from matplotlib import pyplot as plt

@@ -27,9 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from cl_vision_nodes.dataio.formats import write_png
+from cl_vision_nodes.elas.colormap import disparity_to_color
 from cl_vision_nodes.elas.metrics import bad_pixel_errors, d1_errors
+from cl_vision_nodes.flow.colorwheel import flow_to_color
+from cl_vision_nodes.flow.metrics import flow_errors
+from cl_vision_nodes.surf.evaluation import pair_scores
 from cl_vision_nodes.tools import bag_layout as layout
-from cl_vision_nodes.tools.evaluation.frames import BagFrame, deserialize, image_array
+from cl_vision_nodes.tools.evaluation.frames import (BagFrame, deserialize, image_array,
+                                                     message_image)
 from cl_vision_nodes.tools.evaluation.player import mean, Scorer
 import numpy as np
 
@@ -46,7 +51,6 @@ class FlowScorer:
         self.last: tuple[np.ndarray, np.ndarray] | None = None
 
     def add(self, frame: BagFrame, answer: bytes, size: tuple[int, int]) -> None:
-        from cl_vision_nodes.flow.metrics import flow_errors
         if layout.GT_FLOW not in frame.messages:
             return
         estimate, truth = image_array(answer), frame.array(layout.GT_FLOW)
@@ -69,7 +73,6 @@ class FlowScorer:
         The node's own flow/color scales each frame by its own maximum, which hides a wrong
         magnitude.
         """
-        from cl_vision_nodes.flow.colorwheel import flow_to_color
         if self.last is None:
             return {}
         estimate, truth = self.last
@@ -103,11 +106,10 @@ class DisparityScorer:
         self.last: tuple[np.ndarray, np.ndarray, float] | None = None
 
     def add(self, frame: BagFrame, answer: bytes, size: tuple[int, int]) -> None:
-        from cl_vision_nodes.ros.image_conversion import image_to_numpy
         if layout.GT_DISPARITY not in frame.messages:
             return
         msg = deserialize(answer, DISPARITY_TYPE)
-        estimate = image_to_numpy(msg.image)
+        estimate = message_image(msg.image)
         truth = frame.array(layout.GT_DISPARITY)
         if estimate.shape != truth.shape or not np.isfinite(truth).any():
             return
@@ -121,7 +123,6 @@ class DisparityScorer:
                 'per_frame': self.rows}
 
     def pictures(self, out: Path) -> dict[str, str]:
-        from cl_vision_nodes.elas.colormap import disparity_to_color
         if self.last is None:
             return {}
         estimate, truth, d_min = self.last
@@ -145,8 +146,8 @@ class SurfScorer:
         self.reference: tuple[Any, np.ndarray, tuple[int, int]] | None = None
 
     def add(self, frame: BagFrame, answer: bytes, size: tuple[int, int]) -> None:
+        # keypoint_cloud imports sensor_msgs: tools import without ROS (test_layers).
         from cl_vision_nodes.ros.keypoint_cloud import cloud_to_keypoints
-        from cl_vision_nodes.surf.evaluation import pair_scores
         keypoints = cloud_to_keypoints(deserialize(answer, CLOUD_TYPE))
         row: dict[str, Any] = {'frame': frame.index, 'keypoints': len(keypoints)}
         if layout.GT_HOMOGRAPHY in frame.messages:

@@ -35,10 +35,11 @@ from cl_vision_nodes.dataio.formats import write_png
 from cl_vision_nodes.elas.colormap import disparity_to_color
 from cl_vision_nodes.flow.colorwheel import flow_to_color
 from cl_vision_nodes.imaging.encodings import to_gray_reference
+from cl_vision_nodes.ros.cdr import read_stamp
 from cl_vision_nodes.surf.draw import draw_keypoints
-from cl_vision_nodes.tools.evaluation.frames import (cdr_stamp, deserialize, image_array,
-                                                     raw_image, topic_counts)
-from cl_vision_nodes.tools.replay import Bag
+from cl_vision_nodes.tools.bag import Bag, topic_counts
+from cl_vision_nodes.tools.evaluation.frames import (deserialize, image_array, message_image,
+                                                     raw_image)
 import cv2
 import numpy as np
 
@@ -117,13 +118,13 @@ def _bgr(picture: np.ndarray) -> np.ndarray:
 
 
 def _drawn_disparity(data: bytes, gray: np.ndarray) -> tuple[np.ndarray, str]:
-    from cl_vision_nodes.ros.image_conversion import image_to_numpy
     msg = deserialize(data, 'stereo_msgs/msg/DisparityImage')
-    disparity = image_to_numpy(msg.image)
+    disparity = message_image(msg.image)
     return disparity_to_color(disparity, msg.min_disparity, msg.max_disparity), 'drawn'
 
 
 def _drawn_keypoints(data: bytes, gray: np.ndarray) -> tuple[np.ndarray, str]:
+    # keypoint_cloud imports sensor_msgs: tools import without ROS (test_layers).
     from cl_vision_nodes.ros.keypoint_cloud import cloud_to_keypoints
     keypoints = cloud_to_keypoints(deserialize(data, 'sensor_msgs/msg/PointCloud2'))
     return draw_keypoints(gray, keypoints), f'{len(keypoints)}, drawn'
@@ -195,7 +196,7 @@ def read_rows(bag_path: Path, topics: StripTopics, count: int = STRIP_FRAMES) ->
     rows: dict[int, _Row] = {}
     ordinal = 0
     for msg in Bag(bag_path, wanted).messages():
-        stamp = cdr_stamp(msg.data)
+        stamp = read_stamp(msg.data)
         if msg.topic == topics.image:
             if ordinal in chosen:
                 rows[stamp] = _Row(ordinal, msg.data)
