@@ -51,3 +51,7 @@ class KernelBuildError(CLVisionError):
     def __init__(self, message: str, log: str = ''):
         super().__init__(message)
         self.log = log
+
+
+class NodeNotFoundError(CLVisionError):
+    """A running ROS node that a command talks to does not answer (not running, other domain)."""

@@ -32,7 +32,6 @@ from functools import partial
 from itertools import chain
 import math
 from pathlib import Path
-import sys
 import time
 from typing import Any, Iterable, Iterator, Protocol
 
@@ -45,13 +44,13 @@ from cl_vision_nodes.tools.bag import BagWriter, message_class, open_writer
 from cl_vision_nodes.tools.evaluation.frames import BagFrame, CAMERA_INFO_TYPE, deserialize
 from cl_vision_nodes.tools.evaluation.nodes import (NodeProcess, NodeSpec, start_node,
                                                     stop_nodes)
+from cl_vision_nodes.tools.progress_bar import bar, StatusLine
 import numpy as np
 
 # rclpy is imported inside the functions that use it: tools import without ROS (test_layers).
 
 SETTLE_S = 0.3
 POLL_S = 0.02
-PROGRESS_PERIOD_S = 0.25
 STATUS_PERIOD_S = 1.0
 DIAGNOSTICS_TYPE = 'diagnostic_msgs/msg/DiagnosticArray'
 DIAGNOSTICS_GRACE_S = 1.0  # beyond a diagnostics period, for the last window to arrive
@@ -260,9 +259,14 @@ def node_status(run: NodeRun) -> str:
     return f'{run.spec.key} {run.fps() or 0.0:.1f} fps {accuracy}'.rstrip()
 
 
+def nodes(runs: list[NodeRun]) -> str:
+    """Return every scored node's status (``node_status``), comma-separated."""
+    return ', '.join(node_status(r) for r in runs if r.scorer is not None)
+
+
 class Progress:
     """
-    Progress on the terminal: a carriage-return bar on stderr, or status lines on stdout.
+    Progress on the terminal: a bar on stderr (tools/progress_bar.py), or status lines on stdout.
 
     With ``lines``, one status line a second on stdout with every node's rate and accuracy so far
     (the demo's view). ``total`` is an estimate when frames are selected by time.
@@ -271,25 +275,20 @@ class Progress:
     def __init__(self, total: int, lines: bool = False):
         self.total, self.lines = total, lines
         self.started, self.shown = time.monotonic(), 0.0
+        self.bar = StatusLine()
 
     def update(self, done: int, runs: list[NodeRun], force: bool = False) -> None:
         now = time.monotonic()
-        if not force and now - self.shown < (STATUS_PERIOD_S if self.lines else PROGRESS_PERIOD_S):
-            return
-        self.shown = now
-        nodes = ', '.join(node_status(r) for r in runs if r.scorer is not None)
-        if self.lines:
-            print(f'[{now - self.started:5.1f} s] frames {done}/{self.total}: {nodes}', flush=True)
-            return
-        width = 24
-        filled = width * min(done, self.total) // max(self.total, 1)
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} frames"
-                         f'  {nodes}  {now - self.started:.0f} s ')
-        sys.stderr.flush()
+        if self.lines and (force or now - self.shown >= STATUS_PERIOD_S):
+            self.shown = now
+            print(f'[{now - self.started:5.1f} s] frames {done}/{self.total}: {nodes(runs)}',
+                  flush=True)
+        elif not self.lines and self.bar.due(force):
+            self.bar.show(f'{bar(done, self.total)} frames  {nodes(runs)}  '
+                          f'{now - self.started:.0f} s')
 
     def finish(self) -> None:
-        if not self.lines:
-            sys.stderr.write('\n')
+        self.bar.finish()
 
 
 class Recorder:

@@ -1,0 +1,115 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+`cl-vision tune --apply NODE_NAME`: a tune's values set on a running node, live.
+
+The values come from the parameter file a tune wrote (``--from FILE``, by default
+``<--out>/<--node>.yaml``): its ``/**`` section and any section for this node's name, nested
+namespaces flattened (``flow: {method: hs}`` is ``flow.method``), as ``ros2 param load`` reads
+it. They are sent through the node's parameter services (ros/remote_parameters.py); every value
+the node refuses is named with its reason. Exit 0 when the node took every value (or had it
+already), 1 when it refused some (the others stay set), 2 when it does not answer or the file is
+unusable.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+import sys
+from typing import Any, Mapping
+
+from cl_vision_nodes.errors import DataFormatError
+from cl_vision_nodes.params import Value
+from cl_vision_nodes.tools.cli_common import positive_number
+import yaml
+
+DEFAULT_TIMEOUT_S = 10.0
+EXIT_REFUSED = 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--apply``, ``--from`` and ``--apply-timeout`` to the tune command."""
+    group = parser.add_argument_group('live tuning (no search)')
+    group.add_argument('--apply', metavar='NODE_NAME',
+                       help="set a tune's values on this running node through its parameter "
+                            'services (what ros2 param load does), e.g. /camera/disparity_node')
+    group.add_argument('--from', dest='from_file', type=Path, metavar='FILE',
+                       help='--apply: the parameter file to apply (default: OUT/NODE.yaml of '
+                            '--out and --node)')
+    group.add_argument('--apply-timeout', type=positive_number, default=DEFAULT_TIMEOUT_S,
+                       metavar='S', help='--apply: seconds to wait for the node to answer '
+                                         f'(default {DEFAULT_TIMEOUT_S:g})')
+
+
+def _flattened(params: Mapping[str, Any], prefix: str = '') -> dict[str, Value]:
+    flat: dict[str, Value] = {}
+    for key, value in params.items():
+        name = f'{prefix}{key}'
+        flat.update(_flattened(value, f'{name}.') if isinstance(value, dict) else {name: value})
+    return flat
+
+
+def _sections(node_name: str) -> tuple[str, ...]:
+    """Return the keys of a parameter file that apply to ``node_name`` (with or without /)."""
+    full = '/' + node_name.lstrip('/')
+    base = full.rsplit('/', 1)[1]
+    return ('/**', f'/**/{base}', full, full.lstrip('/'), base)
+
+
+def parameter_file_values(path: Path, node_name: str) -> dict[str, Value]:
+    """Return the values a parameter file sets on ``node_name``; DataFormatError if it has none."""
+    try:
+        document = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise DataFormatError(f'{path}: cannot read it ({exc.strerror})') from None
+    except yaml.YAMLError as exc:
+        raise DataFormatError(f'{path}: not a YAML file ({getattr(exc, "problem", exc)})') \
+            from None
+    values: dict[str, Value] = {}
+    if isinstance(document, dict):
+        for key in dict.fromkeys(_sections(node_name)):
+            section = document.get(key)
+            if isinstance(section, dict) and isinstance(section.get('ros__parameters'), dict):
+                values.update(_flattened(section['ros__parameters']))
+    if not values:
+        raise DataFormatError(f'{path}: no ros__parameters for {node_name} (expected a /** or '
+                              'node-name section, as cl-vision tune writes)')
+    return values
+
+
+def parameter_file(args: argparse.Namespace) -> Path:
+    """Return the file to apply: ``--from``, else ``<--out>/<--node>.yaml``."""
+    if args.from_file is not None:
+        return args.from_file
+    out, node = getattr(args, 'out', None), getattr(args, 'node', None)
+    if out is None or node is None:
+        raise DataFormatError('--apply needs the parameter file: --from FILE (or --out DIR and '
+                              '--node NODE of the tune that wrote DIR/NODE.yaml)')
+    return Path(out) / f'{node}.yaml'
+
+
+def run(args: argparse.Namespace) -> int:
+    """Apply the file's values to ``args.apply``; print what was set and what was refused."""
+    from cl_vision_nodes.ros.remote_parameters import apply_parameters
+    path = parameter_file(args)
+    applied = apply_parameters(args.apply, parameter_file_values(path, args.apply),
+                               args.apply_timeout)
+    for name, value in applied.set.items():
+        print(f'{args.apply}: set {name} = {value!r}')
+    print(f'{args.apply}: {len(applied.set)} set, {len(applied.unchanged)} unchanged, '
+          f'{len(applied.refused)} refused (from {path})')
+    for name, reason in applied.refused.items():
+        print(f'{args.apply}: refused {name}: {reason}', file=sys.stderr)
+    return EXIT_REFUSED if applied.refused else 0
