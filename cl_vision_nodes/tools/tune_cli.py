@@ -31,6 +31,8 @@ import shlex
 import sys
 from typing import Any, Mapping
 
+from cl_vision_nodes.errors import ParameterError
+from cl_vision_nodes.tools import tune_apply
 from cl_vision_nodes.tools.cli_common import add_device_option, integer_in, output_folder
 
 EXIT_INTERRUPTED = 130
@@ -94,9 +96,36 @@ def summary(outcome: Any, held_out_frames: int) -> list[str]:
             f'changed: {_changed(outcome.start, outcome.tuned)}']
 
 
+def _on_trial(trials: int) -> tuple[Any, Any]:
+    """
+    Return run_study's callback and the progress line it feeds (to finish at the end).
+
+    The progress line goes to stderr; a line per trial goes to stdout as well unless stdout is a
+    terminal, where it would break the line rewritten in place.
+    """
+    from cl_vision_nodes.tuning.progress import TuneProgress
+    progress = TuneProgress(trials)
+    if sys.stdout.isatty():
+        return progress, progress
+    line = _trial_line(trials)
+
+    def both(study: Any, trial: Any) -> None:
+        line(study, trial)
+        progress(study, trial)
+    return both, progress
+
+
 def run(args: argparse.Namespace) -> int:
     """Search, compare on the held-out frames, write the parameter file and say what happened."""
+    if args.apply:
+        return tune_apply.run(args)
+    if args.bag is None or args.node is None or args.out is None:
+        raise ParameterError('tune needs BAG, --node and --out (or --apply NODE_NAME to set a '
+                             "tune's values on a running node)")
+    from cl_vision_nodes.tuning.evaluator import Evaluator
     from cl_vision_nodes.tuning.frames import load_frames
+    from cl_vision_nodes.tuning.pictures import strip_answers
+    from cl_vision_nodes.tuning.report import write_report
     from cl_vision_nodes.tuning.output import write_params
     from cl_vision_nodes.tuning.pool import InProcessPool, ProcessPool
     from cl_vision_nodes.tuning.space import node_schema, parse_params, search_space
@@ -108,15 +137,16 @@ def run(args: argparse.Namespace) -> int:
     frames = load_frames(Path(args.bag), args.node, args.frames)
     print(f'cl-vision tune: {frames.description}; {len(frames.tuning)} frames to tune on, '
           f'{len(frames.held_out)} held out; searching {", ".join(space)}', flush=True)
+    devices = worker_devices(args.device, args.workers)
     pool = InProcessPool(args.device, frames) if args.workers == 1 else \
-        ProcessPool(worker_devices(args.device, args.workers), Path(args.bag), args.node,
-                    args.frames)
+        ProcessPool(devices, Path(args.bag), args.node, args.frames)
+    on_trial, progress = _on_trial(args.trials)
     out = Path(args.out)
     storage = out / f'{args.node}.journal'
     try:
         out.mkdir(parents=True, exist_ok=True)
         study = run_study(pool, space, storage, args.trials, args.seed, args.resume,
-                          _trial_line(args.trials), base=start)
+                          on_trial, base=start)
         outcome = held_out_comparison(pool, study, start)
     except KeyboardInterrupt:
         again = shlex.join(['cl-vision', *(a for a in sys.argv[1:] if a != '--resume'),
@@ -125,10 +155,17 @@ def run(args: argparse.Namespace) -> int:
               f'resume with {again}', file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED
     finally:
+        progress.finish()
         pool.close()
     lines = summary(outcome, len(frames.held_out))
     path = write_params(out, args.node, outcome.tuned, str(args.bag), lines[2])
-    for line in (*lines, f'wrote {path}'):
+    evaluator = pool.evaluator if isinstance(pool, InProcessPool) else \
+        Evaluator(devices[0], frames)
+    strip = strip_answers(lambda values: evaluator.answers(values, 'held_out'),
+                          [frame.left_gray for frame in frames.held_out])
+    report = write_report(out, outcome.study, args.node, outcome.start_held_out,
+                          outcome.tuned_held_out, outcome.tuned, outcome.start, strip)
+    for line in (*lines, f'wrote {path} and {report}'):
         print(f'cl-vision tune: {line}', flush=True)
     return 0
 
@@ -136,9 +173,8 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser('tune', help="search a node's parameters on a bag's frames",
                             description=__doc__.strip().splitlines()[0])
-    parser.add_argument('bag', help='rosbag2 folder (mcap or sqlite3) with a camera')
-    parser.add_argument('--node', required=True,
-                        help='disparity, flow, surf or vision_pipeline')
+    parser.add_argument('bag', nargs='?', help='rosbag2 folder (mcap or sqlite3) with a camera')
+    parser.add_argument('--node', help='disparity, flow, surf or vision_pipeline')
     parser.add_argument('--params', help='comma-separated parameters to search, each NAME or '
                         'NAME=LOW:HIGH within its schema range (default: those that matter for '
                         'the node); vision_pipeline names are flow.*, surf.*, disparity.*')
@@ -156,7 +192,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument('--seed', type=int, default=0, help="the sampler's seed (default 0)")
     parser.add_argument('--resume', action='store_true',
                         help='continue the study in --out; finished trials are not repeated')
-    parser.add_argument('--out', required=True, type=output_folder,
-                        help='folder for <node>.yaml and the study (<node>.journal)')
+    parser.add_argument('--out', type=output_folder,
+                        help='folder for <node>.yaml, report.md and the study (<node>.journal)')
     add_device_option(parser)
+    tune_apply.add_arguments(parser)
     parser.set_defaults(run=run)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from functools import partial
 import math
 import time
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
@@ -281,17 +281,10 @@ class Evaluator:
         ParameterError for a value the algorithms refuse, DeviceRefused for work the device
         refuses.
         """
-        full = self.schema.validate(self.schema.defaults(), values, allow_read_only=True)
         frames, (lefts, rights) = self.frames.part(part), self._device[part]
         scores, total_ms = {}, 0.0
         try:
-            for key, capability in self._capabilities.items():
-                if self.frames.node == 'vision_pipeline':
-                    if not full[f'{key}.enabled']:
-                        continue
-                    capability.configure(section(full, key, capability.schema))
-                else:
-                    capability.configure(full)
+            for key, capability in self._configured(values):
                 capability.run(lefts[:2], rights[:2])  # untimed: builds for the new values
                 start = time.perf_counter()
                 outputs = capability.run(lefts, rights)
@@ -312,6 +305,23 @@ class Evaluator:
                            total_ms / len(frames),
                            {f'{k}.{name}': v for k, s in scores.items()
                             for name, v in {s.metric: s.score, **s.metrics}.items()})
+
+    def answers(self, values: Mapping[str, Value], part: str = 'held_out') -> dict[str, list[Any]]:
+        """Return each enabled capability's answer to every frame of ``part`` (for pictures)."""
+        lefts, rights = self._device[part]
+        return {key: capability.run(lefts, rights) for key, capability in self._configured(values)}
+
+    def _configured(self, values: Mapping[str, Value]) -> Iterator[tuple[str, _Capability]]:
+        """Yield the capabilities that run with ``values`` (pipeline: enabled), configured."""
+        full = self.schema.validate(self.schema.defaults(), values, allow_read_only=True)
+        for key, capability in self._capabilities.items():
+            if self.frames.node == 'vision_pipeline':
+                if not full[f'{key}.enabled']:
+                    continue
+                capability.configure(section(full, key, capability.schema))
+            else:
+                capability.configure(full)
+            yield key, capability
 
     def _memory(self, part: str) -> SequenceMemory:
         """Return a fresh memory of the part's frames holding the default-parameter flows."""
