@@ -33,6 +33,10 @@ CASES = [
     (['replay', 'GARBAGE'], 'cannot read the bag (File magic is invalid.)'),
     (['replay', 'TRUNCATED'], 'cannot read the bag (File end magic is invalid.)'),
     (['eval', 'TRUNCATED', '--out', 'TMP/eval'], 'cannot read the bag (File end magic'),
+    (['tune', 'TRUNCATED', '--node', 'flow', '--out', 'TMP/tune'],
+     'cannot read the bag (File end magic'),
+    (['tune', 'TRUNCATED', '--node', 'flow', '--params', 'alpha=1:1e9', '--out', 'TMP/tune'],
+     'alpha: 1000000000.0 is above the maximum 10000.0'),
     # output paths
     (['surf', 'IMAGE', '--out', 'TMP/missing/k.npz'], 'folder TMP/missing does not exist'),
     (['surf', 'IMAGE', '--out', 'TMP/k.npz', '--draw', 'FILE/k.png'],

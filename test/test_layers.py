@@ -21,7 +21,8 @@ Layer boundaries, checked rather than promised (README "Layout", the package doc
   the README.
 - ``ros/`` is the only package that imports ROS at module level; ``tools/`` imports it only
   inside the subcommands that talk to ROS (``ROS_TOOLS``: modules loaded only by such a
-  subcommand), so ``cl-vision`` and its offline subcommands run without ROS.
+  subcommand), so ``cl-vision`` and its offline subcommands run without ROS. ``tuning/``
+  (``cl-vision tune``, built on eval's scorers) follows the rules of ``tools/``.
 """
 from __future__ import annotations
 
@@ -106,6 +107,8 @@ def module_name(path: Path) -> str:
 def layer(name: str) -> str:
     """'ros', 'tools' or 'algorithm' (everything else, the package's top-level modules too)."""
     part = name.split('.')[1] if name.count('.') else ''
+    if part == 'tuning':
+        return 'tools'
     return part if part in ('ros', 'tools') else 'algorithm'
 
 
@@ -122,7 +125,7 @@ def run_child(blocked: str, modules: list[str], device: str | None = None) -> di
 
 def test_every_package_belongs_to_a_layer() -> None:
     packages = {path.parent.name for path in PACKAGE.glob('*/__init__.py')}
-    assert packages == {*ALGORITHM_PACKAGES, 'ros', 'tools'}, \
+    assert packages == {*ALGORITHM_PACKAGES, 'ros', 'tools', 'tuning'}, \
         'a new package: add it to ALGORITHM_PACKAGES (and the README Layout) or to the ROS layer'
 
 
@@ -130,7 +133,7 @@ def test_readme_layout_names_every_package() -> None:
     readme = (REPO / 'README.md').read_text()
     layout = readme[readme.index('## Layout'):]
     layout = layout[:layout.index('\n## ', 1)]
-    for package in (*ALGORITHM_PACKAGES, 'ros', 'tools', 'kernels'):
+    for package in (*ALGORITHM_PACKAGES, 'ros', 'tools', 'tuning', 'kernels'):
         assert f'cl_vision_nodes/{package}/' in layout, package
 
 

@@ -27,7 +27,7 @@ from typing import Callable, NoReturn, Sequence
 from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.ros.allocator import configure_allocator
 from cl_vision_nodes.tools import (demo, disparity_cli, doctor, flow_cli, make_bag, rectify_cli,
-                                   replay, surf_cli)
+                                   replay, surf_cli, tune_cli)
 from cl_vision_nodes.tools.child_processes import guarded
 from cl_vision_nodes.tools.cli_common import (add_device_option, integer_in, output_file,
                                               positive_number)
@@ -175,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     surf_cli.add_parser(sub)
     rectify_cli.add_parser(sub)
     disparity_cli.add_parser(sub)
+    tune_cli.add_parser(sub)
     return parser
 
 

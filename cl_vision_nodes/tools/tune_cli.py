@@ -1,0 +1,157 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+`cl-vision tune BAG --node NODE --out DIR`: search the node's parameters on a bag's frames.
+
+The algorithms run in this process (or ``--workers`` processes) on the OpenCL device over the
+bag's frames (cl_vision_nodes.tuning says how). The first half of the frames tunes, the second
+is held out: the start values (the schema's defaults with ``--param``) and the tuned ones are
+compared there. The tuned values are those of the Pareto trial (score against ms per frame) with
+the best score within 1.5x the start values' ms per frame; they are written as
+``DIR/<node>.yaml``, the node's parameter file. The study is stored in ``DIR/<node>.journal``:
+``--resume`` continues it after an interruption.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+import shlex
+import sys
+from typing import Any, Mapping
+
+from cl_vision_nodes.tools.cli_common import add_device_option, integer_in, output_folder
+
+EXIT_INTERRUPTED = 130
+
+
+def worker_devices(device: str, workers: int) -> list[str]:
+    """
+    Return one device request per worker.
+
+    ``auto`` spreads them over the machine's GPUs (several workers share one when there are
+    fewer GPUs); anything else (or a machine without a GPU) puts every worker on that device.
+    """
+    from cl_vision_nodes.opencl.devices import list_devices, resolve_spec
+    request = resolve_spec(device)
+    gpus = [e.index for e in list_devices() if e.is_gpu] if request == 'auto' else []
+    return [gpus[i % len(gpus)] for i in range(workers)] if gpus else [request] * workers
+
+
+def _changed(start: Mapping[str, Any], tuned: Mapping[str, Any]) -> str:
+    changes = [f'{name} {start[name]!r} -> {value!r}' for name, value in tuned.items()
+               if start.get(name) != value]
+    return ', '.join(changes) or 'none'
+
+
+def _trial_line(trials: int) -> Any:
+    def show(study: Any, trial: Any) -> None:
+        from optuna.trial import TrialState
+        if trial.state == TrialState.COMPLETE:
+            text = (f"{trial.user_attrs['metric']} {trial.values[0]:.4g}, "
+                    f'{trial.values[1]:.1f} ms per frame')
+        else:
+            text = f"failed: {trial.user_attrs.get('error', trial.state.name)}"
+        print(f'trial {trial.number + 1}/{trials}: {text}', flush=True)
+    return show
+
+
+def summary(outcome: Any, held_out_frames: int) -> list[str]:
+    """Return the lines that say what the search found and how it did on the held-out frames."""
+    from cl_vision_nodes.tuning.study import TIME_BUDGET
+    from optuna.trial import TrialState
+    states = [t.state for t in outcome.study.trials]
+    reference, before, after = outcome.reference, outcome.start_held_out, outcome.tuned_held_out
+    budget = f"within {TIME_BUDGET:g}x the start values' {reference.ms_per_frame:.1f} ms per frame"
+    if outcome.chosen is None:
+        choice = f'no Pareto trial {budget}: the start values are kept'
+    else:
+        choice = (f'tuned = trial {outcome.chosen.number + 1}, the Pareto trial with the best '
+                  f'{reference.metric} {budget}')
+    ratio = after.score / before.score if before.score else float('nan')
+    return [f'{len(states)} trials: {states.count(TrialState.COMPLETE)} complete, '
+            f'{states.count(TrialState.FAIL)} failed; Pareto front of '
+            f'{len(outcome.study.best_trials)}', choice,
+            f'held-out frames ({held_out_frames}): {reference.metric} {before.score:.4g} -> '
+            f'{after.score:.4g} ({ratio:.2f}x), ms per frame {before.ms_per_frame:.1f} -> '
+            f'{after.ms_per_frame:.1f}',
+            f'changed: {_changed(outcome.start, outcome.tuned)}']
+
+
+def run(args: argparse.Namespace) -> int:
+    """Search, compare on the held-out frames, write the parameter file and say what happened."""
+    from cl_vision_nodes.tuning.frames import load_frames
+    from cl_vision_nodes.tuning.output import write_params
+    from cl_vision_nodes.tuning.pool import InProcessPool, ProcessPool
+    from cl_vision_nodes.tuning.space import node_schema, parse_params, search_space
+    from cl_vision_nodes.tuning.study import held_out_comparison, run_study
+    schema = node_schema(args.node)
+    start = schema.parse_assignments(args.param)
+    names, ranges = parse_params(args.params) if args.params else (None, {})
+    space = search_space(args.node, names, ranges)
+    frames = load_frames(Path(args.bag), args.node, args.frames)
+    print(f'cl-vision tune: {frames.description}; {len(frames.tuning)} frames to tune on, '
+          f'{len(frames.held_out)} held out; searching {", ".join(space)}', flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    storage = out / f'{args.node}.journal'
+    pool = InProcessPool(args.device, frames) if args.workers == 1 else \
+        ProcessPool(worker_devices(args.device, args.workers), Path(args.bag), args.node,
+                    args.frames)
+    try:
+        study = run_study(pool, space, storage, args.trials, args.seed, args.resume,
+                          _trial_line(args.trials), base=start)
+        outcome = held_out_comparison(pool, study, start)
+    except KeyboardInterrupt:
+        again = shlex.join(['cl-vision', *(a for a in sys.argv[1:] if a != '--resume'),
+                            '--resume'])
+        print(f'cl-vision tune: interrupted; the finished trials are kept in {storage}: '
+              f'resume with {again}', file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    finally:
+        pool.close()
+    lines = summary(outcome, len(frames.held_out))
+    path = write_params(out, args.node, outcome.tuned, str(args.bag), lines[2])
+    for line in (*lines, f'wrote {path}'):
+        print(f'cl-vision tune: {line}', flush=True)
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser('tune', help="search a node's parameters on a bag's frames",
+                            description=__doc__.strip().splitlines()[0])
+    parser.add_argument('bag', help='rosbag2 folder (mcap or sqlite3) with a camera')
+    parser.add_argument('--node', required=True,
+                        help='disparity, flow, surf or vision_pipeline')
+    parser.add_argument('--params', help='comma-separated parameters to search, each NAME or '
+                        'NAME=LOW:HIGH within its schema range (default: those that matter for '
+                        'the node); vision_pipeline names are flow.*, surf.*, disparity.*')
+    parser.add_argument('--param', action='append', default=[], metavar='NAME=VALUE',
+                        help='a start value (repeatable): the untuned values the tuned ones are '
+                             'compared with, and the value of every parameter not searched')
+    parser.add_argument('--trials', type=integer_in(1), default=100,
+                        help='trials to finish, failed ones included (default 100)')
+    parser.add_argument('--frames', type=integer_in(4), default=20,
+                        help='first frames of the bag to use, half to tune, half held out '
+                             '(default 20)')
+    parser.add_argument('--workers', type=integer_in(1), default=1,
+                        help='trials at a time, one process each; with --device auto spread '
+                             'over the GPUs (default 1: in this process)')
+    parser.add_argument('--seed', type=int, default=0, help="the sampler's seed (default 0)")
+    parser.add_argument('--resume', action='store_true',
+                        help='continue the study in --out; finished trials are not repeated')
+    parser.add_argument('--out', required=True, type=output_folder,
+                        help='folder for <node>.yaml and the study (<node>.journal)')
+    add_device_option(parser)
+    parser.set_defaults(run=run)
