@@ -18,7 +18,10 @@
 Each bag (a folder holding metadata.yaml, at any depth) is evaluated as `cl-vision eval BAG`
 evaluates one (command.evaluate, the same options for every bag) into DIR/<its path inside
 FOLDER>, one after another in this process or, with ``--ray ADDRESS``, spread over a Ray cluster
-(ray_eval.py). DIR/report.json and report.md then hold a row per bag and the totals
+(ray_eval.py). Each bag runs on a ROS domain of its own, the first (``--domain-id``, else a
+random one) plus the bag's index: bags played at the same time must not hear each other's nodes,
+and a bag played right after another on the same domain lost its second frame in our tests (the
+stopped nodes' DDS participants outlive them for a while). DIR/report.json and report.md then hold a row per bag and the totals
 (combined.py). A bag that fails (no usable camera, a node that does not start) gets its error in
 its row and the others go on; the run then exits 1.
 """
@@ -26,10 +29,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+import random
 import sys
 
 from cl_vision_nodes.errors import CLVisionError, DataFormatError, ParameterError
 from cl_vision_nodes.tools.evaluation.combined import BagResult, write_combined
+from cl_vision_nodes.tools.evaluation.command import MAX_DOMAIN_ID, RANDOM_DOMAINS
 from cl_vision_nodes.tools.evaluation.compare import load_report
 
 BAG_METADATA = 'metadata.yaml'
@@ -65,6 +70,16 @@ def outputs(folder: Path, out: Path) -> dict[str, tuple[Path, Path]]:
         if (out / name / 'bag').exists():
             raise DataFormatError(f'{out / name / "bag"} exists already, not overwriting')
     return {name: (bag, out / name) for name, bag in bags.items()}
+
+
+def first_domain(args: argparse.Namespace) -> int:
+    """Return the ROS domain of the folder's first bag: ``--domain-id``, else a random one."""
+    return random.randint(1, RANDOM_DOMAINS) if args.domain_id is None else args.domain_id
+
+
+def domain_id(first: int, index: int) -> int:
+    """Return the ROS domain of the bag at ``index``: ``first`` + index, within DDS' range."""
+    return (first + index) % (MAX_DOMAIN_ID + 1)
 
 
 def bag_arguments(args: argparse.Namespace, bag: Path, out: Path,
@@ -111,10 +126,11 @@ def evaluate_folder(args: argparse.Namespace) -> int:
         from cl_vision_nodes.tools.evaluation.ray_eval import evaluate_on_ray
         results, code = evaluate_on_ray(args, bags), 0
     else:
-        results, code = [], 0
-        for name, (bag, bag_out) in bags.items():
+        results, code, first = [], 0, first_domain(args)
+        for index, (name, (bag, bag_out)) in enumerate(bags.items()):
             print(f'cl-vision eval: bag {name}', flush=True)
-            code, error = evaluate_one(bag_arguments(args, bag, bag_out, args.domain_id))
+            code, error = evaluate_one(bag_arguments(args, bag, bag_out,
+                                                     domain_id(first, index)))
             results.append(result_of(name, bag_out, error))
             if code not in (0, EXIT_FAILED_BAGS):  # interrupted: what is done is reported
                 break

@@ -46,6 +46,7 @@ from cl_vision_nodes.tools.cli_common import (integer_in, non_negative_number, o
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_DOMAIN_ID = 232  # the largest ROS_DOMAIN_ID that DDS maps to valid UDP ports
+RANDOM_DOMAINS = 101  # the default domain is a random one of 1..RANDOM_DOMAINS
 
 
 def expected_frames(path: Path, topic: str, selection: Any) -> int:
@@ -179,7 +180,7 @@ def evaluate(args: argparse.Namespace) -> int:
         print(f'cl-vision eval: {line}', flush=True)
     for note in notes:
         print(f'cl-vision eval: {note}', file=sys.stderr)
-    domain_id = random.randint(1, 101) if args.domain_id is None else args.domain_id
+    domain_id = random.randint(1, RANDOM_DOMAINS) if args.domain_id is None else args.domain_id
     env = node_environment(domain_id)
     os.environ.update(ROS_DOMAIN_ID=env['ROS_DOMAIN_ID'],
                       ROS_AUTOMATIC_DISCOVERY_RANGE=env['ROS_AUTOMATIC_DISCOVERY_RANGE'])

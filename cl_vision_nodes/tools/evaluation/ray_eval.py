@@ -20,21 +20,23 @@ One Ray task per bag, each asking for one GPU, or one CPU slot on a cluster with
 task gets its bag's files through Ray's object store (no shared file system needed), evaluates
 it with eval's own code (bag_folder.evaluate_one) in a temporary folder of its machine and sends
 the eval folder back, written to OUT/<bag> here. Bags played at the same time on one machine
-must not hear each other's nodes over DDS: each bag runs on a ROS domain of its own, the first
-(``--domain-id``, else a random one) plus the bag's index. A task whose worker dies (killed, out
+must not hear each other's nodes over DDS: each bag runs on a ROS domain of its own
+(bag_folder.domain_id). A task whose worker dies (killed, out
 of memory) is retried once, then its row in the report says so.
 """
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
-import random
 import tempfile
 
-from cl_vision_nodes.ray_cluster import connect, slots
-from cl_vision_nodes.tools.evaluation.bag_folder import bag_arguments, evaluate_one, result_of
+from cl_vision_nodes.tools.evaluation.bag_folder import (bag_arguments, domain_id, evaluate_one,
+                                                         first_domain, result_of)
 from cl_vision_nodes.tools.evaluation.combined import BagResult
-from cl_vision_nodes.tools.evaluation.command import MAX_DOMAIN_ID
+from cl_vision_nodes.tools.evaluation.compare import load_report, REPORT
+from cl_vision_nodes.tools.evaluation.report import markdown
+from cl_vision_nodes.tools.ray_cluster import connect, slots
 
 WORKER_RETRIES = 1
 LOCAL_ONLY = ('bag', 'out', 'ray', 'run')
@@ -54,9 +56,12 @@ def write_files(folder: Path, files: dict[str, bytes]) -> None:
         (folder / name).write_bytes(data)
 
 
-def domain_id(first: int, index: int) -> int:
-    """Return the ROS domain of the bag at ``index``: ``first`` + index, within DDS' range."""
-    return (first + index) % (MAX_DOMAIN_ID + 1)
+def relocate(out: Path, bag: Path) -> None:
+    """Point a bag's report at this machine's paths (the worker ran in a temporary folder)."""
+    report = load_report(out)
+    report.update(bag=str(bag), output_bag=str(out / 'bag'))
+    (out / REPORT).write_text(json.dumps(report, indent=2) + '\n')
+    (out / 'report.md').write_text(markdown(report))
 
 
 def evaluate_remotely(options: dict, bag_files: dict[str, bytes],
@@ -80,13 +85,13 @@ def evaluate_on_ray(args: argparse.Namespace,
     ray, connected = connect(args.ray)
     try:
         cluster = slots(ray)
-        print(f"cl-vision eval: Ray cluster at {args.ray}: {cluster.count} "
-              f"{'GPUs' if cluster.gpus else 'CPU slots'}, one bag on each", flush=True)
+        print(f'cl-vision eval: Ray cluster at {args.ray}: {cluster}, one bag on each',
+              flush=True)
         task = ray.remote(evaluate_remotely).options(max_retries=WORKER_RETRIES,
                                                      **cluster.resources)
         options = {k: v for k, v in vars(args).items()
                    if k not in (*LOCAL_ONLY, 'status_lines')}
-        first = random.randint(1, 101) if args.domain_id is None else args.domain_id
+        first = first_domain(args)
         futures = {name: task.remote(options, folder_files(bag), domain_id(first, index))
                    for index, (name, (bag, _)) in enumerate(bags.items())}
         results = []
@@ -95,9 +100,11 @@ def evaluate_on_ray(args: argparse.Namespace,
                 error, files = ray.get(future)
             except ray.exceptions.RayError as exc:
                 lines = str(exc).strip().splitlines()
-                error, files = f"the Ray worker failed: {lines[0] if lines else exc!r}", {}
+                error, files = f'the Ray worker failed: {lines[0] if lines else exc!r}', {}
                 print(f'cl-vision eval: {name}: {error}', flush=True)
             write_files(bags[name][1], files)
+            if error is None:
+                relocate(bags[name][1], bags[name][0])
             results.append(result_of(name, bags[name][1], error))
         return results
     finally:

@@ -15,7 +15,7 @@
 """
 A Ray cluster for ``--ray ADDRESS``: the connection, and the slot each worker takes.
 
-Used by eval over a folder of bags (tools/evaluation/ray_eval.py) and by tuning's RayPool. A
+Used by eval over a folder of bags (evaluation/ray_eval.py) and by tuning/ray_pool.py. A
 worker takes one GPU where the cluster has GPUs (Ray then shows it only that GPU through
 CUDA_VISIBLE_DEVICES, which NVIDIA's OpenCL honours: its ``gpu`` device is its own card), else
 one CPU slot. ``ray.init`` waits minutes for an address where no cluster answers, so the
@@ -78,6 +78,9 @@ class Slots:
     def resources(self) -> dict[str, Any]:
         """Return the Ray options of a worker: one GPU (no CPU slot counted) or one CPU slot."""
         return {'num_gpus': 1, 'num_cpus': 0} if self.gpus else {'num_gpus': 0, 'num_cpus': 1}
+
+    def __str__(self) -> str:
+        return f'{self.count} GPUs' if self.gpus else f'{self.count} CPU slots'
 
     @property
     def device(self) -> str:
