@@ -53,7 +53,7 @@ def cluster() -> str:
 
 @pytest.fixture(scope='module')
 def bags(tmp_path_factory) -> dict[str, Path]:
-    """Make a folder of two small flow bags (one nested) and a broken one; a flow bag to tune."""
+    """Make a folder of two small flow bags, one nested, and a broken one; a flow bag to tune."""
     root = tmp_path_factory.mktemp('ray_bags')
     made = {'a': ('folder/a', 'synthetic:flow:3:64x64', '1'),
             'b': ('folder/sub/b', 'synthetic:flow:3:64x64', '2'),
@@ -140,8 +140,7 @@ def test_ray_pool_gives_the_in_process_results(cluster, bags):
     assert type(refused).__name__ == 'ParameterError' and 'iterations' in str(refused)
 
 
-def test_a_ray_worker_killed_mid_trial_fails_that_trial_and_the_pool_goes_on(cluster, bags,
-                                                                              tmp_path):
+def test_a_ray_worker_killed_mid_trial_fails_only_that_trial(cluster, bags, tmp_path):
     """Horn-Schunck with hundreds of sweeps: a trial lasts long enough to be killed 0.2 s in."""
     from cl_vision_nodes.tuning.ray_pool import RayPool
     from cl_vision_nodes.tuning.space import search_space

@@ -19,9 +19,8 @@ Each bag (a folder holding metadata.yaml, at any depth) is evaluated as `cl-visi
 evaluates one (command.evaluate, the same options for every bag) into DIR/<its path inside
 FOLDER>, one after another in this process or, with ``--ray ADDRESS``, spread over a Ray cluster
 (ray_eval.py). Each bag runs on a ROS domain of its own, the first (``--domain-id``, else a
-random one) plus the bag's index: bags played at the same time must not hear each other's nodes,
-and a bag played right after another on the same domain lost its second frame in our tests (the
-stopped nodes' DDS participants outlive them for a while). DIR/report.json and report.md then hold a row per bag and the totals
+random one) plus the bag's index: bags played at the same time on one machine must not hear each
+other's nodes. DIR/report.json and report.md then hold a row per bag and the totals
 (combined.py). A bag that fails (no usable camera, a node that does not start) gets its error in
 its row and the others go on; the run then exits 1.
 """
