@@ -67,8 +67,10 @@ def load(out: Path, node: str = 'disparity') -> optuna.Study:
     return optuna.load_study(study_name='tune', storage=storage)
 
 
-def finished(study: optuna.Study) -> list:
-    return [t for t in study.trials if t.state in (TrialState.COMPLETE, TrialState.FAIL)]
+def counted(study: optuna.Study) -> list:
+    """Return the trials that count towards --trials: complete, or failed for a reason."""
+    return [t for t in study.trials if t.state == TrialState.COMPLETE
+            or (t.state == TrialState.FAIL and 'error' in t.user_attrs)]
 
 
 def yaml_values(path: Path) -> dict:
@@ -117,24 +119,24 @@ def test_an_interrupted_tune_resumes_without_repeating_finished_trials(bags, tmp
         lines.append(line)
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)
-    before = {t.number: (t.params, t.values) for t in finished(load(tmp_path))}
+    before = {t.number: (t.params, t.values) for t in counted(load(tmp_path))}
     assert len(before) >= 3
     if signum == signal.SIGINT:
         assert proc.returncode == 130, err
         assert len(err.strip().splitlines()) == 1 and '--resume' in err, err
-        assert len(before) == len(load(tmp_path).trials)  # the one in flight told FAIL
+        assert TrialState.RUNNING not in {t.state for t in load(tmp_path).trials}
     else:
         assert proc.returncode == -signal.SIGKILL
 
-    total = len(load(tmp_path).trials) + 3
+    total = len(before) + 3
     result = tune(bags['stereo'], tmp_path, '--trials', str(total), '--resume', *args)
     assert result.returncode == 0, result.stdout + result.stderr
     study = load(tmp_path)
-    assert len(finished(study)) == total == len(study.trials)
+    assert len(counted(study)) == total
+    assert TrialState.RUNNING not in {t.state for t in study.trials}
     assert {n: (study.trials[n].params, study.trials[n].values) for n in before} == before
-    assert [line.split(':')[0] for line in result.stdout.splitlines()
-            if line.startswith('trial ')] == [f'trial {n}/{total}' for n in
-                                              range(total - 2, total + 1)]
+    assert [line.split(']')[0] for line in result.stdout.splitlines()
+            if line.startswith('[')] == [f'[{n}/{total}' for n in range(total - 2, total + 1)]
 
 
 def test_a_failing_trial_is_recorded_and_the_study_goes_on(bags, tmp_path):
@@ -184,6 +186,7 @@ def test_two_worker_processes_give_the_in_process_results(bags):
 def test_bad_input_is_one_line_and_exit_2(bags, tmp_path, bag, args, words):
     result = tune(bags[bag], tmp_path / 'out', *args)
     assert_one_line_error(result, words)
+    assert not (tmp_path / 'out').exists()
 
 
 def test_a_bag_without_a_camera_is_one_line_and_exit_2(tmp_path):
@@ -251,3 +254,10 @@ def test_a_worker_killed_mid_trial_fails_that_trial_and_the_search_goes_on(bags,
     assert [t.state for t in study.trials] == \
         [TrialState.COMPLETE, TrialState.FAIL, TrialState.COMPLETE]
     assert 'terminated abruptly' in study.trials[1].user_attrs['error']
+
+
+def test_a_bad_device_for_the_workers_is_one_line_and_exit_2(bags, tmp_path):
+    result = tune(bags['flow'], tmp_path / 'out', '--node', 'flow', '--workers', '2',
+                  '--device', 'no-such-device')
+    assert_one_line_error(result, "no OpenCL device matches 'no-such-device'")
+    assert not (tmp_path / 'out').exists()

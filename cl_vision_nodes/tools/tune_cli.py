@@ -38,15 +38,17 @@ EXIT_INTERRUPTED = 130
 
 def worker_devices(device: str, workers: int) -> list[str]:
     """
-    Return one device request per worker.
+    Return one device (``P:D``) per worker, checked here: a bad one is one line, not N crashes.
 
     ``auto`` spreads them over the machine's GPUs (several workers share one when there are
     fewer GPUs); anything else (or a machine without a GPU) puts every worker on that device.
     """
-    from cl_vision_nodes.opencl.devices import list_devices, resolve_spec
+    from cl_vision_nodes.opencl.devices import list_devices, resolve_spec, select_device
     request = resolve_spec(device)
     gpus = [e.index for e in list_devices() if e.is_gpu] if request == 'auto' else []
-    return [gpus[i % len(gpus)] for i in range(workers)] if gpus else [request] * workers
+    if not gpus:
+        return [select_device(request).index] * workers
+    return [gpus[i % len(gpus)] for i in range(workers)]
 
 
 def _changed(start: Mapping[str, Any], tuned: Mapping[str, Any]) -> str:
@@ -57,13 +59,14 @@ def _changed(start: Mapping[str, Any], tuned: Mapping[str, Any]) -> str:
 
 def _trial_line(trials: int) -> Any:
     def show(study: Any, trial: Any) -> None:
+        from cl_vision_nodes.tuning.study import finished_trials
         from optuna.trial import TrialState
         if trial.state == TrialState.COMPLETE:
             text = (f"{trial.user_attrs['metric']} {trial.values[0]:.4g}, "
                     f'{trial.values[1]:.1f} ms per frame')
         else:
             text = f"failed: {trial.user_attrs.get('error', trial.state.name)}"
-        print(f'trial {trial.number + 1}/{trials}: {text}', flush=True)
+        print(f'[{finished_trials(study)}/{trials}] trial {trial.number}: {text}', flush=True)
     return show
 
 
@@ -72,16 +75,18 @@ def summary(outcome: Any, held_out_frames: int) -> list[str]:
     from cl_vision_nodes.tuning.study import TIME_BUDGET
     from optuna.trial import TrialState
     states = [t.state for t in outcome.study.trials]
+    failed = sum('error' in t.user_attrs for t in outcome.study.trials
+                 if t.state == TrialState.FAIL)
     reference, before, after = outcome.reference, outcome.start_held_out, outcome.tuned_held_out
     budget = f"within {TIME_BUDGET:g}x the start values' {reference.ms_per_frame:.1f} ms per frame"
     if outcome.chosen is None:
         choice = f'no Pareto trial {budget}: the start values are kept'
     else:
-        choice = (f'tuned = trial {outcome.chosen.number + 1}, the Pareto trial with the best '
+        choice = (f'tuned = trial {outcome.chosen.number}, the Pareto trial with the best '
                   f'{reference.metric} {budget}')
     ratio = after.score / before.score if before.score else float('nan')
-    return [f'{len(states)} trials: {states.count(TrialState.COMPLETE)} complete, '
-            f'{states.count(TrialState.FAIL)} failed; Pareto front of '
+    return [f'{len(states)} trials: {states.count(TrialState.COMPLETE)} complete, {failed} '
+            f'failed, {states.count(TrialState.FAIL) - failed} interrupted; Pareto front of '
             f'{len(outcome.study.best_trials)}', choice,
             f'held-out frames ({held_out_frames}): {reference.metric} {before.score:.4g} -> '
             f'{after.score:.4g} ({ratio:.2f}x), ms per frame {before.ms_per_frame:.1f} -> '
@@ -103,13 +108,13 @@ def run(args: argparse.Namespace) -> int:
     frames = load_frames(Path(args.bag), args.node, args.frames)
     print(f'cl-vision tune: {frames.description}; {len(frames.tuning)} frames to tune on, '
           f'{len(frames.held_out)} held out; searching {", ".join(space)}', flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    storage = out / f'{args.node}.journal'
     pool = InProcessPool(args.device, frames) if args.workers == 1 else \
         ProcessPool(worker_devices(args.device, args.workers), Path(args.bag), args.node,
                     args.frames)
+    out = Path(args.out)
+    storage = out / f'{args.node}.journal'
     try:
+        out.mkdir(parents=True, exist_ok=True)
         study = run_study(pool, space, storage, args.trials, args.seed, args.resume,
                           _trial_line(args.trials), base=start)
         outcome = held_out_comparison(pool, study, start)

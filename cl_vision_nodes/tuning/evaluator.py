@@ -34,9 +34,10 @@ stability, SURF repeatability under flow) is the flow with default parameters, c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 import math
 import time
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
@@ -92,6 +93,10 @@ def _means(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> dict[str, 
     return {key: value for key, value in found.items() if value is not None}
 
 
+Memory = Callable[[], SequenceMemory]
+"""Makes the quality scorers' memory of a part (its motion computed once, on first need)."""
+
+
 class _Library:
     """The quality scorers' second opinions (backward flow, right map) with the trial's values."""
 
@@ -115,7 +120,7 @@ class _Capability(Protocol):
     def run(self, lefts: list[DeviceGray], rights: list[DeviceGray]) -> list[Any]: ...
 
     def score(self, frames: list[Frame], outputs: list[Any], truth: bool,
-              memory: SequenceMemory) -> _Score: ...
+              memory: Memory) -> _Score: ...
 
 
 class _Disparity:
@@ -136,7 +141,7 @@ class _Disparity:
         return maps
 
     def score(self, frames: list[Frame], outputs: list[np.ndarray], truth: bool,
-              memory: SequenceMemory) -> _Score:
+              memory: Memory) -> _Score:
         d_min = float(self.matcher.values['disp_min'])
         if truth:
             rows = []
@@ -149,7 +154,7 @@ class _Disparity:
                 rows.append(disparity_errors(estimate, frame.disparity, d_min))
             metrics = _means(rows, ('d1', 'bad2', 'density'))
             return _Score(metrics.get('d1', math.nan), 'D1', metrics)
-        scorer = DisparityQuality(memory)
+        scorer = DisparityQuality(memory())
         for index, (frame, estimate) in enumerate(zip(frames, outputs)):
             scorer.score(index, frame.left_gray, frame.right_gray, estimate, d_min)
         losses = [1.0 - row['density'] * (row.get('lr_consistent') or 0.0)
@@ -182,7 +187,7 @@ class _Flow:
         return stream_flows(self.estimator, lefts)
 
     def score(self, frames: list[Frame], outputs: list[np.ndarray | None], truth: bool,
-              memory: SequenceMemory) -> _Score:
+              memory: Memory) -> _Score:
         if truth:
             rows = []
             for frame, estimate in zip(frames, outputs):
@@ -192,8 +197,8 @@ class _Flow:
                                  'density': errors.density})
             metrics = _means(rows, ('epe', 'aae', 'density'))
             return _Score(metrics.get('epe', math.nan), 'EPE', metrics)
-        scorer = FlowQuality(memory)
-        memory.see(0, frames[0].left_gray)
+        scorer = FlowQuality(memory())
+        scorer.memory.see(0, frames[0].left_gray)
         for index, (frame, estimate) in enumerate(zip(frames, outputs)):
             if estimate is not None:
                 scorer.score(index, frame.left_gray, estimate)
@@ -218,11 +223,12 @@ class _Surf:
                 for gray in lefts]
 
     def score(self, frames: list[Frame], outputs: list[Keypoints], truth: bool,
-              memory: SequenceMemory) -> _Score:
+              memory: Memory) -> _Score:
         if truth:
             scored = [(f, k) for f, k in zip(frames, outputs) if f.homography is not None]
-            (first, first_keypoints), rows = scored[0], []
+            rows = []
             for frame, keypoints in scored[1:]:
+                first, first_keypoints = scored[0]
                 scores = pair_scores(first_keypoints, keypoints,
                                      frame.homography @ np.linalg.inv(first.homography),
                                      first.left_gray.shape, frame.left_gray.shape)
@@ -232,7 +238,7 @@ class _Surf:
                        'keypoints': float(np.mean([len(k) for k in outputs]))}
             return _Score(1.0 - metrics.get('repeatability', math.nan), 'repeatability_loss',
                           metrics)
-        scorer = SurfQuality(memory)
+        scorer = SurfQuality(memory())
         for index, (frame, keypoints) in enumerate(zip(frames, outputs)):
             scorer.score(index, frame.left_gray, keypoints)
         figures = _means(scorer.rows, SurfQuality.FIGURES)
@@ -293,7 +299,7 @@ class Evaluator:
                 total_ms += (time.perf_counter() - start) * 1e3
                 scores[key] = capability.score(frames, outputs,
                                                _TRUTH[key] in self.frames.truth,
-                                               self._memory(part))
+                                               partial(self._memory, part))
         except cl.Error as exc:
             raise DeviceRefused(f'the device refused these values ({exc})') from None
         if not scores:

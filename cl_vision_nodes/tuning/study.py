@@ -19,19 +19,19 @@ Two objectives, both minimised: the score (``TrialResult.score``) and ms per fra
 sampler (multi-objective, seeded) proposes values and the study's best trials are the Pareto
 front. The study lives in a JournalFileBackend file, written as each trial is asked and told, so
 an interruption loses only the trials in flight: they are told FAIL on Ctrl-C, and a crash
-leaves them RUNNING, which ``resume`` marks FAIL. Finished trials (COMPLETE or FAIL) count
-towards ``trials`` and are never repeated; the sampler is seeded with ``seed`` plus the number
-of finished trials, so a resumed search does not propose its first values again. A trial whose
-evaluation raised CLVisionError (a value the algorithms or the device refuse, a non-finite
-score) or whose worker died is told FAIL with the reason in its user attribute ``error``, and
-the search goes on. The start values (``base``) are enqueued as the first trial where the space
-holds them.
+leaves them RUNNING, which ``resume`` marks FAIL; these do not count towards ``trials``.
+Finished trials (COMPLETE, or FAIL with an ``error``) count and are never repeated; the sampler
+is seeded with ``seed`` plus the number of trials in the study, so a resumed search does not
+propose its first values again. A trial whose evaluation raised CLVisionError (a value the
+algorithms or the device refuse, a non-finite score) or whose worker died is told FAIL with the
+reason in its user attribute ``error``, and the search goes on. The start values (``base``) are
+enqueued as the first trial where the space holds them.
 """
 from __future__ import annotations
 
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 import math
 from pathlib import Path
 from typing import Callable, Mapping
@@ -47,6 +47,8 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, Trial, TrialState
 
 STUDY_NAME = 'tune'
+TRIAL_FIELDS = tuple(field.name for field in fields(TrialResult))
+"""Kept as user attributes of each complete trial."""
 DIRECTIONS = ('minimize', 'minimize')
 OnTrial = Callable[[optuna.Study, FrozenTrial], None]
 
@@ -65,18 +67,29 @@ def open_study(storage: Path, seed: int, resume: bool) -> optuna.Study:
     journal = JournalStorage(JournalFileBackend(str(storage)))
     if resume:
         study = optuna.load_study(study_name=STUDY_NAME, storage=journal)
-        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            study.tell(trial.number, state=TrialState.FAIL)
+        fail_running(study)
     else:
         study = optuna.create_study(study_name=STUDY_NAME, storage=journal,
                                     directions=list(DIRECTIONS))
-    study.sampler = optuna.samplers.TPESampler(seed=seed + finished_trials(study))
+    study.sampler = optuna.samplers.TPESampler(seed=seed + len(study.trials))
     return study
 
 
+def fail_running(study: optuna.Study) -> None:
+    """
+    Tell FAIL every trial still RUNNING (in flight when interrupted, or asked, not started).
+
+    Without an ``error``: an interrupted trial does not count as finished.
+    """
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        study.tell(trial.number, state=TrialState.FAIL)
+
+
 def finished_trials(study: optuna.Study) -> int:
-    """Count the trials that ran to an end (COMPLETE or FAIL)."""
-    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
+    """Count the trials that ran to an end: COMPLETE, or FAIL for a reason (``error``)."""
+    return sum(trial.state == TrialState.COMPLETE or 'error' in trial.user_attrs
+               for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,
+                                                                     TrialState.FAIL)))
 
 
 def _holds(dist: Distribution, value: Value) -> bool:
@@ -107,8 +120,9 @@ def run_study(pool: EvaluatorPool, space: Mapping[str, Distribution], storage: P
     Run trials until ``trials`` have finished (see the module's docstring) and return the study.
 
     Each trial evaluates ``base`` (the start values, default the schema's) updated with the
-    trial's values. ``on_trial`` is called after each trial is told. KeyboardInterrupt: the
-    trials in flight are told FAIL, then it propagates.
+    trial's values. ``on_trial`` is called after each trial is told (``finished_trials`` says
+    how many have finished). KeyboardInterrupt: the trials in flight are told FAIL (not counted),
+    then it propagates.
     """
     base = dict(base or {})
     study = open_study(storage, seed, resume)
@@ -131,10 +145,9 @@ def run_study(pool: EvaluatorPool, space: Mapping[str, Distribution], storage: P
                 if on_trial is not None:
                     on_trial(study, study.trials[trial.number])
     except BaseException:
-        for future, trial in in_flight.items():
+        for future in in_flight:
             future.cancel()
-            trial.set_user_attr('error', 'interrupted')
-            study.tell(trial, state=TrialState.FAIL)
+        fail_running(study)
         raise
     return study
 
@@ -163,14 +176,23 @@ class Outcome:
     tuned_held_out: TrialResult
 
 
+def start_trial(study: optuna.Study, start: Mapping[str, Value]) -> FrozenTrial | None:
+    """Return the first complete trial of the start values (enqueued first), or None."""
+    return next((t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                 if all(start.get(name) == value for name, value in t.params.items())), None)
+
+
 def held_out_comparison(pool: EvaluatorPool, study: optuna.Study,
                         start: Mapping[str, Value]) -> Outcome:
     """
     Choose the tuned values (``choose_tuned``) and score them and the start on the held-out half.
 
-    The time budget's base is the start values timed now on the tuning frames, by the same pool.
+    The time budget's base is the start values' trial, timed as every other trial was (beside
+    the other workers' trials); where the study has none, the start values timed now.
     """
-    reference = pool.submit(start, 'tuning').result()
+    trial = start_trial(study, start)
+    reference = pool.submit(start, 'tuning').result() if trial is None else \
+        TrialResult(**{name: trial.user_attrs[name] for name in TRIAL_FIELDS})
     chosen = choose_tuned(study, reference.ms_per_frame)
     tuned = {**start, **(chosen.params if chosen is not None else {})}
     start_held_out = pool.submit(start, 'held_out').result()
