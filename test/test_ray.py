@@ -17,10 +17,11 @@ Ray on this machine: a local cluster of two CPU slots (PoCL), shared by the test
 
 The cluster is started by this process (``ray.init``) and joined by address: `cl-vision eval
 FOLDER --ray ADDRESS` runs as a separate process, as on a real cluster, and must give the numbers
-the same eval gives without Ray (timing aside); RayPool (which finds this process connected)
-must give the in-process evaluator's results, and a worker killed mid-trial must fail only that
-trial. The ROS domains of the eval runs (200 and up, one per bag) lie outside the range other
-test sessions pick theirs from (conftest: 1..101).
+the same eval gives without Ray (timing aside), and `cl-vision tune --ray ADDRESS` must finish a
+small study; RayPool (which finds this process connected) must give the in-process evaluator's
+results, and a worker killed mid-trial must fail only that trial. The ROS domains of the eval
+runs (200 and up, one per bag) lie outside the range other test sessions pick theirs from
+(conftest: 1..101).
 """
 from __future__ import annotations
 
@@ -109,15 +110,17 @@ def test_eval_of_a_folder_on_ray_gives_the_numbers_of_a_run_here(cluster, bags, 
     assert '| **total** | 4 | 4 | 0 |' in table and '[report](sub/b/report.md)' in table
 
 
-@pytest.mark.parametrize('target, ray_address, words', [
-    ('folder', '127.0.0.1:9', '--ray 127.0.0.1:9: no Ray cluster answers there'),
-    ('folder', 'head', '--ray head: expected HOST:PORT'),
-    ('bag', '127.0.0.1:9', 'is not a folder of bags (run one bag without --ray)'),
+@pytest.mark.parametrize('command, target, ray_address, words', [
+    ('eval', 'folder', '127.0.0.1:9', '--ray 127.0.0.1:9: no Ray cluster answers there'),
+    ('eval', 'folder', 'head', '--ray head: expected HOST:PORT'),
+    ('eval', 'tune', '127.0.0.1:9', 'is not a folder of bags (run one bag without --ray)'),
+    ('tune', 'tune', '127.0.0.1:9', '--ray 127.0.0.1:9: no Ray cluster answers there'),
 ])
-def test_bad_ray_input_is_one_line_and_exit_2(bags, tmp_path, target, ray_address, words):
-    path = bags['folder'] if target == 'folder' else bags['folder'] / 'a'
-    assert_one_line_error(cl_vision('eval', str(path), '--out', str(tmp_path / 'out'), '--ray',
-                                    ray_address), words)
+def test_bad_ray_input_is_one_line_and_exit_2(bags, tmp_path, command, target, ray_address,
+                                              words):
+    node = ['--node', 'flow'] if command == 'tune' else []
+    assert_one_line_error(cl_vision(command, str(bags[target]), *node, '--out',
+                                    str(tmp_path / 'out'), '--ray', ray_address), words)
 
 
 def test_ray_pool_gives_the_in_process_results(cluster, bags):
@@ -163,3 +166,20 @@ def test_a_ray_worker_killed_mid_trial_fails_only_that_trial(cluster, bags, tmp_
         [TrialState.COMPLETE, TrialState.FAIL, TrialState.COMPLETE]
     assert 'the Ray worker died during the trial' in study.trials[1].user_attrs['error']
     assert after.metric == 'EPE' and after.score < 0.5
+
+
+def test_tune_on_ray_finishes_a_small_study(cluster, bags, tmp_path):
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+    from optuna.trial import TrialState
+    import yaml
+    result = cl_vision('tune', str(bags['tune']), '--node', 'flow', '--params',
+                       'dis_iterations,dis_alpha', '--frames', '8', '--trials', '4', '--out',
+                       str(tmp_path), '--ray', cluster)
+    assert result.returncode == 0, result.stdout + result.stderr
+    storage = JournalStorage(JournalFileBackend(str(tmp_path / 'flow.journal')))
+    study = optuna.load_study(study_name='tune', storage=storage)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 4
+    tuned = yaml.safe_load((tmp_path / 'flow.yaml').read_text())['/**']['ros__parameters']
+    assert tuned['dis_iterations'] in [t.params['dis_iterations'] for t in study.trials]
