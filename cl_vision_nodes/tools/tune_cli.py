@@ -15,12 +15,13 @@
 """
 `cl-vision tune BAG --node NODE --out DIR`: search the node's parameters on a bag's frames.
 
-The algorithms run in this process (or ``--workers`` processes) on the OpenCL device over the
-bag's frames (cl_vision_nodes.tuning says how). The first half of the frames tunes, the second
-is held out: the start values (the schema's defaults with ``--param``) and the tuned ones are
-compared there. The tuned values are those of the Pareto trial (score against ms per frame) with
-the best score within 1.5x the start values' ms per frame; they are written as
-``DIR/<node>.yaml``, the node's parameter file. The study is stored in ``DIR/<node>.journal``:
+The algorithms run in this process (or ``--workers`` processes, or the workers of the Ray
+cluster at ``--ray ADDRESS``: tuning/ray_pool.py) on the OpenCL device over the bag's frames
+(cl_vision_nodes.tuning says how). The first half of the frames tunes, the second is held out:
+the start values (the schema's defaults with ``--param``) and the tuned ones are compared there.
+The tuned values are those of the Pareto trial (score against ms per frame) with the best score
+within 1.5x the start values' ms per frame; they are written as ``DIR/<node>.yaml``, the node's
+parameter file. The study is stored in ``DIR/<node>.journal``:
 ``--resume`` continues it after an interruption.
 """
 from __future__ import annotations
@@ -115,6 +116,18 @@ def _on_trial(trials: int) -> tuple[Any, Any]:
     return both, progress
 
 
+def evaluator_pool(args: argparse.Namespace, frames: Any) -> Any:
+    """Return where the trials run: on the Ray cluster, in worker processes or in this one."""
+    from cl_vision_nodes.tuning.pool import InProcessPool, ProcessPool
+    if args.ray:
+        from cl_vision_nodes.tuning.ray_pool import RayPool
+        return RayPool(args.ray, Path(args.bag), args.node, args.frames, args.workers)
+    if args.workers is None or args.workers == 1:
+        return InProcessPool(args.device, frames)
+    return ProcessPool(worker_devices(args.device, args.workers), Path(args.bag), args.node,
+                       args.frames)
+
+
 def run(args: argparse.Namespace) -> int:
     """Search, compare on the held-out frames, write the parameter file and say what happened."""
     if args.apply:
@@ -124,10 +137,10 @@ def run(args: argparse.Namespace) -> int:
                              "tune's values on a running node)")
     from cl_vision_nodes.tuning.evaluator import Evaluator
     from cl_vision_nodes.tuning.frames import load_frames
-    from cl_vision_nodes.tuning.pictures import strip_answers
-    from cl_vision_nodes.tuning.report import write_report
     from cl_vision_nodes.tuning.output import write_params
-    from cl_vision_nodes.tuning.pool import InProcessPool, ProcessPool
+    from cl_vision_nodes.tuning.pictures import strip_answers
+    from cl_vision_nodes.tuning.pool import InProcessPool
+    from cl_vision_nodes.tuning.report import write_report
     from cl_vision_nodes.tuning.space import node_schema, parse_params, search_space
     from cl_vision_nodes.tuning.study import held_out_comparison, run_study
     schema = node_schema(args.node)
@@ -137,9 +150,7 @@ def run(args: argparse.Namespace) -> int:
     frames = load_frames(Path(args.bag), args.node, args.frames)
     print(f'cl-vision tune: {frames.description}; {len(frames.tuning)} frames to tune on, '
           f'{len(frames.held_out)} held out; searching {", ".join(space)}', flush=True)
-    devices = worker_devices(args.device, args.workers)
-    pool = InProcessPool(args.device, frames) if args.workers == 1 else \
-        ProcessPool(devices, Path(args.bag), args.node, args.frames)
+    pool = evaluator_pool(args, frames)
     on_trial, progress = _on_trial(args.trials)
     out = Path(args.out)
     storage = out / f'{args.node}.journal'
@@ -160,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     lines = summary(outcome, len(frames.held_out))
     path = write_params(out, args.node, outcome.tuned, str(args.bag), lines[2])
     evaluator = pool.evaluator if isinstance(pool, InProcessPool) else \
-        Evaluator(devices[0], frames)
+        Evaluator(args.device, frames)
     strip = strip_answers(lambda values: evaluator.answers(values, 'held_out'),
                           [frame.left_gray for frame in frames.held_out])
     report = write_report(out, outcome.study, args.node, outcome.start_held_out,
@@ -186,9 +197,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument('--frames', type=integer_in(4), default=20,
                         help='first frames of the bag to use, half to tune, half held out '
                              '(default 20)')
-    parser.add_argument('--workers', type=integer_in(1), default=1,
+    parser.add_argument('--workers', type=integer_in(1),
                         help='trials at a time, one process each; with --device auto spread '
-                             'over the GPUs (default 1: in this process)')
+                             'over the GPUs (default 1: in this process); with --ray, Ray '
+                             'workers (default: one per GPU of the cluster, or per CPU slot)')
+    parser.add_argument('--ray', metavar='ADDRESS',
+                        help='run the trials on the Ray cluster at ADDRESS (HEAD:6379, or '
+                             'auto), one per GPU, each on its own GPU (--device is then not '
+                             'used), or one per CPU slot on a cluster without GPUs')
     parser.add_argument('--seed', type=int, default=0, help="the sampler's seed (default 0)")
     parser.add_argument('--resume', action='store_true',
                         help='continue the study in --out; finished trials are not repeated')

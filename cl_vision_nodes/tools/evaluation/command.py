@@ -24,7 +24,9 @@ DIR/report.json and DIR/report.md with pictures (report.py): latency, throughput
 frames, each node's per-stage timing from its /diagnostics, accuracy where the bag holds
 bag_layout's ground truth (`cl-vision make-bag` writes such bags) and quality without it on
 every bag (quality_scorers.py), and a strip of frames spread over the run (strip.py).
-``--compare DIR_A DIR_B`` instead puts two such reports side by side (compare.py).
+``--compare DIR_A DIR_B`` instead puts two such reports side by side (compare.py). A folder of
+bags instead of BAG: each bag so, one combined report, here or spread over a Ray cluster with
+``--ray ADDRESS`` (bag_folder.py).
 """
 from __future__ import annotations
 
@@ -55,6 +57,7 @@ from cl_vision_nodes.tools.evaluation.report import fmt, write_report
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_DOMAIN_ID = 232  # the largest ROS_DOMAIN_ID that DDS maps to valid UDP ports
+RANDOM_DOMAINS = 101  # the default domain is a random one of 1..RANDOM_DOMAINS
 
 
 def expected_frames(path: Path, topic: str, selection: Any) -> int:
@@ -132,9 +135,16 @@ def run(args: argparse.Namespace) -> int:
     Interrupted by Ctrl-C or SIGTERM while playing, it still writes the partial report, says so
     in one line and exits 128 + the signal's number.
     """
+    # bag_folder runs this module's evaluate per bag: imported here, after this module loaded
+    from cl_vision_nodes.tools.evaluation.bag_folder import evaluate_folder, is_bag_folder
     args = argparse.Namespace(**{**defaults(), **vars(args)})
     if args.compare:
         return compare(args)
+    if args.bag is not None and is_bag_folder(Path(args.bag)):
+        return guarded('cl-vision eval', lambda: evaluate_folder(args))
+    if args.ray:
+        raise ParameterError(f'--ray spreads the bags of a folder over a Ray cluster; {args.bag} '
+                             'is not a folder of bags (run one bag without --ray)')
     return guarded('cl-vision eval', lambda: evaluate(args))
 
 
@@ -170,7 +180,7 @@ def evaluate(args: argparse.Namespace) -> int:
         print(f'cl-vision eval: {line}', flush=True)
     for note in notes:
         print(f'cl-vision eval: {note}', file=sys.stderr)
-    domain_id = random.randint(1, 101) if args.domain_id is None else args.domain_id
+    domain_id = random.randint(1, RANDOM_DOMAINS) if args.domain_id is None else args.domain_id
     env = node_environment(domain_id)
     os.environ.update(ROS_DOMAIN_ID=env['ROS_DOMAIN_ID'],
                       ROS_AUTOMATIC_DISCOVERY_RANGE=env['ROS_AUTOMATIC_DISCOVERY_RANGE'])
@@ -212,7 +222,9 @@ def compare(args: argparse.Namespace) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('bag', nargs='?',
-                        help='any rosbag2 folder (mcap or sqlite3) with camera images')
+                        help='any rosbag2 folder (mcap or sqlite3) with camera images, or a '
+                             'folder of them (each evaluated into OUT/<its path>, and one '
+                             'combined report)')
     parser.add_argument('--out', type=output_folder,
                         help='output folder: bag/, logs/, report.md, report.json, pictures '
                              '(required with a bag; with --compare: where compare.md goes, '
@@ -248,6 +260,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--domain-id', type=integer_in(0, MAX_DOMAIN_ID),
                         help='ROS_DOMAIN_ID of the run (default: a random one, so that live '
                              'camera traffic cannot mix in)')
+    parser.add_argument('--ray', metavar='ADDRESS',
+                        help='a folder of bags: spread them over the Ray cluster at ADDRESS '
+                             '(HEAD:6379, or auto), one bag per GPU (per CPU slot on a cluster '
+                             'without GPUs), each on a ROS domain of its own')
     parser.add_argument('--status-lines', action='store_true',
                         help='one status line a second (frames, fps and accuracy per node) '
                              'instead of a progress bar')

@@ -53,6 +53,7 @@ import yaml
 STOP_TIMEOUT_S = 15.0
 DIAGNOSTICS_PERIOD_S = 1.0  # eval's default: the report's per-stage timing comes from these
 RECORDED_OUTPUTS = 2
+LOCKSTEP_DEPTH = 2  # the most frames lockstep has in flight (reliable_inputs)
 HELPER_NAMESPACE = '/cl_vision_eval'
 SCHEMAS = {'flow': FLOW_SCHEMA, 'surf': SURF_SCHEMA, 'disparity': ELAS_SCHEMA}
 """The nodes eval scores, in scoring order (flow first: other scorers may use its answer)."""
@@ -285,13 +286,17 @@ class NodeProcess:
 
 def reliable_inputs(spec: NodeSpec) -> dict[str, Any]:
     """
-    Return the QoS overrides that make the node's input subscriptions reliable.
+    Return the QoS overrides that make the node's input subscriptions reliable, two deep.
 
-    Lockstep never queues more than one frame, so best effort buys nothing here, and Fast DDS drops
+    Lockstep queues at most two frames, so best effort buys nothing here, and Fast DDS drops
     best-effort samples larger than its shared-memory segment (a KITTI frame, ~0.5 MB per view,
-    rarely arrives): a lost input would be misreported as the node dropping a frame.
+    rarely arrives): a lost input would be misreported as the node dropping a frame. Two: a frame
+    no node answers (flow's first) is followed at once by the next, and with the nodes' depth of
+    1 the second replaced the first when the node was slow to take it (a loaded machine), so the
+    node missed a frame and the run waited out the timeout for its answer.
     """
-    return {'qos_overrides': {topic: {'subscription': {'reliability': 'reliable'}}
+    return {'qos_overrides': {topic: {'subscription': {'reliability': 'reliable',
+                                                       'depth': LOCKSTEP_DEPTH}}
                               for topic in spec.inputs}}
 
 
