@@ -71,3 +71,15 @@ def test_an_exception_from_a_frame_is_handed_over_and_the_thread_ends():
     runner.submit(lambda: 1 / 0)
     assert runner.idle(10) and runner.close(10)
     assert len(failures) == 1 and isinstance(failures[0], ZeroDivisionError)
+
+
+def test_frames_reaching_an_idle_runner_back_to_back_all_run():
+    """The first is taken at once, the second waits behind it: neither is skipped."""
+    done: list = []
+    runner = FrameRunner('test frames', done.append)
+    release = threading.Event()
+    assert not runner.submit(lambda: (release.wait(10), done.append('first')))
+    assert not runner.submit(lambda: done.append('second'))
+    release.set()
+    assert runner.idle(10) and runner.close(5)
+    assert done == ['first', 'second']
