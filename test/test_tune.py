@@ -257,6 +257,23 @@ def test_a_worker_killed_mid_trial_fails_that_trial_and_the_search_goes_on(bags,
     assert 'terminated abruptly' in study.trials[1].user_attrs['error']
 
 
+def test_a_dis_patch_stride_is_searched_up_to_its_trials_patch_size(bags, tmp_path):
+    """The schema refuses a stride above the patch size: no trial is spent on one."""
+    from cl_vision_nodes.tuning.frames import load_frames
+    from cl_vision_nodes.tuning.pool import InProcessPool
+    from cl_vision_nodes.tuning.space import search_space
+    from cl_vision_nodes.tuning.study import run_study
+    pool = InProcessPool(DEVICE, load_frames(bags['flow'], 'flow', 6))
+    try:
+        study = run_study(pool, search_space('flow', ['dis_patch_size', 'dis_patch_stride']),
+                          tmp_path / 'study.journal', 12, 0, False, base={'method': 'dis'})
+    finally:
+        pool.close()
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 12
+    assert all(t.params['dis_patch_stride'] <= t.params['dis_patch_size'] for t in study.trials)
+    assert len({t.params['dis_patch_size'] for t in study.trials}) > 1
+
+
 def test_a_bad_device_for_the_workers_is_one_line_and_exit_2(bags, tmp_path):
     result = tune(bags['flow'], tmp_path / 'out', '--node', 'flow', '--workers', '2',
                   '--device', 'no-such-device')

@@ -71,6 +71,12 @@ Flow: the parameters of hs (GPUs) and dis (CPUs), the methods ``auto`` picks; ``
 only when named."""
 
 
+AT_MOST: dict[str, str] = {'dis_patch_stride': 'dis_patch_size',
+                           'flow.dis_patch_stride': 'flow.dis_patch_size'}
+"""Parameters the schema refuses above another's value (a DIS patch stride above the patch size
+leaves pixels without flow): a trial searches them up to that value, so none is wasted."""
+
+
 def node_schema(node: str) -> ParameterSchema:
     """Return the schema of a tunable node; ParameterError naming the valid nodes."""
     if node not in SCHEMAS:

@@ -40,8 +40,9 @@ from cl_vision_nodes.errors import CLVisionError, DataFormatError
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.tuning.evaluator import TrialResult
 from cl_vision_nodes.tuning.pool import EvaluatorPool
-from cl_vision_nodes.tuning.space import Distribution
+from cl_vision_nodes.tuning.space import AT_MOST, Distribution
 import optuna
+from optuna.distributions import IntDistribution
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, Trial, TrialState
@@ -113,6 +114,19 @@ def _tell(study: optuna.Study, trial: Trial, future: Future[TrialResult]) -> Non
     study.tell(trial, [result.score, result.ms_per_frame])
 
 
+def _ask(study: optuna.Study, space: Mapping[str, Distribution],
+         base: Mapping[str, Value]) -> tuple[Trial, dict[str, Value]]:
+    """Ask a trial and return it with its values; a parameter of ``AT_MOST`` up to its bound's."""
+    trial = study.ask({name: dist for name, dist in space.items() if name not in AT_MOST})
+    values = {**base, **trial.params}
+    for name, bound in AT_MOST.items():
+        dist = space.get(name)
+        if isinstance(dist, IntDistribution):
+            high = max(dist.low, min(dist.high, int(values[bound])))
+            values[name] = trial.suggest_int(name, dist.low, high, step=dist.step)
+    return trial, values
+
+
 def run_study(pool: EvaluatorPool, space: Mapping[str, Distribution], storage: Path,
               trials: int, seed: int, resume: bool, on_trial: OnTrial | None = None, *,
               base: Mapping[str, Value] | None = None) -> optuna.Study:
@@ -136,8 +150,8 @@ def run_study(pool: EvaluatorPool, space: Mapping[str, Distribution], storage: P
         while finished_trials(study) + len(in_flight) < trials or in_flight:
             while len(in_flight) < pool.workers and \
                     finished_trials(study) + len(in_flight) < trials:
-                trial = study.ask(dict(space))
-                in_flight[pool.submit({**base, **trial.params})] = trial
+                trial, values = _ask(study, space, base)
+                in_flight[pool.submit(values)] = trial
             done, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
             for future in done:
                 trial = in_flight.pop(future)
