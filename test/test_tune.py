@@ -291,3 +291,12 @@ def test_every_default_lies_in_its_search_range(node):
         assert distribution.to_external_repr(internal) == defaults[name]
         if hasattr(distribution, 'low'):
             assert distribution.low <= defaults[name] <= distribution.high, (name, distribution)
+
+
+def test_flow_searches_the_parameters_of_the_method_that_runs():
+    from cl_vision_nodes.tuning.space import FLOW_TUNED_BY_METHOD, search_space
+    assert list(search_space('flow', flow_method='hs')) == list(FLOW_TUNED_BY_METHOD['hs'])
+    pipeline = search_space('vision_pipeline', flow_method='dis')
+    assert [n for n in pipeline if n.startswith('flow.')] == \
+        [f'flow.{n}' for n in FLOW_TUNED_BY_METHOD['dis']]
+    assert 'disparity.beta' in pipeline and 'surf.hessian_threshold' in pipeline

@@ -54,6 +54,16 @@ def worker_devices(device: str, workers: int) -> list[str]:
     return [gpus[i % len(gpus)] for i in range(workers)]
 
 
+def flow_method(node: str, start: Mapping[str, Any], device: str) -> str | None:
+    """Return the flow method the trials run (``auto`` resolved on ``device``), None without."""
+    from cl_vision_nodes.flow.schema import resolve_method
+    from cl_vision_nodes.opencl.devices import resolve_spec, select_device
+    key = {'flow': 'method', 'vision_pipeline': 'flow.method'}.get(node)
+    if key is None:
+        return None
+    return resolve_method(str(start[key]), select_device(resolve_spec(device)).is_gpu)
+
+
 def _changed(start: Mapping[str, Any], tuned: Mapping[str, Any]) -> str:
     changes = [f'{name} {start[name]!r} -> {value!r}' for name, value in tuned.items()
                if start.get(name) != value]
@@ -146,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     schema = node_schema(args.node)
     start = schema.parse_assignments(args.param)
     names, ranges = parse_params(args.params) if args.params else (None, {})
-    space = search_space(args.node, names, ranges)
+    space = search_space(args.node, names, ranges, flow_method(args.node, start, args.device))
     frames = load_frames(Path(args.bag), args.node, args.frames)
     print(f'cl-vision tune: {frames.description}; {len(frames.tuning)} frames to tune on, '
           f'{len(frames.held_out)} held out; searching {", ".join(space)}', flush=True)

@@ -52,10 +52,17 @@ _ELAS_TUNED = ('support_threshold', 'support_texture', 'candidate_stepsize', 'in
                'incon_threshold', 'incon_min_support', 'grid_size', 'beta', 'gamma', 'sigma',
                'sradius', 'match_texture', 'lr_threshold', 'speckle_sim_threshold',
                'speckle_size', 'ipol_gap_width', 'filter_median', 'filter_adaptive_mean')
-_FLOW_TUNED = ('pyramid_levels', 'alpha', 'warps', 'iterations', 'data_epsilon',
-               'smooth_epsilon', 'median_filter', 'dis_patch_size', 'dis_patch_stride',
-               'dis_iterations', 'dis_finest_level', 'dis_refine_iterations', 'dis_alpha',
-               'dis_gamma', 'dis_delta')
+FLOW_TUNED_BY_METHOD: dict[str, tuple[str, ...]] = {
+    'lk': ('pyramid_levels', 'window_size', 'window_sigma', 'lk_iterations', 'min_eigenvalue'),
+    'hs': ('pyramid_levels', 'alpha', 'warps', 'iterations', 'data_epsilon', 'smooth_epsilon',
+           'median_filter'),
+    'bm': ('block_size', 'search_radius', 'subpixel'),
+    'dis': ('dis_patch_size', 'dis_patch_stride', 'dis_iterations', 'dis_finest_level',
+            'dis_refine_iterations', 'dis_alpha', 'dis_gamma', 'dis_delta'),
+}
+"""Flow's parameters tuned without ``--params``: those of the method that runs (``auto``'s is
+the device's choice, ``flow.schema.resolve_method``); the others would change nothing."""
+_FLOW_TUNED = tuple(dict.fromkeys(FLOW_TUNED_BY_METHOD['hs'] + FLOW_TUNED_BY_METHOD['dis']))
 _SURF_TUNED = ('hessian_threshold', 'n_octaves', 'n_octave_layers', 'upright', 'max_keypoints')
 
 DEFAULT_TUNED: dict[str, tuple[str, ...]] = {
@@ -67,8 +74,8 @@ DEFAULT_TUNED: dict[str, tuple[str, ...]] = {
         for name in names),
 }
 """Parameters tuned without ``--params``: those that change the answers, not the node's I/O.
-Flow: the parameters of hs (GPUs) and dis (CPUs), the methods ``auto`` picks; ``method`` itself
-only when named."""
+Flow: without a device to tell the method (``search_space``'s ``flow_method``), the parameters
+of hs (GPUs) and dis (CPUs), the methods ``auto`` picks; ``method`` itself only when named."""
 
 
 AT_MOST: dict[str, str] = {'dis_patch_stride': 'dis_patch_size',
@@ -119,18 +126,30 @@ def distribution(spec: ParamSpec, low: float | None = None,
     return FloatDistribution(float(low), float(high), log=low > 0 and high / low >= LOG_SPAN)
 
 
+def default_names(node: str, flow_method: str | None = None) -> tuple[str, ...]:
+    """Return the parameters tuned by default; flow's those of ``flow_method`` when given."""
+    if flow_method is None or node not in ('flow', 'vision_pipeline'):
+        return DEFAULT_TUNED[node]
+    flow = FLOW_TUNED_BY_METHOD[flow_method]
+    if node == 'flow':
+        return flow
+    return tuple(name for name in DEFAULT_TUNED[node] if not name.startswith('flow.')) + \
+        tuple(f'flow.{name}' for name in flow)
+
+
 def search_space(node: str, names: Sequence[str] | None = None,
-                 ranges: Mapping[str, tuple[float, float]] | None = None
-                 ) -> dict[str, Distribution]:
+                 ranges: Mapping[str, tuple[float, float]] | None = None,
+                 flow_method: str | None = None) -> dict[str, Distribution]:
     """
-    Return name -> distribution for ``names`` (default ``DEFAULT_TUNED[node]``).
+    Return name -> distribution for ``names`` (default ``default_names``).
 
     ``ranges`` narrows a numeric parameter to [low, high]; ParameterError for an unknown or
-    untunable name (listing the valid ones) or a range outside the schema's.
+    untunable name (listing the valid ones) or a range outside the schema's. ``flow_method``:
+    the flow method that runs (explicit, or ``auto`` resolved on the device).
     """
     schema = node_schema(node)
     valid = tunable_names(node)
-    chosen = list(DEFAULT_TUNED[node] if not names else names)
+    chosen = list(default_names(node, flow_method) if not names else names)
     ranges = dict(ranges or {})
     for name in [*chosen, *ranges]:
         if name not in valid:
