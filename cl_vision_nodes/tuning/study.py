@@ -146,10 +146,12 @@ def run_study(pool: EvaluatorPool, space: Mapping[str, Distribution], storage: P
                                             for name, dist in space.items()):
             study.enqueue_trial(start)
     in_flight: dict[Future[TrialResult], Trial] = {}
+    # With several workers one more trial waits in the pool, so a worker that finishes starts
+    # the next at once instead of waiting for this process to tell and ask (tens of ms a trial).
+    queued = pool.workers + (1 if pool.workers > 1 else 0)
     try:
         while finished_trials(study) + len(in_flight) < trials or in_flight:
-            while len(in_flight) < pool.workers and \
-                    finished_trials(study) + len(in_flight) < trials:
+            while len(in_flight) < queued and finished_trials(study) + len(in_flight) < trials:
                 trial, values = _ask(study, space, base)
                 in_flight[pool.submit(values)] = trial
             done, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
@@ -157,7 +159,7 @@ def run_study(pool: EvaluatorPool, space: Mapping[str, Distribution], storage: P
                 trial = in_flight.pop(future)
                 _tell(study, trial, future)
                 if on_trial is not None:
-                    on_trial(study, study.trials[trial.number])
+                    on_trial(study, study.get_trials(deepcopy=False)[trial.number])
     except BaseException:
         for future in in_flight:
             future.cancel()
