@@ -507,8 +507,9 @@ def test_under_load_the_newest_frames_are_answered_in_order_and_the_rest_counted
         reports = load_reports(diagnostics.messages[idle:])
         answered = sum(int(r['frames']) for r in reports)
         dropped = sum(int(r['dropped']) for r in reports)
-        assert answered == len(indices)
-        assert answered + dropped == LOAD_FRAMES, reports
+        # every frame is the node's answer or its count of a drop; an answer may still be lost
+        # on the way to this process (its reliable writer keeps the last output_queue_size)
+        assert answered + dropped == LOAD_FRAMES and answered >= len(indices), reports
         assert sum(int(r['skipped_for_newer']) for r in reports) > 0, reports
     finally:
         assert proc.stop() == 0, proc.output()
