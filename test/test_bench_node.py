@@ -25,7 +25,7 @@ from pathlib import Path
 import subprocess
 import sys
 
-from cl_vision_nodes.ros.dds_profile import profile_path
+from cl_vision_nodes.ros.dds_profile import profile_environment, profile_path
 from cl_vision_nodes.tools.bench_transport import Variant, VARIANTS
 from cliutil import assert_one_line_error, cl_vision
 import pytest
@@ -117,7 +117,7 @@ def test_every_profile_variant_is_read_by_fast_dds(tmp_path, name):
     child = ('import rclpy; from std_msgs.msg import String; rclpy.init(); '
              "n = rclpy.create_node('profile_check'); n.create_publisher(String, 'x', 1); "
              "n.create_subscription(String, 'x', print, 1); n.destroy_node(); rclpy.shutdown()")
-    env = {**os.environ, 'FASTDDS_DEFAULT_PROFILES_FILE': str(path),
+    env = {**os.environ, **profile_environment(str(path)),
            'RMW_FASTRTPS_USE_QOS_FROM_XML': '1' if variant.from_xml() else '0'}
     result = subprocess.run([sys.executable, '-c', child], env=env, capture_output=True,
                             text=True, timeout=60)

@@ -17,7 +17,9 @@ Large best-effort images reach a node: the Fast DDS profile the package applies.
 
 A 1080p bgr8 frame is 6.2 MB; with Fast DDS' defaults nothing above about 0.5 MB arrives.
 """
-from cl_vision_nodes.ros.dds_profile import PROFILE_VARIABLES, use_large_image_profile
+import os
+
+from cl_vision_nodes.ros.dds_profile import profile_path, PROFILE_VARIABLES, use_large_image_profile
 import numpy as np
 import pytest
 from rosutil import image_to_numpy, NodeProcess, numpy_to_image, publish_until_answered, RosHarness
@@ -33,6 +35,11 @@ def test_profile_is_applied_only_when_none_is_configured(monkeypatch):
     assert not use_large_image_profile()
     monkeypatch.setenv('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
     assert use_large_image_profile()
+    # Fast DDS 3 (Kilted) and Fast DDS 2 (Humble, Jazzy) read different names: both are set
+    assert [os.environ[name] for name in PROFILE_VARIABLES] == [profile_path()] * 2
+    monkeypatch.delenv('FASTDDS_DEFAULT_PROFILES_FILE')
+    monkeypatch.setenv('FASTRTPS_DEFAULT_PROFILES_FILE', '/site/profile.xml')
+    assert not use_large_image_profile()
     monkeypatch.setenv('FASTDDS_DEFAULT_PROFILES_FILE', '/site/profile.xml')
     assert not use_large_image_profile()
 

@@ -18,8 +18,10 @@ Make Fast DDS carry large images: apply the package's participant profile when n
 Why: with Fast DDS' defaults, best-effort samples above about 0.5 MB are lost (measured here:
 0 of 10 1 MB images arrived; with this profile on the publishing side, 10 of 10 at 6.2 MB). The
 nodes publish such samples (flow 32FC2 at 640x480 is 2.4 MB), and `cl-vision replay` / the demo
-publish camera frames. A user's own FASTDDS_DEFAULT_PROFILES_FILE (or the older
-FASTRTPS_DEFAULT_PROFILES_FILE) is left alone, and other RMWs are not touched.
+publish camera frames. Fast DDS 3 (Kilted) reads FASTDDS_DEFAULT_PROFILES_FILE, Fast DDS 2
+(Humble, Jazzy) only FASTRTPS_DEFAULT_PROFILES_FILE, so both are set (on Jazzy the first alone was
+ignored: 4 of 10 640x480 stereo pairs arrived at 1 Hz, 10 of 10 with both). A user's own profile
+under either name is left alone, and other RMWs are not touched.
 """
 from __future__ import annotations
 
@@ -33,9 +35,14 @@ def profile_path() -> str:
     return str(resources.files('cl_vision_nodes').joinpath('ros', 'fastdds_large_images.xml'))
 
 
+def profile_environment(path: str) -> dict[str, str]:
+    """Return the variables that make every Fast DDS version read the profile at ``path``."""
+    return dict.fromkeys(PROFILE_VARIABLES, path)
+
+
 def use_large_image_profile() -> bool:
     """
-    Set FASTDDS_DEFAULT_PROFILES_FILE for this process and its children before rclpy.init.
+    Set the profile variables for this process and its children before rclpy.init.
 
     Returns True if it was set here.
     """
@@ -43,5 +50,5 @@ def use_large_image_profile() -> bool:
         return False
     if any(os.environ.get(name) for name in PROFILE_VARIABLES):
         return False
-    os.environ['FASTDDS_DEFAULT_PROFILES_FILE'] = profile_path()
+    os.environ.update(profile_environment(profile_path()))
     return True

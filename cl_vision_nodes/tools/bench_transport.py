@@ -34,7 +34,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 from cl_vision_nodes.errors import CLVisionError
-from cl_vision_nodes.ros.dds_profile import profile_path, PROFILE_VARIABLES
+from cl_vision_nodes.ros.dds_profile import profile_environment, profile_path, PROFILE_VARIABLES
 from cl_vision_nodes.tools.bag import typestore
 from cl_vision_nodes.tools.bag_layout import IMAGE_TYPE, StereoCamera
 from cl_vision_nodes.tools.evaluation.nodes import node_environment
@@ -152,7 +152,7 @@ def variant_environment(variant: Variant, env: dict[str, str], workdir: Path) ->
     path = workdir / 'profile.xml'
     path.write_text(variant.profile(Path(profile_path()).read_text()))
     env = {k: v for k, v in env.items() if k not in PROFILE_VARIABLES}
-    env['FASTDDS_DEFAULT_PROFILES_FILE'] = str(path)
+    env.update(profile_environment(str(path)))
     if variant.from_xml():
         env['RMW_FASTRTPS_USE_QOS_FROM_XML'] = '1'
     return env
