@@ -178,7 +178,7 @@ class ParameterSchema:
 
 
 def common_specs() -> list[ParamSpec]:
-    """Parameters every node has: device, profiling, queue depth, diagnostics, image transport."""
+    """Parameters every node has: device, profiling, queue depth, diagnostics, executor, input."""
     return [
         ParamSpec('device', 'auto',
                   'OpenCL device: auto (first GPU, else CPU), gpu, cpu, P:D indices or a name '
@@ -191,6 +191,10 @@ def common_specs() -> list[ParamSpec]:
         ParamSpec('diagnostics_period', 5.0,
                   'Seconds between timing log lines and /diagnostics messages (0 disables)',
                   min=0.0, max=3600.0),
+        ParamSpec('executor', 'auto',
+                  "rclpy executor: events (rclpy.experimental's EventsExecutor, Jazzy and later), "
+                  'single_threaded, or auto (events where this rclpy has it)',
+                  choices=('auto', 'events', 'single_threaded'), read_only=True),
         ParamSpec('image_transport', 'raw',
                   "How image inputs arrive, as image_transport's transports: raw "
                   '(sensor_msgs/Image on the image topic) or compressed '

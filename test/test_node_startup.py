@@ -20,6 +20,7 @@ line that names the device; a node that cannot start says why in one FATAL line 
 name and exits with code 2, without a traceback. ``--help`` prints the node's topics and
 parameters (from its schema) and exits without starting.
 """
+import importlib.util
 import re
 import subprocess
 import sys
@@ -42,13 +43,15 @@ def test_start_logs_compiling_then_ready_with_the_time(node):
     proc = NodeProcess(f'cl_vision_nodes.ros.{node}',
                        ['-r', '__ns:=/startup_test', '-r', '__node:=renamed'])
     try:
-        assert proc.wait_for_output(')\n'), proc.output()  # the end of the ready line
+        assert proc.wait_for_output(' executor\n'), proc.output()  # the end of the ready line
         logged = re.findall(r'\[(\w+)\] \[[\d.]+\] \[([\w.]+)\]: (.*)', proc.output())
         assert [(level, name) for level, name, _ in logged[:2]] == \
             [('INFO', 'startup_test.renamed')] * 2, proc.output()
         assert logged[0][2] == 'compiling OpenCL kernels ...', logged
+        # the EventsExecutor wherever this rclpy has it (Jazzy and later), else single-threaded
+        executor = 'events' if importlib.util.find_spec('rclpy.experimental') else 'single_threaded'
         assert re.fullmatch(r'ready in \d+\.\d s on .*\(CPU, Portable Computing Language, '
-                            r'\d+:\d+\)', logged[1][2]), logged
+                            rf'\d+:\d+\), {executor} executor', logged[1][2]), logged
     finally:
         assert proc.stop() == 0, proc.output()
     assert 'Traceback' not in proc.output()
@@ -79,6 +82,7 @@ def test_help_lists_topics_and_every_parameter_without_starting(node, option):
     (['-r', '__node:=renamed', '-p', 'device:=no-such-gpu'], 'renamed',
      "no OpenCL device matches 'no-such-gpu'"),
     (['-r', '__node:=renamed', '-p', 'gain:=1000.0'], 'renamed', 'gain'),
+    (['-p', 'executor:=threads'], 'convert_node', 'not one of auto, events, single_threaded'),
     (['--params-file', '/no/such/params.yaml'], 'convert_node',
      '--params-file /no/such/params.yaml: no such file'),
 ])

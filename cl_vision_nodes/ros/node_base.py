@@ -47,6 +47,7 @@ from cl_vision_nodes.ros.allocator import configure_allocator
 from cl_vision_nodes.ros.cdr import (CdrHeader, Framing, image_framing,
                                      parse_compressed_image, parse_image, raw_image_framing)
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
+from cl_vision_nodes.ros.executor_choice import executor_kind, new_executor
 from cl_vision_nodes.ros.frame_runner import FrameRunner
 from cl_vision_nodes.ros.frame_stats import FrameStats, FrameTiming, receive_seconds
 from cl_vision_nodes.ros.node_help import usage, wants_help
@@ -58,13 +59,13 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 import numpy as np
 import rclpy
 from rclpy._rclpy_pybind11 import RCLError
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.signals import SignalHandlerOptions
 from rclpy.subscription import Subscription
+from rclpy.task import Future
 from rclpy.timer import Timer
 from sensor_msgs.msg import Image
 
@@ -75,6 +76,7 @@ BAD_INPUT_LOG_PERIOD_S = 5.0
 PUBLISH_DRAIN_S = 2.0
 FRAME_END_S = 2.0
 EXIT_CANNOT_START = 2
+SPIN_BOUND_S = 1.0  # an executor spin returns at the latest after this, to look at the stop future
 
 
 Followup = Callable[[], None]
@@ -119,6 +121,7 @@ class VisionNode(Node):
         self.stats = FrameStats()
         self.timing = FrameTiming()
         self.failure: BaseException | None = None
+        self.wake_executor: Callable[[], None] = nothing_more
         self._diag_timer: Timer | None = None
 
     def start(self) -> None:
@@ -130,12 +133,12 @@ class VisionNode(Node):
         """
         log = self.get_logger()
         self.binding = ParameterBinding(self, self.SCHEMA, self._on_parameters_changed)
+        self.executor_kind = executor_kind(str(self.params['executor']))
         self.runtime = ClRuntime(str(self.params['device']), profile=bool(self.params['profile']),
                                  warn=log.warning)
         self.images = DeviceImages(self.runtime)
         self._queues = [self.runtime]
         self.outputs = OutputQueue(f'{self.get_name()} publisher', self._publish_failed)
-        self._wake = self.create_guard_condition(lambda: None)
         self.frames = FrameRunner(f'{self.get_name()} frames', self._frame_failed)
         log.info('compiling OpenCL kernels ...')
         started = time.perf_counter()
@@ -143,7 +146,8 @@ class VisionNode(Node):
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._schedule_diagnostics(float(self.params['diagnostics_period']))
         self.connect()
-        log.info(f'ready in {time.perf_counter() - started:.1f} s on {self.runtime.describe()}')
+        log.info(f'ready in {time.perf_counter() - started:.1f} s on {self.runtime.describe()}, '
+                 f'{self.executor_kind} executor')
         for line in self.ready_lines():
             log.info(line)
 
@@ -373,7 +377,7 @@ class VisionNode(Node):
     def _frame_failed(self, exc: BaseException) -> None:
         """Hand an exception a frame raised (a bug, not bad input) to the executor thread."""
         self.failure = exc
-        self._wake.trigger()
+        self.wake_executor()
 
     def _publish_failed(self, exc: BaseException) -> None:
         """Report a publish that failed on the publishing thread, unless rclpy was shut down."""
@@ -497,21 +501,28 @@ def spin_until_stopped(node: VisionNode, stop: StopSignals) -> None:
     """
     Serve the node's callbacks until a stop signal; raise what a frame raised (a bug).
 
-    The stop request wakes the executor through a guard condition, so an idle node stops at
-    once; the frame in progress ends in ``destroy_node``.
+    The stop request and a failed frame complete a future the executor spins on, so an idle node
+    stops at once; the frame in progress ends in ``destroy_node``. (The EventsExecutor of Jazzy
+    returns for neither ``wake()`` nor a future completed from another thread unless the spin
+    has a timeout: hence the loop of bounded spins.)
     """
-    executor = SingleThreadedExecutor()
+    executor = new_executor(node.executor_kind)
     executor.add_node(node)
-    wake = node.create_guard_condition(lambda: None)
+    stopping = Future()
+
+    def wake() -> None:
+        if not stopping.done():
+            stopping.set_result(True)
+    node.wake_executor = wake
     try:
-        with stop.calling(wake.trigger):
-            while not stop.requested:
-                executor.spin_once()
-                if node.failure is not None:
-                    raise node.failure
+        with stop.calling(wake):
+            while not stopping.done():
+                executor.spin_until_future_complete(stopping, timeout_sec=SPIN_BOUND_S)
+        if node.failure is not None:
+            raise node.failure
     finally:
+        node.wake_executor = nothing_more
         executor.shutdown()
-        node.destroy_guard_condition(wake)
 
 
 def check_params_files(args: list[str]) -> None:
