@@ -191,6 +191,7 @@ class RateResult:
     answered: int
     latency_p50_ms: float
     latency_p95_ms: float
+    cpu_ms_per_frame: float = math.nan  # the node processes' host CPU (all threads) per frame sent
 
     @property
     def cell(self) -> str:
@@ -275,6 +276,7 @@ class Settings:
     device: str
     rates_hz: tuple[float, ...] = RATES_HZ
     reliable_inputs: bool = True  # else the nodes' own QoS (best effort)
+    node_params: tuple[str, ...] = ()  # NAME=VALUE for every node process (e.g. executor=...)
 
 
 def outputs_of(spec: NodeSpec, visuals: bool) -> dict[str, str]:
@@ -290,6 +292,7 @@ def run_node(bench: BenchNode, scenes: list[Scene],
     """
     spec = bench.node_spec
     assignments = [f'{spec.key}.{name}={value}' for name, value in bench.parameters.items()]
+    assignments += [f'{s.key}.{a}' for s in bench.node_specs for a in settings.node_params]
     parameters = node_parameters(bench.node_specs, assignments, settings.device)
     logs = settings.workdir / bench.key
     logs.mkdir(parents=True)
@@ -331,7 +334,8 @@ def run_node(bench: BenchNode, scenes: list[Scene],
                     print(f'  {bench.key} {scene.size} visuals {"yes" if visuals else "no"}: '
                           f'latency p50 {series.p(50):.2f} ms'
                           + ''.join(f'; at {r.rate_hz:g} Hz {r.answered}/{r.sent} answered, '
-                                    f'p50 {r.latency_p50_ms:.2f} p95 {r.latency_p95_ms:.2f} ms'
+                                    f'p50 {r.latency_p50_ms:.2f} p95 {r.latency_p95_ms:.2f} ms, '
+                                    f'node CPU {r.cpu_ms_per_frame:.2f} ms/frame'
                                     for r in at_rates), flush=True)
             finally:
                 link.close()
@@ -351,10 +355,21 @@ def at_rate(link: Link, names: list[str], rate_hz: float, expected: set[str],
     check_alive(nodes)
     linger_s = max(RATE_LINGER_S, 2 * lockstep.p(90) / 1e3) if lockstep.latency_ms \
         else RATE_LINGER_S
+    cpu_before = sum(cpu_seconds(node.process.pid) for node in nodes)
     series = link.paced(names, settings.frames, rate_hz, expected, linger_s=linger_s)
+    cpu_s = sum(cpu_seconds(node.process.pid) for node in nodes) - cpu_before
     check_alive(nodes)
     return RateResult(rate_hz, settings.frames, len(series.latency_ms), series.p(50),
-                      series.p(95))
+                      series.p(95), 1e3 * cpu_s / settings.frames)
+
+
+def cpu_seconds(pid: int) -> float:
+    """Return the user + system CPU seconds of process ``pid`` so far (Linux; else NaN)."""
+    try:
+        fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
+    except OSError:
+        return math.nan
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
 def sustained(link: Link, bench: BenchNode, names: list[str], expected: set[str],
@@ -470,7 +485,8 @@ def run(args: argparse.Namespace) -> list[NodeRow]:
     with tempfile.TemporaryDirectory(prefix='cl_vision_bench_node_') as tmp:
         settings = Settings(args.frames or FRAMES, args.timeout, node_environment(domain_id),
                             Path(tmp), args.device, rates,
-                            getattr(args, 'node_inputs', 'reliable') == 'reliable')
+                            getattr(args, 'node_inputs', 'reliable') == 'reliable',
+                            tuple(getattr(args, 'node_param', None) or ()))
         for bench in nodes:
             node_rows, answers = run_node(bench, scenes, settings)
             measure_floor(bench, scenes, node_rows, answers, settings)

@@ -144,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="node: the nodes' input subscriptions reliable (default: a frame "
                             "lost in transport is not the node's) or as the node declares them "
                             '(best effort, as a user runs it)')
+    bench.add_argument('--node-param', action='append', metavar='NAME=VALUE',
+                       help='node: a parameter for every node process (repeatable), e.g. '
+                            'executor=single_threaded')
     bench.add_argument('--nodes', type=names, default=None,
                        help='node: comma-separated nodes (default: every one)')
     bench.add_argument('--encodings', type=names, default=['32FC2', 'bgr8'],
