@@ -192,8 +192,9 @@ def common_specs() -> list[ParamSpec]:
                   'Seconds between timing log lines and /diagnostics messages (0 disables)',
                   min=0.0, max=3600.0),
         ParamSpec('executor', 'auto',
-                  "rclpy executor: events (rclpy.experimental's EventsExecutor, Jazzy and later), "
-                  'single_threaded, or auto (events where this rclpy has it)',
+                  "rclpy executor: single_threaded, or events (rclpy.experimental's "
+                  'EventsExecutor, Jazzy and later; it gives no message info, so no frames are '
+                  'counted as lost before the node); auto: single_threaded',
                   choices=('auto', 'events', 'single_threaded'), read_only=True),
         ParamSpec('image_transport', 'raw',
                   "How image inputs arrive, as image_transport's transports: raw "

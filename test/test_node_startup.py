@@ -28,9 +28,10 @@ import time
 
 from cl_vision_nodes.ros.topics import node_topics
 from cl_vision_nodes.schemas import NODE_SCHEMAS
-
+import numpy as np
 import pytest
-from rosutil import NodeProcess, REPO
+from rosutil import NodeProcess, numpy_to_image, publish_until_answered, REPO, RosHarness
+from sensor_msgs.msg import Image
 
 pytestmark = pytest.mark.ros
 
@@ -48,14 +49,35 @@ def test_start_logs_compiling_then_ready_with_the_time(node):
         assert [(level, name) for level, name, _ in logged[:2]] == \
             [('INFO', 'startup_test.renamed')] * 2, proc.output()
         assert logged[0][2] == 'compiling OpenCL kernels ...', logged
-        # the EventsExecutor wherever this rclpy has it (Jazzy and later), else single-threaded
-        executor = 'events' if importlib.util.find_spec('rclpy.experimental') else 'single_threaded'
         assert re.fullmatch(r'ready in \d+\.\d s on .*\(CPU, Portable Computing Language, '
-                            rf'\d+:\d+\), {executor} executor', logged[1][2]), logged
+                            r'\d+:\d+\), single_threaded executor', logged[1][2]), logged
     finally:
         assert proc.stop() == 0, proc.output()
     assert 'Traceback' not in proc.output()
     assert 'MALLOC' not in proc.output()  # the allocator's settings are a debug line
+
+
+@pytest.mark.skipif(importlib.util.find_spec('rclpy.experimental') is None,
+                    reason="this rclpy (Humble's) has no EventsExecutor")
+def test_a_node_on_the_events_executor_answers_frames_and_stops():
+    proc = NodeProcess('cl_vision_nodes.ros.convert_node',
+                       ['-p', 'executor:=events', '-r', 'image:=/events_test/in',
+                        '-r', 'image_out:=/events_test/out'])
+    ros = RosHarness('events_test_harness')
+    try:
+        pub = ros.publisher(Image, '/events_test/in')
+        out = ros.collect(Image, '/events_test/out')
+        assert ros.wait_until(lambda: pub.get_subscription_count() > 0), proc.output()
+        frame = numpy_to_image(np.arange(48, dtype=np.uint8).reshape(6, 8), 'mono8')
+        frame.header.frame_id = 'events'
+        answer = publish_until_answered(lambda: pub.publish(frame), out, 'events',
+                                        log=proc.output)
+        assert answer.height == 6 and answer.width == 8
+        assert 'events executor' in proc.output()
+    finally:
+        ros.close()
+        assert proc.stop() == 0, proc.output()
+    assert 'Traceback' not in proc.output()
 
 
 @pytest.mark.parametrize('option', ['--help', '-h'])

@@ -13,14 +13,16 @@
 # limitations under the License.
 
 """
-Which rclpy executor spins a node: the EventsExecutor where this rclpy has it, else the
-SingleThreadedExecutor.
+Which rclpy executor spins a node: the SingleThreadedExecutor unless ``events`` is asked for.
 
 Why: the EventsExecutor (``rclpy.experimental``, Jazzy's rclpy 7.1.4 and later, Kilted) waits
-for events in C++ instead of rebuilding a wait set in Python for every callback, which is most
-of a node's host time per frame at camera rates (docs/BENCHMARKS.md "Executors"). Humble's rclpy
-has none, so ``auto`` falls back there. It takes no guard conditions: a node wakes its executor
-through ``wake()``, which both executors have.
+for events in C++ instead of rebuilding a wait set in Python for every callback. But in Jazzy's
+(7.1.5) and Kilted's (9.1.2) wheels it raises ``SystemError: null argument to internal routine``
+for a subscription callback that takes rclpy's MessageInfo, which the nodes read for each
+frame's send time and to count the frames lost before the node; under it they go without both
+(``VisionNode._subscribe``). So ``auto`` stays single-threaded (docs/BENCHMARKS.md "Executors"
+for what each costs per frame). Humble's rclpy has no EventsExecutor. It takes no guard
+conditions either: a node's executor waits on a future (``node_base.spin_until_stopped``).
 """
 from __future__ import annotations
 
@@ -35,12 +37,10 @@ except ImportError:
 
 def executor_kind(choice: str) -> str:
     """Return ``events`` or ``single_threaded`` for the ``executor`` parameter's value."""
-    if choice == 'auto':
-        return 'single_threaded' if EventsExecutor is None else 'events'
     if choice == 'events' and EventsExecutor is None:
         raise ParameterError('executor events: this rclpy has no EventsExecutor (it came with '
                              "Jazzy's rclpy 7.1.4); use auto or single_threaded")
-    return choice
+    return 'single_threaded' if choice == 'auto' else choice
 
 
 def new_executor(kind: str) -> Executor:

@@ -222,9 +222,7 @@ class VisionNode(Node):
             timing = FrameTiming(receive_seconds(info))
             self.run_frame(lambda: handler(self.read_image(data, timing)), timing)
         msg_type, name = self.image_input(topic)
-        return self.create_subscription(
-            msg_type, name, on_message, IMAGE_QOS, raw=True,
-            qos_overriding_options=QoSOverridingOptions.with_default_policies())
+        return self._subscribe(msg_type, name, on_message, IMAGE_QOS, raw=True)
 
     def subscribe_stream(self, msg_type: type, topic: str, callback: Callable[[Any, Any], None],
                          depth: int = 1, raw: bool = False) -> Subscription:
@@ -241,6 +239,22 @@ class VisionNode(Node):
         qos = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
                          history=HistoryPolicy.KEEP_LAST, depth=depth,
                          durability=DurabilityPolicy.VOLATILE)
+        return self._subscribe(msg_type, topic, callback, qos, raw)
+
+    def _subscribe(self, msg_type: type, topic: str, callback: Callable[[Any, Any], None],
+                   qos: QoSProfile, raw: bool) -> Subscription:
+        """
+        Subscribe ``callback(msg, info)``, QoS overridable from YAML.
+
+        The EventsExecutor of Jazzy and Kilted raises SystemError for a callback that takes
+        rclpy's MessageInfo, so under it ``info`` is None: no send time, no lost-frame count.
+        """
+        if self.executor_kind == 'events':
+            def without_info(msg: Any) -> None:
+                callback(msg, None)
+            return self.create_subscription(
+                msg_type, topic, without_info, qos, raw=raw,
+                qos_overriding_options=QoSOverridingOptions.with_default_policies())
         return self.create_subscription(
             msg_type, topic, callback, qos, raw=raw,
             qos_overriding_options=QoSOverridingOptions.with_default_policies())
@@ -403,6 +417,8 @@ class VisionNode(Node):
 
     def note_sequence(self, info: Any, stream: str = '') -> None:
         """Count the messages of ``stream`` lost between the publisher and this node."""
+        if info is None:  # the EventsExecutor gives no MessageInfo (``_subscribe``)
+            return
         gid = info.get('publisher_gid') or {}
         self.stats.note_sequence(bytes(gid.get('data', b'')),
                                  info.get('publication_sequence_number'), stream)
