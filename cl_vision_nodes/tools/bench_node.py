@@ -292,8 +292,11 @@ def run_node(bench: BenchNode, scenes: list[Scene],
     """
     spec = bench.node_spec
     assignments = [f'{spec.key}.{name}={value}' for name, value in bench.parameters.items()]
-    assignments += [f'{s.key}.{a}' for s in bench.node_specs for a in settings.node_params]
     parameters = node_parameters(bench.node_specs, assignments, settings.device)
+    names = [a.partition('=')[0] for a in settings.node_params]
+    for s in bench.node_specs:  # --node-param: every process, checked against its own schema
+        values = s.schema.parse_assignments(list(settings.node_params))
+        parameters[s.key].update({name: values[name] for name in names})
     logs = settings.workdir / bench.key
     logs.mkdir(parents=True)
     nodes = [start_node(s, parameters[s.key], logs, settings.env, settings.reliable_inputs)
