@@ -23,6 +23,7 @@ from pathlib import Path
 import random
 import sys
 
+from cl_vision_nodes.ros.dds_profile import profile_environment
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,9 +35,11 @@ os.environ.setdefault('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
 os.environ['AMENT_PREFIX_PATH'] = os.pathsep.join(
     p for p in (sys.prefix, os.environ.get('AMENT_PREFIX_PATH', '')) if p)
 # Large images over Fast DDS in this process and every node it starts (see ros/dds_profile.py).
-# Fast DDS 3 (Kilted) reads the first name, Fast DDS 2 (Humble, Jazzy) only the second.
+# Under the name this ROS's Fast DDS reads (FASTRTPS_... on Fast DDS 2: Humble, Jazzy).
 for _name in ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE'):
-    os.environ[_name] = str(REPO / 'cl_vision_nodes' / 'ros' / 'fastdds_large_images.xml')
+    os.environ.pop(_name, None)
+os.environ.update(profile_environment(
+    str(REPO / 'cl_vision_nodes' / 'ros' / 'fastdds_large_images.xml')))
 # Subprocesses (nodes, the CLI) import this checkout, not a stale installed copy.
 os.environ['PYTHONPATH'] = os.pathsep.join(
     p for p in (str(REPO), os.environ.get('PYTHONPATH', '')) if p)
