@@ -52,6 +52,7 @@ from cl_vision_nodes.ros.frame_stats import FrameStats, FrameTiming, receive_sec
 from cl_vision_nodes.ros.node_help import usage, wants_help
 from cl_vision_nodes.ros.output_queue import OutputQueue
 from cl_vision_nodes.ros.parameters import ParameterBinding
+from cl_vision_nodes.ros.rclpy_compat import with_message_info
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import image_input
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -219,7 +220,7 @@ class VisionNode(Node):
             self.run_frame(lambda: handler(self.read_image(data, timing)), timing)
         msg_type, name = self.image_input(topic)
         return self.create_subscription(
-            msg_type, name, on_message, IMAGE_QOS, raw=True,
+            msg_type, name, with_message_info(on_message), IMAGE_QOS, raw=True,
             qos_overriding_options=QoSOverridingOptions.with_default_policies())
 
     def subscribe_stream(self, msg_type: type, topic: str, callback: Callable[[Any, Any], None],
@@ -228,9 +229,9 @@ class VisionNode(Node):
         Subscribe best-effort to an input that is one part of a frame.
 
         A stereo side, a camera_info: ``callback(msg, info)`` gets the message (its bytes with
-        ``raw``) and rclpy's MessageInfo; the caller assembles frames and runs them through
-        ``run_frame``. A raw Image stream follows ``image_transport`` (``image_input``): its
-        bytes are for ``read_image``.
+        ``raw``) and rclpy's MessageInfo (None on Humble); the caller assembles frames and runs
+        them through ``run_frame``. A raw Image stream follows ``image_transport``
+        (``image_input``): its bytes are for ``read_image``.
         """
         if msg_type is Image and raw:
             msg_type, topic = self.image_input(topic)
@@ -238,7 +239,7 @@ class VisionNode(Node):
                          history=HistoryPolicy.KEEP_LAST, depth=depth,
                          durability=DurabilityPolicy.VOLATILE)
         return self.create_subscription(
-            msg_type, topic, callback, qos, raw=raw,
+            msg_type, topic, with_message_info(callback), qos, raw=raw,
             qos_overriding_options=QoSOverridingOptions.with_default_policies())
 
     def output_publisher(self, msg_type: type, topic: str) -> Publisher:
@@ -398,7 +399,12 @@ class VisionNode(Node):
         super().destroy_node()
 
     def note_sequence(self, info: Any, stream: str = '') -> None:
-        """Count the messages of ``stream`` lost between the publisher and this node."""
+        """
+        Count the messages of ``stream`` lost between the publisher and this node.
+
+        Not on Humble: its rclpy passes no MessageInfo (``info`` None).
+        """
+        info = info or {}
         gid = info.get('publisher_gid') or {}
         self.stats.note_sequence(bytes(gid.get('data', b'')),
                                  info.get('publication_sequence_number'), stream)
