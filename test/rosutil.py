@@ -36,18 +36,20 @@ from typing import Any, Callable, Iterator, Sequence
 
 from cl_vision_nodes.imaging.encodings import (array_to_raw, check_array, HOST_IS_BIG_ENDIAN,
                                                raw_to_array, RawImage)
+from cl_vision_nodes.ros.rclpy_compat import publisher_count
+from cl_vision_nodes.ros.remote_parameters import answered, ParameterServices, to_parameter
 import numpy as np
 import rclpy
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.parameter import Parameter, parameter_value_to_python
-from rclpy.parameter_client import AsyncParameterClient
+from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data, QoSProfile
 from rclpy.subscription import Subscription
 from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
 REPO = Path(__file__).resolve().parents[1]
+PARAMETER_TIMEOUT_S = 20.0
 
 
 def image_msg_to_raw(msg: Image) -> RawImage:
@@ -136,6 +138,7 @@ class Collector:
 
     def __init__(self) -> None:
         self.subscription: Subscription | None = None
+        self.node: Node | None = None  # the subscription's
         self.messages: list[Any] = []
         self.arrival_times: list[float] = []
         self._cond = threading.Condition()
@@ -145,6 +148,11 @@ class Collector:
             self.messages.append(msg)
             self.arrival_times.append(time.monotonic())
             self._cond.notify_all()
+
+    def publisher_count(self) -> int:
+        """Return how many publishers the subscription has (Humble's rclpy: on its topic)."""
+        assert self.node is not None and self.subscription is not None
+        return publisher_count(self.node, self.subscription)
 
     def wait_for(self, predicate: Callable[[list[Any]], Any], timeout: float = 20.0) -> Any:
         deadline = time.monotonic() + timeout
@@ -218,6 +226,7 @@ class RosHarness:
         self.node = rclpy.create_node(name, context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
+        self._parameter_services: dict[str, ParameterServices] = {}
         self._thread = threading.Thread(target=self.executor.spin, daemon=True)
         self._thread.start()
 
@@ -226,6 +235,7 @@ class RosHarness:
 
     def collect(self, msg_type: type, topic: str, qos: QoSProfile | int = 10) -> Collector:
         collector = Collector()
+        collector.node = self.node
         collector.subscription = self.node.create_subscription(msg_type, topic, collector, qos)
         return collector
 
@@ -237,19 +247,24 @@ class RosHarness:
             time.sleep(0.05)
         return False
 
-    def _call(self, node_name: str, request: Callable[[AsyncParameterClient], Any]) -> Any:
-        client = AsyncParameterClient(self.node, node_name)
-        assert client.wait_for_services(timeout_sec=20.0), f'{node_name} has no parameter services'
-        future = request(client)
-        done = threading.Event()
-        future.add_done_callback(lambda _: done.set())
-        assert done.wait(20.0), f'{node_name}: parameter service got no answer'
-        return future.result()
+    def parameter_services(self, node_name: str) -> ParameterServices:
+        """
+        Return the parameter services of ``node_name`` once they are there.
+
+        One set of clients per node name; each use waits for the services, so a node started
+        again under the same name is reached once it is back.
+        """
+        services = self._parameter_services.get(node_name)
+        if services is None:
+            services = ParameterServices(self.node, node_name, answered, PARAMETER_TIMEOUT_S)
+            self._parameter_services[node_name] = services
+        services.wait_for_services()
+        return services
 
     def set_parameters(self, node_name: str, values: dict[str, Any]) -> list[Any]:
         """Call ``<node>/set_parameters``, the service ``ros2 param set`` calls."""
-        return list(self._call(node_name, lambda c: c.set_parameters(
-            [Parameter(k, value=v) for k, v in values.items()])).results)
+        return self.parameter_services(node_name).set_each(
+            [to_parameter(k, v) for k, v in values.items()])
 
     @contextlib.contextmanager
     def changed_parameters(self, node_name: str, /, **values: Any) -> Iterator[list[Any]]:
@@ -272,14 +287,12 @@ class RosHarness:
 
     def get_parameters(self, node_name: str, names: list[str]) -> dict[str, Any]:
         """Return the current values (``ros2 param get``), by name."""
-        values = self._call(node_name, lambda c: c.get_parameters(names)).values
-        return {name: parameter_value_to_python(value) for name, value in zip(names, values)}
+        return self.parameter_services(node_name).values(names)
 
     def describe_parameters(self, node_name: str) -> dict[str, Any]:
         """Every declared parameter's descriptor (``ros2 param describe``), by name."""
-        names = self._call(node_name, lambda c: c.list_parameters()).result.names
-        descriptors = self._call(node_name, lambda c: c.describe_parameters(names)).descriptors
-        return {d.name: d for d in descriptors}
+        services = self.parameter_services(node_name)
+        return {d.name: d for d in services.descriptors(services.names())}
 
     def close(self) -> None:
         self.executor.shutdown()

@@ -67,7 +67,7 @@ def node(ros):
     out = ros.collect(Image, '/flow_test/flow')
     diagnostics = ros.collect(DiagnosticArray, '/diagnostics')
     assert ros.wait_until(lambda: pub.get_subscription_count() > 0
-                          and diagnostics.subscription.get_publisher_count() > 0), proc.output()
+                          and diagnostics.publisher_count() > 0), proc.output()
     start_stream(pub, diagnostics, proc)
     yield proc, pub, out
     assert proc.stop() == 0, proc.output()
@@ -191,7 +191,7 @@ def test_invalid_parameters_are_refused(ros, node, change, reason):
 
 def test_color_topic_when_subscribed(ros, node):
     color = ros.collect(Image, '/flow_test/flow/color')
-    assert ros.wait_until(lambda: color.subscription.get_publisher_count() > 0)
+    assert ros.wait_until(lambda: color.publisher_count() > 0)
 
     def flow_of_a_new_pair():  # the node may see the new subscriber a moment after we see it
         flow = send_pair(ros, node, frame(2, 'c2', 0), frame(3, 'c3', 0))
@@ -241,8 +241,8 @@ def test_flows_across_dropped_frames_carry_their_span_and_max_span_resets(ros, n
     proc, pub, out = node
     spans = ros.collect(TimeReference, '/flow_test/flow/span')
     diagnostics = ros.collect(DiagnosticArray, '/diagnostics')
-    assert ros.wait_until(lambda: spans.subscription.get_publisher_count() > 0
-                          and diagnostics.subscription.get_publisher_count() > 0)
+    assert ros.wait_until(lambda: spans.publisher_count() > 0
+                          and diagnostics.publisher_count() > 0)
     start_ns = send_pair(ros, node, frame(0, 'g0', 0), frame(1, 'g1', 0)).header.stamp.sec * NS
     Clock.sec += 2  # later cases stamp after the frames below
     seen = len(diagnostics.messages)

@@ -113,7 +113,7 @@ def test_textureless_and_tiny_frames_give_an_empty_cloud(ros, node, pixels):
 
 def test_overlay_when_subscribed(ros, node):
     overlay = ros.collect(Image, '/surf_test/keypoints/image')
-    assert ros.wait_until(lambda: overlay.subscription.get_publisher_count() > 0)
+    assert ros.wait_until(lambda: overlay.publisher_count() > 0)
     colour = np.repeat(IMAGE[:, :, None], 3, 2)
     attempts = itertools.count()  # the node may see the new subscriber after we see it: again
 

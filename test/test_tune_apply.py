@@ -21,6 +21,7 @@ test reads them back with ``ros2 param get``'s service.
 from __future__ import annotations
 
 from pathlib import Path
+import re
 
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.errors import DataFormatError, NodeNotFoundError
@@ -103,6 +104,18 @@ def test_a_node_that_does_not_answer(tmp_path):
     path = write_file(tmp_path / 'disparity.yaml', {'disp_max': 64})
     with pytest.raises(NodeNotFoundError, match='node /no_such_node does not answer: no '
                                                 'parameter services within 0.5 s'):
+        tune_apply.run(parse(['--apply', '/no_such_node', '--from', str(path),
+                              '--apply-timeout', '0.5']))
+
+
+@pytest.mark.parametrize('value', ['2024-01-01', '[1, a]', '99999999999999999999999'])
+def test_a_value_no_parameter_can_hold(tmp_path, value):
+    # A date, a list of mixed types, an integer beyond 64 bits: one line naming the file and the
+    # parameter (exit 2), before any ROS traffic (the node named does not exist).
+    path = tmp_path / 'disparity.yaml'
+    path.write_text(f'/**:\n  ros__parameters:\n    disp_max: {value}\n')
+    problem = re.escape(f'{path}: disp_max: ') + '.* is not a parameter value'
+    with pytest.raises(DataFormatError, match=problem):
         tune_apply.run(parse(['--apply', '/no_such_node', '--from', str(path),
                               '--apply-timeout', '0.5']))
 

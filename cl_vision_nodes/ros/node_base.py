@@ -53,6 +53,7 @@ from cl_vision_nodes.ros.frame_stats import FrameStats, FrameTiming, receive_sec
 from cl_vision_nodes.ros.node_help import usage, wants_help
 from cl_vision_nodes.ros.output_queue import OutputQueue
 from cl_vision_nodes.ros.parameters import ParameterBinding
+from cl_vision_nodes.ros.rclpy_compat import with_message_info
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import image_input
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -230,9 +231,9 @@ class VisionNode(Node):
         Subscribe best-effort to an input that is one part of a frame.
 
         A stereo side, a camera_info: ``callback(msg, info)`` gets the message (its bytes with
-        ``raw``) and rclpy's MessageInfo; the caller assembles frames and runs them through
-        ``run_frame``. A raw Image stream follows ``image_transport`` (``image_input``): its
-        bytes are for ``read_image``.
+        ``raw``) and rclpy's MessageInfo (None on Humble); the caller assembles frames and runs
+        them through ``run_frame``. A raw Image stream follows ``image_transport``
+        (``image_input``): its bytes are for ``read_image``.
         """
         if msg_type is Image and raw:
             msg_type, topic = self.image_input(topic)
@@ -246,18 +247,13 @@ class VisionNode(Node):
         """
         Subscribe ``callback(msg, info)``, QoS overridable from YAML.
 
-        The EventsExecutor of Jazzy and Kilted raises SystemError for a callback that takes
-        rclpy's MessageInfo, so under it ``info`` is None: no send time, no lost-frame count.
+        ``info`` is None on Humble (its rclpy passes no MessageInfo) and under the EventsExecutor
+        (Jazzy's and Kilted's raise SystemError for a callback that takes it): no send time, no
+        count of the frames lost before the node.
         """
-        if self.executor_kind == 'events':
-            def without_info(msg: Any) -> None:
-                callback(msg, None)
-            return self.create_subscription(
-                msg_type, topic, without_info, qos, raw=raw,
-                qos_overriding_options=QoSOverridingOptions.with_default_policies())
         return self.create_subscription(
-            msg_type, topic, callback, qos, raw=raw,
-            qos_overriding_options=QoSOverridingOptions.with_default_policies())
+            msg_type, topic, with_message_info(callback, self.executor_kind != 'events'), qos,
+            raw=raw, qos_overriding_options=QoSOverridingOptions.with_default_policies())
 
     def output_publisher(self, msg_type: type, topic: str) -> Publisher:
         """Reliable publisher with the depth of ``output_queue_size``."""
@@ -416,9 +412,12 @@ class VisionNode(Node):
         super().destroy_node()
 
     def note_sequence(self, info: Any, stream: str = '') -> None:
-        """Count the messages of ``stream`` lost between the publisher and this node."""
-        if info is None:  # the EventsExecutor gives no MessageInfo (``_subscribe``)
-            return
+        """
+        Count the messages of ``stream`` lost between the publisher and this node.
+
+        Not on Humble nor under the EventsExecutor: no MessageInfo there (``info`` None).
+        """
+        info = info or {}
         gid = info.get('publisher_gid') or {}
         self.stats.note_sequence(bytes(gid.get('data', b'')),
                                  info.get('publication_sequence_number'), stream)

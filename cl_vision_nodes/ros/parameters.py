@@ -19,6 +19,7 @@ from typing import Callable
 
 from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.params import ParameterSchema, ParamSpec, Value
+from cl_vision_nodes.ros.rclpy_compat import add_set_parameters_callbacks
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType, SetParametersResult)
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
@@ -61,7 +62,8 @@ class ParameterBinding:
     cannot take (a CLVisionError, e.g. a window too large for the device's local memory or a
     kernel that does not build) is refused with its reason instead of being accepted and then
     failing. The post-set callback publishes the new snapshot (callbacks of one node run on one
-    executor thread, one after another for each set request).
+    executor thread, one after another for each set request). Humble's rclpy has no pre- and
+    post-set callbacks: ``add_set_parameters_callbacks`` runs them there.
     """
 
     def __init__(self, node: Node, schema: ParameterSchema,
@@ -71,9 +73,7 @@ class ParameterBinding:
         self.on_change = on_change
         self.values = self._declare()
         self._refusal: str | None = None
-        node.add_pre_set_parameters_callback(self._screen)
-        node.add_on_set_parameters_callback(self._check)
-        node.add_post_set_parameters_callback(self._accept)
+        add_set_parameters_callbacks(node, self._screen, self._check, self._accept)
 
     def _declare(self) -> dict[str, Value]:
         declared: dict[str, Value] = {}

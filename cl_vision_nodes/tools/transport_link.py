@@ -150,15 +150,17 @@ def subscriber_process(args: argparse.Namespace) -> int:
     holding the last one would change what the allocator does. End of input ends the process,
     after ``rss MAX_KB NOW_KB FAULTS`` (resident memory, peak and at the end; minor page faults).
     """
+    from cl_vision_nodes.ros.rclpy_compat import publisher_count, with_message_info
     rclpy = start_ros(args.default_allocator)
     node = rclpy.create_node('cl_vision_floor_subscriber')
     qos = qos_profile(args.best_effort, args.depth)
     names = [topic for topic, _ in args.topic]
     saving: dict[str, Path] = {}
 
-    def arrived(topic: str, data: bytes, info: dict) -> None:
+    def arrived(topic: str, data: bytes, info: dict | None) -> None:
         now = time.time_ns()
-        say(f'arrived {topic} {read_stamp(data)} {now} {info.get("received_timestamp", 0)} '
+        dds_ns = (info or {}).get('received_timestamp', 0)  # no MessageInfo on Humble
+        say(f'arrived {topic} {read_stamp(data)} {now} {dds_ns} '
             f'{len(data)}')
         folder = saving.pop(topic, None)
         if folder is not None:
@@ -167,8 +169,9 @@ def subscriber_process(args: argparse.Namespace) -> int:
                 say('saved')
 
     subscriptions = [node.create_subscription(
-        message_class(msgtype), topic, lambda data, info, t=topic: arrived(t, data, info), qos,
-        raw=True) for topic, msgtype in args.topic]
+        message_class(msgtype), topic,
+        with_message_info(lambda data, info, t=topic: arrived(t, data, info)), qos, raw=True)
+        for topic, msgtype in args.topic]
     done = threading.Event()
 
     def commands() -> None:
@@ -183,7 +186,7 @@ def subscriber_process(args: argparse.Namespace) -> int:
     threading.Thread(target=commands, daemon=True).start()
     while not done.is_set():
         executor.spin_once(timeout_sec=POLL_S)
-        if not ready and all(s.get_publisher_count() >= 1 for s in subscriptions):
+        if not ready and all(publisher_count(node, s) >= 1 for s in subscriptions):
             ready = True
             say('ready')
     with open('/proc/self/status') as status:

@@ -21,7 +21,7 @@ namespaces flattened (``flow: {method: hs}`` is ``flow.method``), as ``ros2 para
 it. They are sent through the node's parameter services (ros/remote_parameters.py); every value
 the node refuses is named with its reason. Exit 0 when the node took every value (or had it
 already), 1 when it refused some (the others stay set), 2 when it does not answer or the file is
-unusable.
+unusable (also for a value no ROS parameter can hold, e.g. a list of mixed types).
 """
 from __future__ import annotations
 
@@ -104,8 +104,11 @@ def run(args: argparse.Namespace) -> int:
     """Apply the file's values to ``args.apply``; print what was set and what was refused."""
     from cl_vision_nodes.ros.remote_parameters import apply_parameters
     path = parameter_file(args)
-    applied = apply_parameters(args.apply, parameter_file_values(path, args.apply),
-                               args.apply_timeout)
+    values = parameter_file_values(path, args.apply)
+    try:
+        applied = apply_parameters(args.apply, values, args.apply_timeout)
+    except DataFormatError as exc:  # a value no parameter can hold
+        raise DataFormatError(f'{path}: {exc}') from None
     for name, value in applied.set.items():
         print(f'{args.apply}: set {name} = {value!r}')
     print(f'{args.apply}: {len(applied.set)} set, {len(applied.unchanged)} unchanged, '

@@ -174,6 +174,7 @@ class Player:
 
     def __init__(self, inputs: dict[str, str], outputs: dict[str, str]):
         """Publish ``inputs`` and subscribe ``outputs`` (topic -> message type each)."""
+        from cl_vision_nodes.ros.rclpy_compat import with_message_info
         import rclpy
         from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
         self.node = rclpy.create_node('cl_vision_eval')
@@ -186,12 +187,13 @@ class Player:
                            for t, m in inputs.items()}
         self.infos = {t for t, m in inputs.items() if m == CAMERA_INFO_TYPE}
         self.subscriptions = {t: self.node.create_subscription(
-            message_class(m), t, partial(self._on_output, t), record_qos, raw=True)
+            message_class(m), t, with_message_info(partial(self._on_output, t)), record_qos,
+            raw=True)
             for t, m in outputs.items()}
         self.inbox: list[Received] = []
 
-    def _on_output(self, topic: str, data: bytes, info: dict) -> None:
-        received = info.get('received_timestamp') or time.time_ns()
+    def _on_output(self, topic: str, data: bytes, info: dict | None) -> None:
+        received = (info or {}).get('received_timestamp') or time.time_ns()  # None on Humble
         self.inbox.append(Received(topic, read_stamp(data), received, data))
 
     def spin(self, seconds: float) -> None:
@@ -208,12 +210,14 @@ class Player:
 
         Topics between two nodes (rectify_node -> flow_node) are checked in the ROS graph.
         """
+        from cl_vision_nodes.ros.rclpy_compat import publisher_count
         needed = Counter(t for node in nodes for t in node.spec.inputs)
         waiting = [t for t, n in needed.items() if t in self.publishers
                    and self.publishers[t].get_subscription_count() < n]
         waiting += [t for t, n in needed.items() if t not in self.publishers and
                     self.node.count_subscribers(t) < n + (t in self.subscriptions)]
-        return waiting + [t for t, s in self.subscriptions.items() if s.get_publisher_count() < 1]
+        return waiting + [t for t, s in self.subscriptions.items()
+                          if publisher_count(self.node, s) < 1]
 
     def publish(self, messages: dict[str, bytes], only: set[str] | None = None) -> int:
         """Publish ``messages`` (played topic -> CDR), camera infos first; return the time."""
