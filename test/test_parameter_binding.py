@@ -20,10 +20,13 @@ The binding applies a change in the set-parameters callback (what `ros2 param se
 from cl_vision_nodes.errors import KernelBuildError
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.ros.parameters import ParameterBinding
+import pytest
 import rclpy
 from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+
+pytestmark = pytest.mark.ros  # an rclpy node in this process
 
 
 def test_a_change_the_algorithm_refuses_is_not_accepted():
