@@ -165,7 +165,7 @@ def run(device: str, repeats: int, sizes=SIZES) -> list[FlowRow]:
 
 
 def opencl_device_name() -> str:
-    """Return the name of OpenCV's OpenCL device (OpenCV 4.5 binds no static methods on classes)."""
+    """Return the name of OpenCV's OpenCL device (4.5.4 binds no static methods on classes)."""
     return cv2.ocl.Device_getDefault().name()
 
 
