@@ -156,7 +156,9 @@ def test_strip_shows_published_pictures_drawings_and_missing_answers(tmp_path):
         drawn = draw_keypoints(gray(k).astype(np.float32), keypoints(k))
         assert np.array_equal(tile(strip, row, 3), drawn), k
         label = strip[row * (LABEL_HEIGHT + HEIGHT + GAP):][:LABEL_HEIGHT, :WIDTH]
-        assert label.max() == 255  # the label's white text
+        # the label's white text, anti-aliased: its brightest pixel is 248 to 250 on OpenCV 4.5.4
+        # and 4.6, 253 to 255 on 5.0 (LINE_AA strokes are drawn fainter before 5.0)
+        assert label.max() >= 240
 
 
 def test_a_bag_without_the_input_topic_gives_no_strip(tmp_path):
