@@ -33,7 +33,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 ifeq ($(STACK),oldest)
-PYTHON ?= python3.10
+# pyenv's shim runs python3.10 only where 3.10 is a selected version: select it for this command.
+PYTHON ?= PYENV_VERSION=3.10 python3.10
 REQUIREMENTS := requirements/oldest.txt
 PYTEST_MARKS := -m 'not ros'
 else ifeq ($(STACK),apt)

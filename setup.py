@@ -30,6 +30,17 @@ NODES = {
     'vision_pipeline': 'cl_vision_nodes.ros.executables:vision_pipeline',
 }
 
+# The oldest versions supported: Ubuntu 22.04's (Humble); requirements/oldest.txt pins them and
+# `make test STACK=oldest` runs on them. They are the `pypi` extra (`pip install .[pypi]`), not
+# install_requires: on a robot numpy, OpenCV, pyopencl and scipy come from apt through rosdep, and
+# python3-opencv has no dist-info under any OpenCV wheel's name, so requiring
+# opencv-python-headless would make pip install a second OpenCV over the distribution's, and
+# script wrappers that check install_requires through pkg_resources (setuptools' develop and
+# easy_install templates, as colcon builds may write them) stop with DistributionNotFound. PyYAML
+# 6.0 is the oldest with a Python 3.10 wheel to test; Ubuntu 22.04's python3-yaml is 5.4.1.
+OLDEST = {'numpy': '1.21.5', 'opencv-python-headless': '4.5.4', 'pyopencl': '2022.1',
+          'scipy': '1.8.1', 'PyYAML': '6.0'}
+
 setup(
     name=PACKAGE,
     version='0.1.0',
@@ -43,7 +54,9 @@ setup(
         # the Fast DDS profile for large images, for the launch files' processes (set_env)
         (f'share/{PACKAGE}/config', [f'{PACKAGE}/ros/fastdds_large_images.xml']),
     ],
+    python_requires='>=3.10',
     install_requires=['setuptools'],
+    extras_require={'pypi': [f'{name}>={version}' for name, version in OLDEST.items()]},
     zip_safe=False,
     maintainer='cl_vision_nodes maintainers',
     maintainer_email='maintainers@cl-vision-nodes.invalid',

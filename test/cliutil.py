@@ -17,10 +17,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import subprocess
 import sys
 
-from rosutil import REPO
+REPO = Path(__file__).resolve().parents[1]
 
 
 def cl_vision(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -18,6 +18,8 @@ Test-session set-up: an isolated ROS 2 domain, the ament index of the venv, shar
 The environment is fixed here, before any test imports rclpy, so every node started by a test
 (in this process or as a subprocess) joins the same private DDS domain on localhost only.
 """
+import ast
+import importlib.util
 import os
 from pathlib import Path
 import random
@@ -43,6 +45,38 @@ os.environ.update(profile_environment(
 # Subprocesses (nodes, the CLI) import this checkout, not a stale installed copy.
 os.environ['PYTHONPATH'] = os.pathsep.join(
     p for p in (str(REPO), os.environ.get('PYTHONPATH', '')) if p)
+
+
+ROS_INSTALLED = importlib.util.find_spec('rclpy') is not None
+
+
+def marked_ros_as_a_whole(path: Path) -> bool:
+    """Whether the module's ``pytestmark`` holds ``pytest.mark.ros`` (read from its source)."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(
+                getattr(target, 'id', None) == 'pytestmark' for target in node.targets):
+            return any(isinstance(mark, ast.Attribute) and mark.attr == 'ros'
+                       for mark in ast.walk(node.value))
+    return False
+
+
+class NeedsRos(pytest.Module):
+    """A test module of ROS tests only, on a stack without ROS: skipped without importing it."""
+
+    def collect(self):
+        pytest.skip('every test here needs ROS 2 (marked ros) and rclpy is not installed')
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent):
+    """
+    Skip the modules marked ros as a whole where rclpy is missing (STACK=oldest).
+
+    They import rclpy or message packages at the top, so importing them would be a collection
+    error; a module with tests that need no ROS imports ROS inside its ros-marked tests instead.
+    """
+    if not ROS_INSTALLED and marked_ros_as_a_whole(module_path):
+        return NeedsRos.from_parent(parent, path=module_path)
+    return None
 
 
 @pytest.fixture(scope='session')

@@ -15,8 +15,9 @@
 
 """What the package installs, read from its own setup.py, for the packaging and launch tests."""
 import ast
+from pathlib import Path
 
-from rosutil import REPO
+REPO = Path(__file__).resolve().parents[1]
 
 
 def setup_executables() -> list[str]:

@@ -67,6 +67,10 @@ def test_unreadable_bags_and_unknown_names_are_data_format_errors(tmp_path):
         writer.add_topic('/a', IMAGE)
     with pytest.raises(DataFormatError, match='no topic /b; the bag has /a'):
         Bag(tmp_path / 'one', ['/b'])
+
+
+@pytest.mark.ros  # the installed message packages
+def test_message_classes_are_the_installed_ones_and_unknown_names_are_data_format_errors():
     assert message_class(IMAGE).__name__ == 'Image'
     with pytest.raises(DataFormatError, match='no_such_msgs/msg/Thing is not installed'):
         message_class('no_such_msgs/msg/Thing')

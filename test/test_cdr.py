@@ -34,6 +34,8 @@ from sensor_msgs.msg import CompressedImage, Image, PointCloud2, PointField
 from std_msgs.msg import Header
 from stereo_msgs.msg import DisparityImage
 
+pytestmark = pytest.mark.ros  # rclpy's serialization and message classes are the oracle
+
 # Serialized frame_id lengths (with the NUL) of every value mod 4, and multi-byte UTF-8.
 FRAME_IDS = ['', 'a', 'ab', 'abc', 'abcd', 'left_camera_optical_frame', 'kamera/\u00fc\u00df']
 
@@ -319,7 +321,6 @@ def test_point_cloud_serializes_as_rclpy(frame_id):
             assert_serializes_as(framing.join(payload), msg)
 
 
-@pytest.mark.ros
 def test_hd_frame_published_as_bytes_arrives_bit_exact_and_parses():
     """One rclpy node publishes serialized bytes, another takes them raw, over Fast DDS."""
     # The large-image Fast DDS profile is set by conftest.py, as use_large_image_profile would.

@@ -16,9 +16,8 @@
 import subprocess
 import sys
 
-from cliutil import assert_one_line_error, cl_vision
+from cliutil import assert_one_line_error, cl_vision, REPO
 import pytest
-from rosutil import REPO
 
 
 def test_devices_lists_and_marks_the_chosen_device():
@@ -42,6 +41,7 @@ def test_bad_input_gives_one_line_and_exit_2(args, words):
     ('output_encoding:=hsv', "'hsv' is not one of"),
     ('device:=no-such-gpu', 'no OpenCL device matches'),
 ])
+@pytest.mark.ros
 def test_node_refuses_to_start_with_a_bad_parameter(override, words):
     result = subprocess.run(
         [sys.executable, '-m', 'cl_vision_nodes.ros.convert_node', '--ros-args', '-p', override],

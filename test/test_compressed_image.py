@@ -23,6 +23,7 @@ OpenCV decodes with the channels moved by NumPy indexing (so a swapped order fai
 import struct
 import zlib
 
+from bagutil import TS
 from cl_vision_nodes.dataio.compressed import (
     CompressedFormat, decode_compressed, parse_format)
 from cl_vision_nodes.errors import ImageFormatError
@@ -31,8 +32,6 @@ from cl_vision_nodes.ros.cdr import parse_compressed_image
 import cv2
 import numpy as np
 import pytest
-from rclpy.serialization import serialize_message
-from sensor_msgs.msg import CompressedImage
 
 JPEG_MEAN_ERROR = 4.0  # 2x2 images; 1.1 at 37x53 and up, a swapped channel order gives 60+
 JPEG_MAX_ERROR = 24
@@ -154,9 +153,12 @@ def test_parse_format() -> None:
 def test_from_serialized_message() -> None:
     """A received message's data view (read-only, inside the CDR bytes) decodes in place."""
     image = smooth_image('mono16', 21, 34)
-    msg = CompressedImage(format='mono16; png compressed ')
-    msg.data.frombytes(encode(image, 'png'))
-    header, frame = parse_compressed_image(serialize_message(msg))
+    CompressedImage = TS.types['sensor_msgs/msg/CompressedImage']
+    Header, Time = TS.types['std_msgs/msg/Header'], TS.types['builtin_interfaces/msg/Time']
+    msg = CompressedImage(header=Header(stamp=Time(sec=0, nanosec=0), frame_id=''),
+                          format='mono16; png compressed ',
+                          data=np.frombuffer(encode(image, 'png'), np.uint8))
+    header, frame = parse_compressed_image(bytes(TS.serialize_cdr(msg, msg.__msgtype__)))
     assert not frame.data.flags.writeable
     raw = decode_compressed(frame.format, frame.data)
     np.testing.assert_array_equal(raw_to_array(raw), image)
@@ -176,6 +178,13 @@ JPEG = encode(smooth_image('bgr8'), 'jpeg', [0, 1, 2])
 PNG = encode(smooth_image('bgr8'), 'png', [0, 1, 2])
 CORRUPT_PNG = bytearray(PNG)
 CORRUPT_PNG[60] ^= 0xff
+
+
+def test_zero_padding_after_a_jpeg_is_not_a_cut() -> None:
+    """UVC cameras pad MJPEG frames with zeros; a JPEG cut short is refused (test below)."""
+    raw = decode_compressed('bgr8; jpeg compressed bgr8', JPEG + bytes(100))
+    expected = cv2.imdecode(np.frombuffer(JPEG, np.uint8), cv2.IMREAD_UNCHANGED)
+    np.testing.assert_array_equal(raw_to_array(raw), expected)
 
 
 @pytest.mark.parametrize('format_, data, message', [

@@ -29,6 +29,9 @@ from cl_vision_nodes.tools import bag_layout as layout
 from cl_vision_nodes.tools.quality import flow_repeatability
 from cliutil import cl_vision
 import numpy as np
+import pytest
+
+pytestmark = pytest.mark.ros  # three nodes over DDS
 
 MAX_FLOW_EPE_PX = 0.25
 MAX_D1 = 0.33

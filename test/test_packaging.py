@@ -20,9 +20,8 @@ import sys
 
 from cl_vision_nodes.schemas import NODE_SCHEMAS
 from cl_vision_nodes.tools.gen_config import config_files, expected_files
-from packageutil import flat, setup_executables
+from packageutil import flat, REPO, setup_executables
 import pytest
-from rosutil import REPO
 import yaml
 
 

@@ -28,6 +28,8 @@ from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+pytestmark = pytest.mark.ros  # an rclpy node in this process
+
 
 class HumbleNode(Node):
     """A Node as Humble's rclpy has it: without pre- and post-set parameter callbacks."""

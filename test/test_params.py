@@ -96,18 +96,24 @@ def test_every_float_parameter_refuses_nan_and_infinity(schema):
                 schema.parse_assignments([f'{name}={yaml_text}'])
 
 
-def test_a_step_allows_only_min_plus_multiples_and_is_in_the_descriptor():
-    from cl_vision_nodes.ros.parameters import descriptor
-    spec = ParamSpec('window', 5, 'odd window', min=3, max=31, step=2)
-    assert spec.validate(15) == 15 and spec.validate(31) == 31
+STEPPED = ParamSpec('window', 5, 'odd window', min=3, max=31, step=2)
+
+
+def test_a_step_allows_only_min_plus_multiples():
+    assert STEPPED.validate(15) == 15 and STEPPED.validate(31) == 31
     with pytest.raises(ParameterError, match=r'window: 14 is not 3 plus a multiple of 2 '
                                              r'\(an odd number\)'):
-        spec.validate(14)
-    (ros_range,) = descriptor(spec).integer_range
-    assert (ros_range.from_value, ros_range.to_value, ros_range.step) == (3, 31, 2)
-    assert spec.range_text() == '[3, 31] step 2'
+        STEPPED.validate(14)
+    assert STEPPED.range_text() == '[3, 31] step 2'
     with pytest.raises(ValueError, match='step needs an int parameter with a minimum'):
         ParamSpec('weight', 0.5, '', step=2)
+
+
+@pytest.mark.ros  # rcl_interfaces' ParameterDescriptor
+def test_a_step_is_in_the_descriptor():
+    from cl_vision_nodes.ros.parameters import descriptor
+    (ros_range,) = descriptor(STEPPED).integer_range
+    assert (ros_range.from_value, ros_range.to_value, ros_range.step) == (3, 31, 2)
 
 
 def test_an_unparsable_cli_value_is_one_line():

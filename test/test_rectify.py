@@ -78,6 +78,13 @@ CAMERAS = {
 MODELS = tuple(CAMERAS)
 INTERPOLATIONS = {'nearest': cv2.INTER_NEAREST, 'linear': cv2.INTER_LINEAR,
                   'cubic': cv2.INTER_CUBIC}
+# Our remap against cv2.remap, in grey levels (mono16 in 257ths, 32FC1 in 1/40ths). OpenCV 4
+# (4.5.4, 4.6) rounds float maps to 1/32 px (INTER_BITS 5) and weights 8-bit images in 15-bit
+# fixed point: on the tests' textures it is up to 2.06 levels from ours (mean 0.2), on the KITTI
+# frame's sharp edges up to 5 (mean 0.12). OpenCV 5 remaps with the maps as given: within 1 level
+# of ours (mean below 0.0001). Ours equals its NumPy reference exactly, checked first.
+OPENCV_REMAP_LEVELS = 2.1
+OPENCV_REMAP_LEVELS_AT_EDGES = 5
 
 
 def calibration(model: str, scale: float = 1.0) -> CameraCalibration:
@@ -296,10 +303,15 @@ def test_rectified_images_equal_reference_and_opencv(rectifier, small_calibratio
         # NaN where OpenCV puts it; its cubic for float images (Intel IPP's) also spreads the
         # border into some pixels whose 4x4 taps are all inside, so there ours are a subset
         nan, expected_nan = np.isnan(result), np.isnan(expected)
+        # OpenCV 4 rounds the maps to 1/32 px (OPENCV_REMAP_LEVELS): within 1/64 px of a whole
+        # pixel, a linear or cubic footprint may move one pixel, over the border or back. There
+        # it puts NaN otherwise than ours (1 to 4 pixels of these images; OpenCV 5 nowhere).
+        judged = (np.abs(map_x - np.round(map_x)) > 1 / 64) & \
+            (np.abs(map_y - np.round(map_y)) > 1 / 64) if interpolation != 'nearest' else True
         if interpolation == 'cubic':
-            assert not (nan & ~expected_nan).any()
+            assert not (nan & ~expected_nan & judged).any()
         else:
-            np.testing.assert_array_equal(nan, expected_nan)
+            np.testing.assert_array_equal(nan & judged, expected_nan & judged)
         expected = cv2.remap(image, map_x, map_y, INTERPOLATIONS[interpolation],
                              borderMode=cv2.BORDER_CONSTANT, borderValue=0)
     inside = interior(cal, map_x, map_y)
@@ -307,7 +319,7 @@ def test_rectified_images_equal_reference_and_opencv(rectifier, small_calibratio
     difference = np.abs(result.astype(np.float64) - expected.astype(np.float64))[inside]
     levels = 257.0 if encoding == 'mono16' else 1 / 40 if encoding == '32FC1' else 1.0
     assert difference.mean() / levels < 0.5
-    assert difference.max() / levels <= 1.0
+    assert difference.max() / levels <= OPENCV_REMAP_LEVELS
 
 
 def test_full_size_kitti_frame_equals_opencv(rectifier, shared_data):
@@ -322,7 +334,8 @@ def test_full_size_kitti_frame_equals_opencv(rectifier, shared_data):
         result = raw_to_array(rectifier.rectify(array_to_raw(image, 'bgr8'), interpolation))
         expected = cv2.remap(image, map_x, map_y, flag, borderMode=cv2.BORDER_CONSTANT)
         difference = np.abs(result.astype(np.int16) - expected)
-        assert difference[inside].mean() < 0.5 and difference.max() <= 1, interpolation
+        assert difference[inside].mean() < 0.5, interpolation
+        assert difference.max() <= OPENCV_REMAP_LEVELS_AT_EDGES, interpolation
 
 
 def test_padded_big_endian_rows(rectifier, small_calibrations):

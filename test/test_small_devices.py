@@ -23,9 +23,8 @@ import os
 import subprocess
 import sys
 
+from cliutil import REPO
 import pytest
-
-from rosutil import REPO
 
 pytestmark = pytest.mark.slow
 

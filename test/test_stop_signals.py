@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from rosutil import REPO
+from cliutil import REPO
 
 # The main thread waits for the stop request through a callback, then cleans up for CLEANUP s;
 # numpy is imported first so that threads exist that started before the signals were taken.

@@ -31,13 +31,12 @@ import subprocess
 import sys
 import threading
 
-from cliutil import assert_one_line_error, cl_vision
+from cliutil import assert_one_line_error, cl_vision, REPO
 import optuna
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 import pytest
-from rosutil import NodeProcess, REPO, RosHarness
 import yaml
 
 DEVICE = 'cpu'
@@ -77,24 +76,36 @@ def yaml_values(path: Path) -> dict:
     return yaml.safe_load(path.read_text())['/**']['ros__parameters']
 
 
-def test_tune_from_a_bad_start_improves_held_out_and_a_node_reads_the_yaml(bags, tmp_path):
-    from cl_vision_nodes.tuning.evaluator import Evaluator
-    from cl_vision_nodes.tuning.frames import load_frames
-    result = tune(bags['stereo'], tmp_path, '--node', 'disparity', '--params', SEARCHED,
+@pytest.fixture(scope='module')
+def tuned_from_a_bad_start(bags, tmp_path_factory) -> Path:
+    """Tune disparity from the bad start; return the output folder."""
+    out = tmp_path_factory.mktemp('tuned_from_a_bad_start')
+    result = tune(bags['stereo'], out, '--node', 'disparity', '--params', SEARCHED,
                   '--trials', '12', *BAD_START)
     assert result.returncode == 0, result.stdout + result.stderr
     assert 'within 1.5x the start values' in result.stdout, result.stdout
-    written = yaml_values(tmp_path / 'disparity.yaml')
+    return out
+
+
+def test_tune_from_a_bad_start_improves_held_out(bags, tuned_from_a_bad_start):
+    from cl_vision_nodes.tuning.evaluator import Evaluator
+    from cl_vision_nodes.tuning.frames import load_frames
+    written = yaml_values(tuned_from_a_bad_start / 'disparity.yaml')
     evaluator = Evaluator(DEVICE, load_frames(bags['stereo'], 'disparity', 8))
     start = evaluator.evaluate({'support_texture': 300, 'speckle_size': 5000}, 'held_out')
     tuned = evaluator.evaluate(written, 'held_out')
     assert start.metric == tuned.metric == 'D1'
     assert tuned.score < 0.8 * start.score, (start, tuned)
 
+
+@pytest.mark.ros
+def test_a_node_reads_the_tuned_yaml(tuned_from_a_bad_start):
+    from rosutil import NodeProcess, RosHarness
+    written = yaml_values(tuned_from_a_bad_start / 'disparity.yaml')
     ros = RosHarness('tune_test_harness')
     proc = NodeProcess('cl_vision_nodes.ros.disparity_node',
                        ['-r', '__node:=tuned_disparity', '--params-file',
-                        str(tmp_path / 'disparity.yaml'), '-p', f'device:={DEVICE}'])
+                        str(tuned_from_a_bad_start / 'disparity.yaml'), '-p', f'device:={DEVICE}'])
     try:
         names = [n for n in written if n != 'device']
         assert ros.get_parameters('tuned_disparity', names) == \

@@ -29,7 +29,6 @@ from cl_vision_nodes.tools.evaluation.strip import LABEL_HEIGHT, spread
 from cl_vision_nodes.tools.progress_bar import bar
 from cliutil import assert_one_line_error, cl_vision
 import pytest
-from rosutil import NodeProcess, RosHarness
 import yaml
 
 DEVICE = 'cpu'
@@ -81,7 +80,9 @@ def test_report_figures_are_the_evaluators(tuned):
     assert strip.shape[1] == 3 * 160 + 2 * 4  # input, disparity default and tuned
 
 
+@pytest.mark.ros
 def test_apply_the_written_file_to_a_running_node(tuned):
+    from rosutil import NodeProcess, RosHarness
     ros = RosHarness('tune_report_cli_harness')
     proc = NodeProcess('cl_vision_nodes.ros.disparity_node',
                        ['-r', '__node:=applied', '-p', f'device:={DEVICE}', '-p', 'queue_size:=9'])
@@ -102,9 +103,13 @@ def test_apply_the_written_file_to_a_running_node(tuned):
         assert proc.stop() == 0, proc.output()
 
 
-def test_bad_use_is_one_line_and_exit_2(tuned, tmp_path):
+def test_bad_use_is_one_line_and_exit_2():
     assert_one_line_error(cl_vision('tune', '--node', 'disparity'), 'tune needs BAG')
+    assert_one_line_error(cl_vision('tune', '--apply', '/nobody'), '--from FILE')
+
+
+@pytest.mark.ros
+def test_applying_to_a_node_that_does_not_answer_is_one_line_and_exit_2(tuned):
     assert_one_line_error(cl_vision('tune', '--apply', '/nobody', '--out', str(tuned / 'out'),
                                     '--node', 'disparity', '--apply-timeout', '0.5'),
                           'node /nobody does not answer')
-    assert_one_line_error(cl_vision('tune', '--apply', '/nobody'), '--from FILE')

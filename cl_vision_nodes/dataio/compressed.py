@@ -83,6 +83,17 @@ def parse_format(text: str) -> CompressedFormat:
     return CompressedFormat(encoding.strip() if sep else '', codec, order)
 
 
+def _jpeg_ends(payload: np.ndarray) -> bool:
+    """
+    Whether a JPEG stream ends with its end-of-image marker (FF D9).
+
+    Zero bytes after it are padding (UVC cameras pad MJPEG frames), not a cut.
+    """
+    nonzero = np.flatnonzero(payload)
+    last = nonzero[-1] if nonzero.size else 0
+    return last >= 1 and payload[last - 1] == 0xff and payload[last] == 0xd9
+
+
 def decode_compressed(format_: str, data: Buffer) -> RawImage:
     """
     Decode a CompressedImage's ``data`` to a packed RawImage in the publisher's encoding.
@@ -98,8 +109,10 @@ def decode_compressed(format_: str, data: Buffer) -> RawImage:
         raise ImageFormatError(
             f'compressed image ({format_!r}): the data is not a {fmt.codec.upper()} stream '
             f'(starts with {payload[:8].tobytes().hex(" ")})')
+    # A JPEG cut short: OpenCV 5 refuses it, 4.5 and 4.6 decode it with the missing rows grey.
+    complete = fmt.codec != 'jpeg' or _jpeg_ends(payload)
     try:
-        pixels = cv2.imdecode(payload, cv2.IMREAD_UNCHANGED)
+        pixels = cv2.imdecode(payload, cv2.IMREAD_UNCHANGED) if complete else None
     except cv2.error as exc:  # e.g. a header claiming more than CV_IO_MAX_IMAGE_PIXELS
         reason = str(exc).strip().partition('error: ')[2] or str(exc).strip()
         raise ImageFormatError(f'compressed image ({format_!r}) does not decode: {reason}') \

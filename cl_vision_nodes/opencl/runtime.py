@@ -38,6 +38,9 @@ MAX_PROGRAMS = 64
 """Built programs kept per runtime (least recently used dropped): parameter sweeps of compile-time
 sizes (bm block and radius) cannot grow the cache without bound."""
 ProgramKey = tuple[tuple[str, ...], tuple[str, ...]]  # kernel files, build options
+READ_OFFSET = 'src_offset' if cl.VERSION >= (2022, 2) else 'device_offset'
+"""enqueue_copy's keyword for the offset of a buffer read: pyopencl 2022.2 renamed it (and warns
+about the old name); 2022.1, Ubuntu 22.04's, knows only ``device_offset``."""
 T = TypeVar('T')
 
 
@@ -134,7 +137,8 @@ class ClRuntime:
 
         Blocking: callers read ``host`` as soon as this returns.
         """
-        event = cl.enqueue_copy(self.queue, host, buf, src_offset=src_offset, is_blocking=True)
+        event = cl.enqueue_copy(self.queue, host, buf, is_blocking=True,
+                                **{READ_OFFSET: src_offset})
         self.profiler.record(stage, event)
         return event
 

@@ -21,8 +21,12 @@ ignored them would rectify with the wrong maps).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cl_vision_nodes.camera.calibration import CalibrationError, CameraCalibration
-from sensor_msgs.msg import CameraInfo
+
+if TYPE_CHECKING:  # eval and tune read camera infos from bags without ROS (rosbags' messages)
+    from sensor_msgs.msg import CameraInfo
 
 
 def _full_frame(info: CameraInfo) -> bool:

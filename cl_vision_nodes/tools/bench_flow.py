@@ -159,9 +159,14 @@ def run(device: str, repeats: int, sizes=SIZES) -> list[FlowRow]:
             for case in opencv_cases():
                 rows.append(FlowRow(case.method + OCL_SUFFIX, case.preset, width, height,
                                     *time_ms(lambda: case.fn(*umats).get(), repeats),
-                                    cv2.ocl.Device.getDefault().name(), case.label))
+                                    opencl_device_name(), case.label))
             cv2.ocl.setUseOpenCL(False)
     return rows
+
+
+def opencl_device_name() -> str:
+    """Return the name of OpenCV's OpenCL device (4.5.4 binds no static methods on classes)."""
+    return cv2.ocl.Device_getDefault().name()
 
 
 def kernel_times(device: str, method: str, size: tuple[int, int], frames: int = 3,

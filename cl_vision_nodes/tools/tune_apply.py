@@ -102,8 +102,8 @@ def parameter_file(args: argparse.Namespace) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     """Apply the file's values to ``args.apply``; print what was set and what was refused."""
-    from cl_vision_nodes.ros.remote_parameters import apply_parameters
     path = parameter_file(args)
+    from cl_vision_nodes.ros.remote_parameters import apply_parameters  # rclpy: ROS only
     values = parameter_file_values(path, args.apply)
     try:
         applied = apply_parameters(args.apply, values, args.apply_timeout)

@@ -43,6 +43,7 @@ from cl_vision_nodes.camera.calibration import CalibrationError, CameraCalibrati
 from cl_vision_nodes.dataio.compressed import parse_format
 from cl_vision_nodes.errors import DataFormatError, ImageFormatError, ParameterError
 from cl_vision_nodes.imaging.encodings import encoding_info
+from cl_vision_nodes.ros.camera_info import calibration_from_msg
 from cl_vision_nodes.ros.cdr import parse_compressed_image, parse_image, read_stamp
 from cl_vision_nodes.tools import bag_layout as layout
 from cl_vision_nodes.tools.bag import open_reader, TRANSPORT
@@ -279,8 +280,6 @@ def _rectification(infos: list[Any]) -> tuple[bool, str]:
     """Say whether images with these camera_infos are raw, and why (one line)."""
     if any(i is None for i in infos):
         return False, 'no camera_info: images evaluated as they are'
-    # camera_info imports sensor_msgs: tools import without ROS (test_layers).
-    from cl_vision_nodes.ros.camera_info import calibration_from_msg
     calibrations: list[CameraCalibration] = []
     for info in infos:
         try:

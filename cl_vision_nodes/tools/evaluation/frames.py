@@ -36,7 +36,7 @@ from cl_vision_nodes.dataio.compressed import decode_compressed
 from cl_vision_nodes.imaging.encodings import raw_to_array, RawImage, to_gray_reference
 from cl_vision_nodes.ros.cdr import parse_compressed_image, parse_image, read_stamp, with_stamp
 from cl_vision_nodes.tools import bag_layout as layout
-from cl_vision_nodes.tools.bag import Bag, COMPRESSED_TYPE, message_class
+from cl_vision_nodes.tools.bag import Bag, COMPRESSED_TYPE, typestore
 import numpy as np
 
 LOOKAHEAD_FRAMES = 2
@@ -48,9 +48,8 @@ IMAGE_TYPES = (IMAGE_TYPE, COMPRESSED_TYPE)
 
 
 def deserialize(data: bytes, msgtype: str) -> Any:
-    # rclpy here: tools import without ROS (test_layers); eval's parser loads this module.
-    from rclpy.serialization import deserialize_message
-    return deserialize_message(data, message_class(msgtype))
+    """Return the message as rosbags reads it: tune and the scorers need no ROS installed."""
+    return typestore().deserialize_cdr(data, msgtype)
 
 
 def raw_image(data: bytes, msgtype: str) -> RawImage:
