@@ -24,17 +24,5 @@ if [ -z "$missing" ]; then
   echo "apt stack: $(/usr/bin/python3 -c 'import numpy, cv2, pyopencl, scipy; print(f"numpy {numpy.__version__}, OpenCV {cv2.__version__}, pyopencl {pyopencl.VERSION_TEXT}, scipy {scipy.__version__}")')"
   exit 0
 fi
-missing=$(echo $missing)
-if ! command -v apt-get >/dev/null; then
-  echo "apt stack: no apt-get here; STACK=apt needs Debian or Ubuntu ($missing)" >&2; exit 1
-fi
-if [ "$(id -u)" = 0 ]; then sudo=; elif sudo -n true 2>/dev/null; then sudo="sudo -n"; else
-  echo "apt stack: installing the distribution's packages needs root; run: sudo apt-get install -y $missing" >&2
-  exit 1
-fi
-echo "apt stack: installing $missing with apt-get"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get install -y -q --no-install-recommends $missing >/dev/null ||
-  { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q --no-install-recommends $missing >/dev/null; } ||
-  { echo "apt stack: apt-get could not install $missing" >&2; exit 1; }
-exec "$0"
+bash "$(dirname "$0")/apt_install.sh" "apt stack" $missing || exit 1
+exec bash "$0"

@@ -16,20 +16,8 @@ if device=$(probe 2>/tmp/cl_vision_probe.$$); then
 fi
 echo "OpenCL: no device can build kernels here ($(tail -n 1 /tmp/cl_vision_probe.$$))"
 rm -f /tmp/cl_vision_probe.$$
-packages="pocl-opencl-icd ocl-icd-libopencl1"
-if ! command -v apt-get >/dev/null; then
-  echo "OpenCL: install a CPU OpenCL driver (PoCL) or your GPU's OpenCL driver, then run make again" >&2
-  exit 1
-fi
-if [ "$(id -u)" = 0 ]; then sudo=; elif sudo -n true 2>/dev/null; then sudo="sudo -n"; else
-  echo "OpenCL: installing Debian's PoCL needs root; run: sudo apt-get install -y $packages" >&2
-  exit 1
-fi
-echo "OpenCL: installing $packages (Debian/Ubuntu's PoCL) with apt-get"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get install -y -q --no-install-recommends $packages >/dev/null ||
-  { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q --no-install-recommends $packages >/dev/null; } ||
-  { echo "OpenCL: apt-get could not install $packages; install an OpenCL driver by hand" >&2; exit 1; }
+# Debian/Ubuntu's PoCL; elsewhere install a CPU OpenCL driver (PoCL) or the GPU's OpenCL driver
+bash "$(dirname "$0")/apt_install.sh" OpenCL pocl-opencl-icd ocl-icd-libopencl1 || exit 1
 if device=$(probe); then
   echo "OpenCL: $device builds kernels"; exit 0
 fi
