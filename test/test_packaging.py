@@ -53,6 +53,16 @@ def test_colcon_build_installs_executables_share_and_index(tmp_path):
                                                           'kernels').glob('*.cl')}
 
 
+def installed_executables() -> Path:
+    """Return <prefix>/lib/cl_vision_nodes of the installed package, found through the index."""
+    from ament_index_python.packages import get_package_prefix, PackageNotFoundError
+    try:
+        prefix = Path(get_package_prefix('cl_vision_nodes'))
+    except PackageNotFoundError:
+        pytest.skip('cl_vision_nodes is not installed here (make venv or colcon build does it)')
+    return prefix / 'lib' / 'cl_vision_nodes'
+
+
 def test_the_installed_prefix_has_the_executables_where_ros2_run_looks():
     """
     The venv is a complete ROS prefix: executables are where `ros2 run` looks.
@@ -61,14 +71,14 @@ def test_the_installed_prefix_has_the_executables_where_ros2_run_looks():
     <prefix>/lib/cl_vision_nodes/<exe> (`ros2 pkg executables` lists that folder); `make` puts the
     package in the venv, which must therefore be a complete ROS prefix.
     """
-    from ament_index_python.packages import get_package_prefix, PackageNotFoundError
-    try:
-        prefix = Path(get_package_prefix('cl_vision_nodes'))
-    except PackageNotFoundError:
-        pytest.skip('cl_vision_nodes is not installed here (make venv or colcon build does it)')
-    libexec = prefix / 'lib' / 'cl_vision_nodes'
+    libexec = installed_executables()
     found = [p.name for p in libexec.iterdir() if p.is_file() and os.access(p, os.X_OK)]
     assert sorted(found) == sorted(setup_executables()), libexec
+
+
+@pytest.mark.ros
+def test_an_installed_executable_starts_its_node():
+    libexec = installed_executables()
     result = subprocess.run([str(libexec / 'convert_node'), '--ros-args', '-p',
                              'device:=no-such-gpu'], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and 'cannot start' in result.stderr, result.stderr
