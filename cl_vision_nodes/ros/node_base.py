@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import os
 import re
 import sys
+import threading
 import time
 from typing import Any, Callable, ClassVar, Iterator
 
@@ -66,7 +67,6 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.signals import SignalHandlerOptions
 from rclpy.subscription import Subscription
-from rclpy.task import Future
 from rclpy.timer import Timer
 from sensor_msgs.msg import Image
 
@@ -77,7 +77,7 @@ BAD_INPUT_LOG_PERIOD_S = 5.0
 PUBLISH_DRAIN_S = 2.0
 FRAME_END_S = 2.0
 EXIT_CANNOT_START = 2
-SPIN_BOUND_S = 1.0  # an executor spin returns at the latest after this, to look at the stop future
+SPIN_BOUND_S = 1.0  # an executor spin returns at the latest after this, to look at the stop
 
 
 Followup = Callable[[], None]
@@ -516,23 +516,23 @@ def spin_until_stopped(node: VisionNode, stop: StopSignals) -> None:
     """
     Serve the node's callbacks until a stop signal; raise what a frame raised (a bug).
 
-    The stop request and a failed frame complete a future the executor spins on, so an idle node
-    stops at once; the frame in progress ends in ``destroy_node``. (The EventsExecutor of Jazzy
-    returns for neither ``wake()`` nor a future completed from another thread unless the spin
-    has a timeout: hence the loop of bounded spins.)
+    The stop request and a failed frame wake the executor, so an idle node stops at once; the
+    frame in progress ends in ``destroy_node``. (The EventsExecutor returns from a spin for
+    neither ``wake()`` nor a guard condition: spins are bounded, so it stops within
+    ``SPIN_BOUND_S``.)
     """
     executor = new_executor(node.executor_kind)
     executor.add_node(node)
-    stopping = Future()
+    stopping = threading.Event()
 
     def wake() -> None:
-        if not stopping.done():
-            stopping.set_result(True)
+        stopping.set()
+        executor.wake()
     node.wake_executor = wake
     try:
         with stop.calling(wake):
-            while not stopping.done():
-                executor.spin_until_future_complete(stopping, timeout_sec=SPIN_BOUND_S)
+            while not stopping.is_set():
+                executor.spin_once(timeout_sec=SPIN_BOUND_S)
         if node.failure is not None:
             raise node.failure
     finally:
