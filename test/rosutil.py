@@ -226,7 +226,6 @@ class RosHarness:
         self.node = rclpy.create_node(name, context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
-        self._parameter_services: dict[str, ParameterServices] = {}
         self._thread = threading.Thread(target=self.executor.spin, daemon=True)
         self._thread.start()
 
@@ -251,13 +250,11 @@ class RosHarness:
         """
         Return the parameter services of ``node_name`` once they are there.
 
-        One set of clients per node name; each use waits for the services, so a node started
-        again under the same name is reached once it is back.
+        New clients for every use: clients kept from a node that stopped still see its services
+        ready until discovery notices, so a request to a node started again under the same name
+        went to the old one and was never answered (test_launch, once in a fresh-clone CI run).
         """
-        services = self._parameter_services.get(node_name)
-        if services is None:
-            services = ParameterServices(self.node, node_name, answered, PARAMETER_TIMEOUT_S)
-            self._parameter_services[node_name] = services
+        services = ParameterServices(self.node, node_name, answered, PARAMETER_TIMEOUT_S)
         services.wait_for_services()
         return services
 

@@ -144,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
             publishers = {topic: node.create_publisher(cls, topic, qos)
                           for topic, cls in classes.items()}
             clock = node.create_publisher(Clock, '/clock', 10) if args.clock else None
-            wait_for_subscribers(list(publishers.values()), args.wait_subscribers, stopped)
+            wait_for_subscribers([*publishers.values(), *([clock] if clock else [])],
+                                 args.wait_subscribers, stopped)
             for msg in paced(bag, args.rate, args.loop, stopped):
                 if clock is not None:
                     stamp = Clock()
