@@ -503,7 +503,10 @@ def test_under_load_the_newest_frames_are_answered_in_order_and_the_rest_counted
         assert indices == sorted(set(indices)) and indices[-1] == LOAD_FRAMES - 1
         assert 2 <= len(indices) < LOAD_FRAMES * 0.8, indices  # the node is the slower one
         after = [i for i, (_, t) in zip(indices, answers) if t > sent_all]
-        assert len(after) <= 2, (indices, after)
+        # the frame in progress and the last one, plus one answer that may still be on its way
+        # when the last frame goes out (Jazzy, fresh-clone CI: [117, 118, 119]); a backlog of
+        # the subscriptions' queued frames (depth 5) would be 5 or more
+        assert len(after) <= 3, (indices, after)
         reports = load_reports(diagnostics.messages[idle:])
         answered = sum(int(r['frames']) for r in reports)
         dropped = sum(int(r['dropped']) for r in reports)
