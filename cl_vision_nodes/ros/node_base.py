@@ -55,7 +55,7 @@ from cl_vision_nodes.ros.node_help import usage, wants_help
 from cl_vision_nodes.ros.output_queue import OutputQueue
 from cl_vision_nodes.ros.parameters import ParameterBinding
 from cl_vision_nodes.ros.rclpy_compat import with_message_info
-from cl_vision_nodes.ros.stop_signals import StopSignals
+from cl_vision_nodes.ros.stop_signals import exit_at_once, StopSignals
 from cl_vision_nodes.ros.topics import image_input
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 import numpy as np
@@ -122,6 +122,8 @@ class VisionNode(Node):
         self.stats = FrameStats()
         self.timing = FrameTiming()
         self.failure: BaseException | None = None
+        self.left_running = False
+        """Whether ``destroy_node`` left the frame or publishing thread running (a device call)."""
         self.wake_executor: Callable[[], None] = nothing_more
         self._diag_timer: Timer | None = None
 
@@ -402,10 +404,12 @@ class VisionNode(Node):
         """
         frames = getattr(self, 'frames', None)
         if frames is not None and not frames.close(FRAME_END_S):
+            self.left_running = True
             self.get_logger().warning(
                 f'stopping: the frame in progress did not end within {FRAME_END_S:g} s')
         outputs = getattr(self, 'outputs', None)
         if outputs is not None and not outputs.close(PUBLISH_DRAIN_S):
+            self.left_running = True
             self.get_logger().warning(
                 f'stopping: the publishing thread did not end within {PUBLISH_DRAIN_S:g} s; '
                 'its last messages may not have gone out')
@@ -490,25 +494,36 @@ def spin_node(node_class: type[VisionNode], args: list[str] | None = None,
         logger.fatal(f'cannot start: {reason}')
         return EXIT_CANNOT_START
     node = node_class()
+    code = None
     try:
-        stop.phase = 'the OpenCL kernel build'
-        try:
-            node.start()
-        except CLVisionError as exc:
-            if stop.requested:  # e.g. LLVM deletes a build's temporary files on SIGINT
-                node.get_logger().info('stopped while starting')
-                node.get_logger().debug(f'start-up cut short: {exc}')
-                return 0
-            node.get_logger().fatal(f'cannot start: {exc}')
-            return EXIT_CANNOT_START
-        node.get_logger().debug(allocator.line())
-        stop.phase = 'the frame in progress'
-        spin_until_stopped(node, stop)
+        code = start_and_spin(node, stop, allocator.line())
     finally:
         stop.phase = "the node's clean-up"
         node.destroy_node()
         rclpy.try_shutdown()
         stop.finished()
+        if code is not None and node.left_running:
+            # Python's finalization would stop that thread inside the device call it is in,
+            # which aborts the process ("terminate called without an active exception")
+            exit_at_once(code)
+    return code
+
+
+def start_and_spin(node: VisionNode, stop: StopSignals, allocator_line: str) -> int:
+    """Build the node's kernels and serve it until a stop signal; return the exit code."""
+    stop.phase = 'the OpenCL kernel build'
+    try:
+        node.start()
+    except CLVisionError as exc:
+        if stop.requested:  # e.g. LLVM deletes a build's temporary files on SIGINT
+            node.get_logger().info('stopped while starting')
+            node.get_logger().debug(f'start-up cut short: {exc}')
+            return 0
+        node.get_logger().fatal(f'cannot start: {exc}')
+        return EXIT_CANNOT_START
+    node.get_logger().debug(allocator_line)
+    stop.phase = 'the frame in progress'
+    spin_until_stopped(node, stop)
     return 0
 
 

@@ -21,9 +21,10 @@ effort with ``queue_size``, and synchronises them exactly by stamp, or approxima
 ``approximate_sync`` as stereo_image_proc. The images arrive serialized and are read in place;
 each pair runs as one frame of the node, timed from the left image's arrival (waiting for its
 partner included). Left images lost before the node (sequence gaps) and left images the
-synchroniser gave up count as the node's dropped frames, except those given up before the first
-complete set: while DDS discovery matches the four topics one by one, the first messages of one
-stream can arrive before its partners' subscriptions are matched.
+synchroniser gave up count as the node's dropped frames as they happen, so each diagnostics
+window holds its own, except those given up before the first complete set: while DDS discovery
+matches the four topics one by one, the first messages of one stream can arrive before its
+partners' subscriptions are matched.
 """
 from __future__ import annotations
 
@@ -69,7 +70,8 @@ class StereoInputs:
             node.subscribe_stream(Image, topic, self._image(index, topic), depth, raw=True)
         for index, topic in enumerate(CAMERA_INFOS, start=2):
             node.subscribe_stream(CameraInfo, topic, self._info(index), depth)
-        self._unmatched = [0, 0, 0, 0]
+        self._unmatched = [0, 0, 0, 0]  # given up per stream, as of the last warning check
+        self._counted_left = 0  # left images given up, as of the last count in the node's stats
         self._matched_any = False
         node.create_timer(UNMATCHED_REPORT_PERIOD_S, self._report_unmatched)
 
@@ -83,19 +85,28 @@ class StereoInputs:
             except CLVisionError as exc:  # a malformed message: that frame's error
                 self.node.reject_frame(exc)
                 return
-            self.sync.add(index, frame.stamp_ns, frame)
+            self._add(index, frame.stamp_ns, frame)
         return add
 
     def _info(self, index: int) -> Callable[[CameraInfo, Any], None]:
         def add(msg: CameraInfo, info: Any) -> None:
-            self.sync.add(index, Time.from_msg(msg.header.stamp).nanoseconds, msg)
+            self._add(index, Time.from_msg(msg.header.stamp).nanoseconds, msg)
         return add
+
+    def _add(self, stream: int, stamp_ns: int, msg: Any) -> None:
+        """Hand a message to the synchroniser; count the left images it gave up as frames."""
+        self.sync.add(stream, stamp_ns, msg)
+        given_up = self.sync.dropped_of(0)
+        if self._matched_any and given_up > self._counted_left:
+            self.node.stats.frames_unmatched(given_up - self._counted_left)
+        self._counted_left = given_up
 
     def _on_set(self, left: ImageFrame, right: ImageFrame, left_info: CameraInfo,
                 right_info: CameraInfo) -> None:
         if not self._matched_any:  # what was given up before is start-up, not a stamp mismatch
             self._matched_any = True
             self._unmatched = [self.sync.dropped_of(stream) for stream in range(4)]
+            self._counted_left = self._unmatched[0]
         self.node.run_frame(lambda: self.handler(left, right, left_info, right_info),
                             left.timing)
 
@@ -110,7 +121,6 @@ class StereoInputs:
                     '(else set approximate_sync)', throttle_duration_sec=30.0)
             return
         self._unmatched = dropped
-        self.node.stats.frames_unmatched(new[0])
         if any(new):
             self.node.get_logger().warning(
                 f'{sum(new)} input messages found no partner in the last seconds: are '

@@ -135,10 +135,15 @@ class StopSignals:
             return
         self._warn(f'stopping on {self._signal_name}: {self.phase} did not end within '
                    f'{self._deadline_s:g} s; exiting without waiting for it')
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):  # a closed or broken stream: exit regardless
-                stream.flush()
-        os._exit(0)
+        exit_at_once(0)
+
+
+def exit_at_once(code: int) -> None:
+    """End the process with ``code`` now, output flushed, without Python's finalization."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed or broken stream: exit regardless
+            stream.flush()
+    os._exit(code)
 
 
 def _ignore_in_main_thread(_signum: int, _frame: object) -> None:
