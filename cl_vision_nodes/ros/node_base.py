@@ -36,7 +36,7 @@ import re
 import sys
 import threading
 import time
-from typing import Any, Callable, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator, Mapping
 
 from cl_vision_nodes.dataio.compressed import decode_compressed
 from cl_vision_nodes.errors import CLVisionError, ParameterError
@@ -116,6 +116,8 @@ class VisionNode(Node):
     """Base of every node: owns the parameter binding, the OpenCL runtime and frame statistics."""
 
     SCHEMA: ClassVar[ParameterSchema]
+    SECTIONS: ClassVar[Mapping[str, ParameterSchema]] = {}
+    """A node of several capabilities: their nodes' schemas by namespace (their files apply)."""
 
     def __init__(self, **node_kwargs: Any):
         super().__init__(self.SCHEMA.node_name, **node_kwargs)
@@ -135,7 +137,8 @@ class VisionNode(Node):
         kernel that does not build), which ``spin_node`` reports as this node's FATAL line.
         """
         log = self.get_logger()
-        self.binding = ParameterBinding(self, self.SCHEMA, self._on_parameters_changed)
+        self.binding = ParameterBinding(self, self.SCHEMA, self._on_parameters_changed,
+                                        sys.argv, self.SECTIONS)
         self.executor_kind = executor_kind(str(self.params['executor']))
         self.runtime = ClRuntime(str(self.params['device']), profile=bool(self.params['profile']),
                                  warn=log.warning)

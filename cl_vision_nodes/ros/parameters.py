@@ -15,11 +15,14 @@
 """ROS side of a ParameterSchema: descriptors, declaration and the set-parameters callbacks."""
 from __future__ import annotations
 
-from typing import Callable
+import difflib
+from typing import Any, Callable, Mapping, MutableMapping, Sequence
 
 from cl_vision_nodes.errors import CLVisionError, ParameterError
-from cl_vision_nodes.params import ParameterSchema, ParamSpec, Value
+from cl_vision_nodes.params import COMMON_NAMES, ParameterSchema, ParamSpec, Value
 from cl_vision_nodes.ros.rclpy_compat import add_set_parameters_callbacks
+from cl_vision_nodes.ros.start_parameters import (file_parameters, override_sources,
+                                                  section_files, SectionFile, split_arguments)
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType, SetParametersResult)
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
@@ -67,24 +70,107 @@ class ParameterBinding:
     """
 
     def __init__(self, node: Node, schema: ParameterSchema,
-                 on_change: Callable[[dict[str, Value], set[str]], None] | None = None):
+                 on_change: Callable[[dict[str, Value], set[str]], None] | None = None,
+                 argv: Sequence[str] = (), sections: Mapping[str, ParameterSchema] | None = None):
+        """
+        Declare ``schema`` with the start values of ``argv`` (the process's arguments).
+
+        ``sections``: the separate nodes' schemas of a node that runs several (the pipeline),
+        by namespace; their files come as ``--<section>-params FILE`` before ``--ros-args``.
+        """
         self.node = node
         self.schema = schema
         self.on_change = on_change
-        self.values = self._declare()
+        self.sections = sections or {}
+        self.values = self._declare(argv)
         self._refusal: str | None = None
         add_set_parameters_callbacks(node, self._screen, self._check, self._accept)
 
-    def _declare(self) -> dict[str, Value]:
+    def _declare(self, argv: Sequence[str]) -> dict[str, Value]:
+        """
+        Declare every parameter with its start value: rcl's overrides, screened first.
+
+        rcl merges the ``--params-file`` and ``-p`` values (``Node._parameter_overrides``, also
+        on Humble) and rclpy refuses an int for a double there, where ``ros2 param set`` takes
+        it: each override is checked and widened by its spec before it is declared, a misspelt
+        key gets a warning naming the closest parameter, and one line says what the files set.
+        """
+        node: Node = self.node
+        overrides: MutableMapping[str, Parameter] = node._parameter_overrides
+        own, ros_args = split_arguments(argv)
+        sources = override_sources(ros_args, node.get_fully_qualified_name())
+        for file in section_files(own, list(self.sections)) if self.sections else []:
+            self._take_section_file(file, overrides, sources)
+        for name in list(overrides):
+            spec = self.schema.specs.get(name)
+            if spec is not None:
+                value = start_value(spec, overrides[name].value, sources.get(name))
+                overrides[name] = Parameter(name, value=value)
+            elif not self._ros_own(name):
+                self._warn_unknown(name, self.schema, sources.get(name))
         declared: dict[str, Value] = {}
         for spec in self.schema:
             try:
-                param = self.node.declare_parameter(spec.name, spec.default, descriptor(spec))
+                param = node.declare_parameter(spec.name, spec.default, descriptor(spec))
             except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
                 raise ParameterError(f'{self.schema.node_name}: {exc}') from None
             declared[spec.name] = param.value
         # Overrides from YAML/launch may be valid one by one but not together.
-        return self.schema.validate(self.schema.defaults(), declared, allow_read_only=True)
+        values = self.schema.validate(self.schema.defaults(), declared, allow_read_only=True)
+        changed = [f'{spec.name}={values[spec.name]!r}'
+                   + (f' ({sources[spec.name]})' if spec.name in sources else '')
+                   for spec in self.schema if values[spec.name] != spec.default]
+        if changed:
+            node.get_logger().info('set at start: ' + ', '.join(changed))
+        return values
+
+    def _ros_own(self, name: str) -> bool:
+        """Return whether rclpy declares ``name`` itself (use_sim_time, QoS overrides)."""
+        return self.node.has_parameter(name) or name.startswith('qos_overrides.')
+
+    def _take_section_file(self, file: SectionFile, overrides: MutableMapping[str, Parameter],
+                           sources: dict[str, str]) -> None:
+        """
+        Put the values of a separate node's file into its section of the overrides.
+
+        Those other than the node's defaults: a shipped or tuned file lists every parameter,
+        and its defaults must not undo the pipeline's own file. Parameters the node and the
+        pipeline share (device...) stay the pipeline's own.
+        """
+        schema = self.sections[file.section]
+        node_name = f"{self.node.get_namespace().rstrip('/')}/{schema.node_name}"
+        source = f'{file.option} {file.path}'
+        values = file_parameters(file.path, node_name)
+        not_taken = []
+        for name, value in values.items():
+            spec = self.schema.specs.get(f'{file.section}.{name}')
+            if name in COMMON_NAMES or self._ros_own(name):
+                common = self.schema.specs.get(name)
+                if common is None or value != common.default:
+                    not_taken.append(f'{name}={value!r}')
+            elif spec is None:
+                self._warn_unknown(name, schema, source)
+            elif (value := start_value(spec, value, source)) != spec.default:
+                overrides[spec.name] = Parameter(spec.name, value=value)
+                sources[spec.name] = source
+        log = self.node.get_logger()
+        if not values:
+            log.warning(f'{source}: nothing in it for {node_name} (its node keys match '
+                        'no node of that name: use /**:)')
+        elif not_taken:
+            log.info(f"{source}: {', '.join(not_taken)} left to {self.schema.node_name}'s own "
+                     'parameters')
+
+    def _warn_unknown(self, name: str, schema: ParameterSchema, source: str | None) -> None:
+        """Warn about a key no parameter has, naming the closest (a misspelling, a section)."""
+        names = list(schema.specs)
+        same_leaf = [known for known in names if known.rsplit('.', 1)[-1] == name]
+        closest = same_leaf or difflib.get_close_matches(name, names, n=1)
+        hint = f"did you mean {' or '.join(closest)}?" if closest else \
+            f'ros2 run cl_vision_nodes {schema.node_name} --help lists them'
+        self.node.get_logger().warning(
+            f'{source or "a parameter file or -p"}: {schema.node_name} has no parameter '
+            f'{name!r}, ignored ({hint})')
 
     def _own(self, params: list[Parameter]) -> dict[str, Value]:
         return {p.name: p.value for p in params if p.name in self.schema.specs}
@@ -123,3 +209,18 @@ class ParameterBinding:
         self.values = {**self.values, **changes}
         self.node.get_logger().info(
             'parameters set: ' + ', '.join(f'{k}={v!r}' for k, v in changes.items()))
+
+
+def start_value(spec: ParamSpec, value: Any, source: str | None) -> Value:
+    """
+    Return a start value as the spec takes it, or raise ParameterError naming its source.
+
+    As at run time, an int is widened for a float; an int for a string is its digits (a YAML
+    ``device: 3090``, ``-p device:=3090``).
+    """
+    if spec.type is str and type(value) is int:
+        value = str(value)
+    try:
+        return spec.validate(value)
+    except ParameterError as exc:
+        raise ParameterError(f'{exc} (from {source or "a parameter file or -p"})') from None

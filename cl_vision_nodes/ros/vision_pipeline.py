@@ -50,6 +50,7 @@ from sensor_msgs.msg import CameraInfo
 
 class VisionPipeline(VisionNode):
     SCHEMA = PIPELINE_SCHEMA
+    SECTIONS = CAPABILITIES
 
     @classmethod
     def topics(cls, values: Mapping[str, Value]) -> NodeTopics:
