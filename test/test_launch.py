@@ -84,6 +84,10 @@ def _evaluate(inner: str, args: dict[str, str]) -> str:
     values = [substitute(w, args) for w in [*words, word] if w]
     if name == 'var':
         return substitute(args[values[0]], args)
+    if name == 'file-content':  # launch raises SubstitutionFailure: the launch stops
+        if not Path(values[0]).is_file():
+            raise LaunchError(f'File not found: {values[0]}')
+        return Path(values[0]).read_text()
     if name == 'find-pkg-share':
         return str(REPO)
     if name == 'env':
@@ -94,8 +98,18 @@ def _evaluate(inner: str, args: dict[str, str]) -> str:
     return str(results[name]).lower()
 
 
+class LaunchError(Exception):
+    """What stops ros2 launch before it starts anything (its '[ERROR] [launch]: ...' line)."""
+
+
 def declared_args(root: ET.Element) -> dict[str, str]:
     return {a.get('name'): a.get('default', '') for a in root.findall('arg')}
+
+
+def arg_choices(root: ET.Element) -> dict[str, list[str]]:
+    """Return the ``<choice>`` values of each argument that has them."""
+    return {a.get('name'): [c.get('value') for c in a.findall('choice')]
+            for a in root.findall('arg') if a.findall('choice')}
 
 
 def launch_nodes(path: Path):
@@ -117,7 +131,8 @@ def test_launch_file_nodes_and_parameters(path):
         exe = node.get('exec')
         assert exe in setup_executables(), f'{path.name}: {exe} is not an executable'
         schema = NODE_SCHEMAS[exe]
-        assert set(names) <= set(schema.specs), f'{path.name}: undeclared {names}'
+        assert set(names) - {'use_sim_time'} <= set(schema.specs), \
+            f'{path.name}: undeclared {names}'
         for file in files:
             assert file.is_file(), f'{path.name}: {file} does not exist'
             doc = yaml.safe_load(file.read_text())
@@ -247,6 +262,34 @@ class Started:
     namespace: str
     params: dict = field(default_factory=dict)
     remaps: dict = field(default_factory=dict)
+    args: list = field(default_factory=list)
+    files: list = field(default_factory=list)
+    types: dict = field(default_factory=dict)
+
+    def typed_params(self) -> dict:
+        """
+        Return the ``<param name=...>`` values as launch_ros passes them to the node.
+
+        YAML-typed (``1:0`` is the integer 60 in YAML 1.1), or as the ``type`` attribute says.
+        """
+        return {name: value if self.types.get(name) == 'str' else yaml.safe_load(value)
+                for name, value in self.params.items()}
+
+    def command(self, tmp_path: Path) -> tuple[list[str], list[str]]:
+        """
+        Return the node's own arguments and its ROS arguments as ros2 launch builds them.
+
+        The parameter files, then the named values in a temporary file of launch's, keyed by
+        the node's full name (what launch_ros does for a named node).
+        """
+        launch_file = tmp_path / f'launch_params_{self.exe}.yaml'
+        launch_file.write_text(yaml.safe_dump(
+            {f"{self.namespace.rstrip('/')}/{self.exe}": {'ros__parameters':
+                                                          self.typed_params()}}))
+        ros_args = ['-r', f'__ns:={self.namespace}']
+        for file in [*self.files, launch_file]:
+            ros_args += ['--params-file', str(file)]
+        return self.args, ros_args
 
     def topic(self, name: str) -> str:
         """Return the absolute name of the node's relative topic ``name``."""
@@ -270,15 +313,27 @@ def enabled(element: ET.Element, args: dict[str, str]) -> bool:
 
 def started(path: Path, overrides: dict[str, str] | None = None,
             namespace: str = '/') -> list[Started]:
-    """
-    Return the nodes a launch file starts with these argument values.
+    """Return the nodes a launch file starts with these argument values."""
+    return launched(path, overrides, namespace)[0]
 
-    Groups scope namespaces, if/unless are applied, includes are followed (launch's XML semantics,
-    for what our files use).
+
+def launched(path: Path, overrides: dict[str, str] | None = None,
+             namespace: str = '/') -> tuple[list[Started], list[str]]:
+    """
+    Return the nodes a launch file starts with these argument values, and its log messages.
+
+    Groups scope namespaces, if/unless are applied, includes are followed, an argument outside
+    its choices and a file-content substitution of a missing file raise LaunchError (launch's
+    XML semantics, for what our files use).
     """
     root = ET.parse(path).getroot()
     args = {**declared_args(root), **(overrides or {})}
+    for name, choices in arg_choices(root).items():
+        if args[name] not in choices:
+            raise LaunchError(f'Argument "{name}" provided value "{args[name]}" is not valid. '
+                              f'Valid options are: {choices}')
     nodes: list[Started] = []
+    logs: list[str] = []
 
     def walk(element: ET.Element, namespace: str) -> None:
         for child in element:
@@ -294,24 +349,34 @@ def started(path: Path, overrides: dict[str, str] | None = None,
                 included = REPO / 'launch' / Path(child.get('file')).name
                 passed = {a.get('name'): substitute(a.get('value'), args)
                           for a in child.findall('arg')}
-                nodes.extend(started(included, passed, namespace))
+                more_nodes, more_logs = launched(included, passed, namespace)
+                nodes.extend(more_nodes)
+                logs.extend(more_logs)
+            elif child.tag == 'log':
+                logs.append(substitute(child.get('message'), args))
             elif child.tag == 'node':
                 node = Started(child.get('exec'),
                                push(namespace, substitute(child.get('namespace', ''), args)))
                 node.params = {p.get('name'): substitute(p.get('value'), args)
                                for p in child.findall('param') if p.get('name')}
+                node.types = {p.get('name'): p.get('type') for p in child.findall('param')
+                              if p.get('name') and p.get('type')}
+                node.files = [Path(substitute(p.get('from'), args))
+                              for p in child.findall('param') if p.get('from')]
+                node.args = substitute(child.get('args', ''), args).split()
                 node.remaps = {r.get('from'): substitute(r.get('to'), args)
                                for r in child.findall('remap')}
                 nodes.append(node)
 
     walk(root, namespace)
-    return nodes
+    return nodes, logs
 
 
 def topics(node: Started) -> tuple[set[str], set[str]]:
     """Return the (inputs, outputs) of a started node, absolute, as the node declares them."""
     schema = NODE_SCHEMAS[node.exe]
-    values = schema.parse_assignments(f'{k}={v}' for k, v in node.params.items())
+    values = schema.parse_assignments(f'{k}={v}' for k, v in node.params.items()
+                                      if k in schema.specs)
     declared = node_topics(node.exe, values)
     return ({node.topic(t.name) for t in declared.inputs},
             {node.topic(t.name) for t in declared.outputs})
@@ -414,3 +479,128 @@ def test_stereo_launch_with_pipeline_publishes_what_the_separate_nodes_publish()
     separate_inputs = set().union(*(topics(n)[0] for n in separate))
     separate_outputs = set().union(*(topics(n)[1] for n in separate))
     assert inputs == separate_inputs and outputs == separate_outputs
+
+
+# --- parameter files and arguments, as a user gives them ---------------------------------------
+
+def test_every_node_takes_device_as_a_string_and_use_sim_time():
+    """
+    launch_ros reads a ``<param>`` value as YAML: ``device:=1:0`` would be the integer 60.
+
+    ``type="str"`` keeps it a string; use_sim_time reaches every node of every file, included
+    ones too.
+    """
+    for path in LAUNCH_FILES:
+        nodes = started(path, {'device': '1:0', 'use_sim_time': 'true', 'flow': 'true',
+                               'surf': 'true', 'pipeline': 'false'})
+        assert nodes, path.name
+        for node in nodes:
+            assert node.typed_params()['device'] == '1:0', (path.name, node.exe)
+            assert node.typed_params()['use_sim_time'] is True, (path.name, node.exe)
+    assert Started('x', '/', {'device': '1:0'}).typed_params() == {'device': 60}  # untyped
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
+def test_boolean_arguments_take_true_or_false_only(path):
+    root = ET.parse(path).getroot()
+    choices = arg_choices(root)
+    for name, default in declared_args(root).items():
+        if default in ('true', 'false'):
+            assert choices.get(name) == ['true', 'false'], f'{path.name}: {name}'
+    with pytest.raises(LaunchError, match='"maybe" is not valid'):
+        launched(path, {'use_sim_time': 'maybe'})
+
+
+def test_pipeline_maybe_and_an_unknown_preset_stop_the_launch():
+    with pytest.raises(LaunchError, match='"maybe" is not valid'):
+        launched(MONO, {'pipeline': 'maybe'})
+    with pytest.raises(LaunchError, match='"fast" is not valid'):
+        launched(STEREO, {'preset': 'fast'})
+
+
+@pytest.mark.parametrize('path, argument', [
+    (MONO, 'flow_params'), (MONO, 'surf_params'), (MONO, 'pipeline_params'),
+    (STEREO, 'disparity_params'), (STEREO, 'rectify_params'), (STEREO, 'flow_params'),
+    (REPO / 'launch' / 'convert.launch.xml', 'convert_params')], ids=str)
+def test_a_missing_parameter_file_stops_the_launch_with_its_path(path, argument):
+    with pytest.raises(LaunchError, match='File not found: /nonexistent/mine.yaml'):
+        launched(path, {argument: '/nonexistent/mine.yaml'})
+
+
+def test_mono_launch_with_nothing_to_run_says_so():
+    nodes, logs = launched(MONO, {'flow': 'false', 'surf': 'false'})
+    assert nodes == [] and any(line.startswith('nothing to run') for line in logs), logs
+    assert not any('nothing to run' in line for line in launched(MONO)[1])
+
+
+@pytest.mark.parametrize('path, pipeline_files', [
+    (MONO, {'--flow-params': 'flow_params', '--surf-params': 'surf_params'}),
+    (STEREO, {'--disparity-params': 'disparity_params', '--flow-params': 'flow_params',
+              '--surf-params': 'surf_params'})], ids=['mono', 'stereo'])
+def test_the_pipeline_gets_every_node_file_for_its_section(tmp_path, path, pipeline_files):
+    files = {arg: tmp_path / f'{arg}.yaml' for arg in pipeline_files.values()}
+    for file in files.values():
+        file.write_text('')
+    pipeline = started(path, {'flow': 'true', 'surf': 'true', 'pipeline': 'true',
+                              **{arg: str(file) for arg, file in files.items()}})
+    pipeline = [n for n in pipeline if n.exe != 'rectify_node']
+    assert [n.exe for n in pipeline] == ['vision_pipeline']
+    given = dict(zip(pipeline[0].args[::2], pipeline[0].args[1::2]))
+    assert given == {option: str(files[arg]) for option, arg in pipeline_files.items()}
+
+
+def start_as_launched(node: Started, tmp_path: Path):
+    """Start a node of ``started`` with the command line ros2 launch gives it."""
+    from rosutil import NodeProcess
+    own_args, ros_args = node.command(tmp_path)
+    return NodeProcess(f'cl_vision_nodes.ros.{node.exe}', [*ros_args, '--', *own_args])
+
+
+def test_flow_params_apply_to_the_pipeline_started_by_the_mono_launch(ros, tmp_path):
+    """A flow_node file's flat values land in flow.*, read back through the services."""
+    mine = tmp_path / 'my_flow.yaml'
+    mine.write_text(yaml.safe_dump({'/**': {'ros__parameters': {
+        'method': 'hs', 'alpha': 7, 'metod': 'lk'}}}))
+    nodes = started(MONO, {'camera': 'front', 'flow_params': str(mine)})
+    assert [n.exe for n in nodes] == ['vision_pipeline']
+    proc = start_as_launched(nodes[0], tmp_path)
+    try:
+        got = ros.get_parameters('/front/vision_pipeline', ['flow.method', 'flow.alpha'])
+        assert got == {'flow.method': 'hs', 'flow.alpha': 7.0}, proc.output()
+        assert f"flow.method='hs' (--flow-params {mine})" in proc.output()
+        assert "no parameter 'metod', ignored (did you mean method?)" in proc.output()
+    finally:
+        assert proc.stop() == 0, proc.output()
+
+
+def test_a_device_through_the_launch_file_reaches_the_node_as_a_string(tmp_path):
+    """``device:=1:0``: YAML's 60 without the launch file's type="str"."""
+    nodes = started(MONO, {'device': '1:0', 'surf': 'false'})
+    proc = start_as_launched(nodes[0], tmp_path)
+    try:
+        assert proc.wait_for_output("set at start: device='1:0' (the launch file)"), \
+            proc.output()
+    finally:
+        proc.stop()
+
+
+def test_an_int_for_a_float_on_the_command_line_starts_the_node(ros):
+    """``ros2 run ... -p hessian_threshold:=400``: 400.0, as ros2 param set takes it."""
+    from rosutil import NodeProcess
+    proc = NodeProcess('cl_vision_nodes.ros.surf_node', ['-p', 'hessian_threshold:=400'])
+    try:
+        got = ros.get_parameters('/surf_node', ['hessian_threshold'])
+        assert got == {'hessian_threshold': 400.0}, proc.output()
+    finally:
+        assert proc.stop() == 0, proc.output()
+
+
+def test_a_value_of_the_wrong_type_stops_the_node_with_one_line(tmp_path):
+    from rosutil import NodeProcess
+    mine = tmp_path / 'bad.yaml'
+    mine.write_text(yaml.safe_dump({'/**': {'ros__parameters': {'alpha': 'abc'}}}))
+    proc = NodeProcess('cl_vision_nodes.ros.flow_node', ['--params-file', str(mine)])
+    assert proc.proc.wait(60) == 2, proc.output()
+    lines = proc.output().strip().splitlines()
+    assert len(lines) == 1 and '[FATAL]' in lines[0], proc.output()
+    assert f"alpha: expected float, got str 'abc' (from {mine})" in proc.output()

@@ -19,16 +19,22 @@ The binding applies a change in the set-parameters callback (what `ros2 param se
 Each test runs on this rclpy's Node and on one without pre- and post-set callbacks, as
 Humble's (``HumbleNode``), where ``rclpy_compat`` runs them.
 """
-from cl_vision_nodes.errors import KernelBuildError
+from pathlib import Path
+
+from cl_vision_nodes.errors import KernelBuildError, ParameterError
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.ros.parameters import ParameterBinding
+from cl_vision_nodes.schemas import CAPABILITIES, PIPELINE_SCHEMA
 import pytest
 import rclpy
 from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+import yaml
 
 pytestmark = pytest.mark.ros  # an rclpy node in this process
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 class HumbleNode(Node):
@@ -79,3 +85,77 @@ def test_values_are_screened_before_rclpy_checks_them(node):
     refused = node.set_parameters_atomically([Parameter('warps', value=0)])
     assert not refused.successful and 'warps' in refused.reason, refused.reason
     assert node.get_parameter('warps').value == 3 and binding.values['warps'] == 3
+
+
+@pytest.fixture
+def start_node():
+    """Make a node with start-up overrides (what --params-file and -p give rcl)."""
+    context = Context()
+    rclpy.init(context=context)
+    nodes = []
+
+    def make(name, overrides, node_class=Node):
+        nodes.append(node_class(name, context=context, parameter_overrides=[
+            Parameter(key, value=value) for key, value in overrides.items()]))
+        return nodes[-1]
+    yield make
+    for node in nodes:
+        node.destroy_node()
+    rclpy.shutdown(context=context)
+
+
+@pytest.mark.parametrize('node_class', [Node, HumbleNode])
+def test_an_int_for_a_float_and_for_a_string_are_taken_at_start(start_node, node_class):
+    # `-p hessian_threshold:=400`, `alpha: 5` in a file, `-p device:=3090`: rclpy alone
+    # refuses them at declaration ("expecting type 'DOUBLE'"), ros2 param set takes 5 for 5.0
+    node = start_node('flow_node', {'alpha': 7, 'device': 3090}, node_class)
+    binding = ParameterBinding(node, FLOW_SCHEMA)
+    assert binding.values['alpha'] == 7.0 and binding.values['device'] == '3090'
+    assert node.get_parameter('alpha').value == 7.0
+    assert node.get_parameter('device').value == '3090'
+
+
+def test_a_value_of_the_wrong_type_at_start_names_the_parameter(start_node):
+    node = start_node('flow_node', {'alpha': 'abc'})
+    with pytest.raises(ParameterError, match=r"^alpha: expected float, got str 'abc'"):
+        ParameterBinding(node, FLOW_SCHEMA)
+
+
+def flow_file(tmp_path, key, values):
+    path = tmp_path / 'mine.yaml'
+    path.write_text(yaml.safe_dump({key: {'ros__parameters': values}}))
+    return str(path)
+
+
+@pytest.mark.parametrize('key', ['/**', '/**/flow_node', '/cam/flow_node', '/*/flow_node'])
+def test_the_pipeline_takes_a_flow_node_file_into_its_flow_section(start_node, tmp_path, key):
+    path = flow_file(tmp_path, key, {'method': 'hs', 'alpha': 7, 'device': 'gpu'})
+    node = start_node('vision_pipeline', {}, lambda *a, **k: Node(*a, namespace='/cam', **k))
+    binding = ParameterBinding(node, PIPELINE_SCHEMA, argv=['x', '--flow-params', path],
+                               sections=CAPABILITIES)
+    assert binding.values['flow.method'] == 'hs' and binding.values['flow.alpha'] == 7.0
+    assert binding.values['device'] == 'auto'  # shared parameters stay the pipeline's own
+    assert node.get_parameter('flow.method').value == 'hs'
+
+
+def test_a_node_files_defaults_leave_the_pipelines_own_values(start_node, tmp_path):
+    """A shipped or tuned file lists every parameter: its defaults undo nothing."""
+    shipped = str(REPO / 'config' / 'flow_node.yaml')
+    mine = flow_file(tmp_path, '/**', {'method': 'hs'})
+    for path, method in ((shipped, 'bm'), (mine, 'hs')):
+        node = start_node(f'vision_pipeline_{method}', {'flow.method': 'bm'})
+        binding = ParameterBinding(node, PIPELINE_SCHEMA, argv=['x', '--flow-params', path],
+                                   sections=CAPABILITIES)
+        assert binding.values['flow.method'] == method
+
+
+def test_a_file_for_another_node_or_a_missing_one(start_node, tmp_path):
+    node = start_node('vision_pipeline', {})
+    elsewhere = flow_file(tmp_path, '/other/flow_node', {'method': 'hs'})
+    binding = ParameterBinding(node, PIPELINE_SCHEMA, argv=['x', '--flow-params', elsewhere],
+                               sections=CAPABILITIES)
+    assert binding.values['flow.method'] == 'auto'
+    with pytest.raises(ParameterError, match='--surf-params /nonexistent.yaml: no such file'):
+        ParameterBinding(start_node('vision_pipeline_2', {}), PIPELINE_SCHEMA,
+                         argv=['x', '--surf-params', '/nonexistent.yaml'],
+                         sections=CAPABILITIES)

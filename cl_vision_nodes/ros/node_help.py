@@ -43,10 +43,18 @@ def usage(node_class: Any) -> str:
     name = schema.node_name
     summary = (sys.modules[node_class.__module__].__doc__ or '').strip().split('\n\n')[0]
     topics: NodeTopics = node_class.topics(schema.defaults())
-    lines = [*textwrap.wrap(f'usage: ros2 run cl_vision_nodes {name} [-h] [--ros-args '
-                            '[-p NAME:=VALUE] [--params-file FILE] [-r FROM:=TO] ...]', WIDTH,
-                            subsequent_indent=' ' * 4), '',
+    sections = getattr(node_class, 'SECTIONS', {})
+    section_options = ''.join(f' [--{section}-params FILE]' for section in sections)
+    lines = [*textwrap.wrap(f'usage: ros2 run cl_vision_nodes {name} [-h]{section_options} '
+                            '[--ros-args [-p NAME:=VALUE] [--params-file FILE] [-r FROM:=TO] '
+                            '...]', WIDTH, subsequent_indent=' ' * 4), '',
              *textwrap.wrap(' '.join(summary.split()), WIDTH), '',
+             *(textwrap.wrap(
+                 f"--SECTION-params FILE: a {', '.join(s.node_name for s in sections.values())} "
+                 "parameter file whose values go to that section (flow_node's method to "
+                 'flow.method), over the --params-file values where it differs from the '
+                 'defaults', WIDTH)
+               + [''] if sections else []),
              'subscribes (names relative to the node namespace, remap with -r):',
              *_topic_lines(topics.inputs), '',
              'publishes (also /diagnostics):', *_topic_lines(topics.outputs), '',

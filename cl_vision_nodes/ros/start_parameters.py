@@ -88,8 +88,7 @@ def _tokens_match(pattern: list[str], name: list[str]) -> bool:
 
 
 def flatten(params: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
-    """Return nested ``ros__parameters`` as rcl names them: ``{'flow': {'method': x}}`` ->
-    ``{'flow.method': x}``."""
+    """Return nested ``ros__parameters`` named as rcl names them: ``flow: {method: x}``."""
     flat: dict[str, Any] = {}
     for key, value in params.items():
         name = f'{prefix}{key}'
@@ -173,4 +172,3 @@ def section_files(own_args: Sequence[str], sections: Sequence[str]) -> list[Sect
             raise ParameterError(f'{option} {path}: no such file')
         files.append(SectionFile(options[option], path))
     return files
-

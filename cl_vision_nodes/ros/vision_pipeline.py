@@ -30,6 +30,10 @@ on the left image of each pair, which is published after disparity. Without it, 
 ``keypoints``) are published first, then the pictures, depth and points that are subscribed,
 so those never delay another capability's answer. Frame timing stages are named per capability
 (``flow.compute``...) beside the shared ``receive`` and ``upload``.
+
+A separate node's parameter file applies to its section: ``--flow-params FILE`` (before
+``--ros-args``, as the launch files pass ``flow_params``) puts its ``method: hs`` in
+``flow.method`` (ros/start_parameters.py).
 """
 from __future__ import annotations
 
