@@ -154,7 +154,7 @@ class VisionNode(Node):
         self.connect()
         log.info(f'ready in {time.perf_counter() - started:.1f} s on {self.runtime.describe()}, '
                  f'{self.executor_kind} executor')
-        for line in self.ready_lines():
+        for line in [*self.binding.start_lines, *self.ready_lines()]:
             log.info(line)
 
     def capability_runtime(self) -> ClRuntime:

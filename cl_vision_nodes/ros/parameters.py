@@ -93,7 +93,8 @@ class ParameterBinding:
         rcl merges the ``--params-file`` and ``-p`` values (``Node._parameter_overrides``, also
         on Humble) and rclpy refuses an int for a double there, where ``ros2 param set`` takes
         it: each override is checked and widened by its spec before it is declared, a misspelt
-        key gets a warning naming the closest parameter, and one line says what the files set.
+        key gets a warning naming the closest parameter, and ``start_lines`` say what the
+        files set (logged with 'ready': a start that fails is one FATAL line).
         """
         node: Node = self.node
         overrides: MutableMapping[str, Parameter] = node._parameter_overrides
@@ -120,8 +121,8 @@ class ParameterBinding:
         changed = [f'{spec.name}={values[spec.name]!r}'
                    + (f' ({sources[spec.name]})' if spec.name in sources else '')
                    for spec in self.schema if values[spec.name] != spec.default]
-        if changed:
-            node.get_logger().info('set at start: ' + ', '.join(changed))
+        self.start_lines = ['set at start: ' + ', '.join(changed)] if changed else []
+        """What the start-up sources set, for the node to log once it is ready."""
         return values
 
     def _ros_own(self, name: str) -> bool:
