@@ -205,7 +205,7 @@ def common_specs() -> list[ParamSpec]:
         ParamSpec('warm_up_width', 640,
                   "Width of the frame every kernel runs on once before 'ready' (and after a "
                   'parameter change that may bring new kernels), so the first frame needs no '
-                  "compile (PoCL compiles a kernel for its work-group size, which follows the "
+                  'compile (PoCL compiles a kernel for its work-group size, which follows the '
                   "image size, when it first runs): the camera's width; 0: no warm-up",
                   min=0, max=16384, read_only=True),
         ParamSpec('warm_up_height', 480,

@@ -134,8 +134,9 @@ class VisionNode(Node):
         """
         Declare the parameters, open the device, build every program, then connect the topics.
 
-        Every OpenCL program is built here, and every kernel run once (``warm_up``). Raises CLVisionError (bad parameter, no device, a
-        kernel that does not build), which ``spin_node`` reports as this node's FATAL line.
+        Every OpenCL program is built here, and every kernel run once (``warm_up``). Raises
+        CLVisionError (bad parameter, no device, a kernel that does not build), which
+        ``spin_node`` reports as this node's FATAL line.
         """
         log = self.get_logger()
         self.binding = ParameterBinding(self, self.SCHEMA, self._on_parameters_changed)
@@ -483,6 +484,7 @@ class VisionNode(Node):
         report = self.stats.report()
         if report.frames or report.dropped:
             self.get_logger().info(report.line())
+            self.get_logger().debug(report.detail_line())
         with self.frames.work_lock:  # between frames
             own = self.diagnostic_values()
         level = DiagnosticStatus.WARN if report.rejected else DiagnosticStatus.OK
