@@ -178,7 +178,7 @@ class ParameterSchema:
 
 
 def common_specs() -> list[ParamSpec]:
-    """Parameters every node has: device, profiling, queue depth, diagnostics, executor, input."""
+    """Parameters every node has: device, profiling, queues, diagnostics, executor, warm-up."""
     return [
         ParamSpec('device', 'auto',
                   'OpenCL device: auto (first GPU, else CPU), gpu, cpu, P:D indices or a name '
@@ -202,6 +202,15 @@ def common_specs() -> list[ParamSpec]:
                   '(sensor_msgs/CompressedImage, JPEG or PNG, on the image topic plus '
                   '/compressed, e.g. image/compressed)',
                   choices=('raw', 'compressed'), read_only=True),
+        ParamSpec('warm_up_width', 640,
+                  "Width of the frame every kernel runs on once before 'ready' (and after a "
+                  'parameter change that may bring new kernels), so the first frame needs no '
+                  'compile (PoCL compiles a kernel for its work-group size, which follows the '
+                  "image size, when it first runs): the camera's width; 0: no warm-up",
+                  min=0, max=16384, read_only=True),
+        ParamSpec('warm_up_height', 480,
+                  "Height of that frame: the camera's height; 0: no warm-up",
+                  min=0, max=16384, read_only=True),
     ]
 
 

@@ -92,6 +92,9 @@ def test_latency_and_throughput_are_measured(mono_run):
         assert 0 < latency['mean'] <= latency['max']
         assert node['throughput_fps'] == pytest.approx(1000.0 / latency['mean'])
         assert len(node['latency_per_frame_ms']) == node['answered']
+        assert node['first_latency_ms'] == node['latency_per_frame_ms'][0][1]  # apart from
+        steady = [ms for _, ms in node['latency_per_frame_ms'][1:]]  # the mean of the others
+        assert latency['mean'] == pytest.approx(sum(steady) / len(steady))
     assert report['wall_fps'] > 0
 
 

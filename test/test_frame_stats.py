@@ -16,7 +16,7 @@
 import time
 
 from cl_vision_nodes.ros.frame_stats import (FrameStats, FrameTiming, LATENCY_SAMPLES,
-                                             receive_seconds)
+                                             receive_seconds, SHORT_LINE_CHARS)
 
 
 class FixedTiming(FrameTiming):
@@ -49,7 +49,9 @@ def test_report_summarises_a_window_and_starts_the_next():
     assert list(report.stage_mean_ms) == ['receive', 'upload', 'compute', 'publish']
     assert report.latency_p95_ms > 38.0 and 20.0 <= report.latency_p50_ms <= 30.0
     assert report.device_mean_ms == {'decode': 1.0, 'scale': 2.5}
-    line = report.line()
+    assert report.line() == '4 frames, ' + f'{report.fps:.1f}' + ' fps, latency p50 ' + \
+        f'{report.latency_p50_ms:.1f}' + ' ms, dropped 4 (2 without a stereo partner, 2 other)'
+    line = report.detail_line()
     assert 'receive 12.50, upload 1.00, compute 6.25, publish 5.25 ms' in line
     assert 'device ms: decode 1.00, scale 2.50' in line and '2 without a stereo partner' in line
     assert '1 skipped for a newer one' in line
@@ -106,3 +108,18 @@ def test_a_window_never_reported_stays_bounded():
     assert report.frames == 5000 and abs(report.latency_mean_ms - 2.4995) < 1e-9
     assert report.latency_p95_ms > 4.9  # the recent frames' latencies
     assert report.device_mean_ms == {'decode': 1.0, 'scale': 3.0}
+
+
+def test_the_info_line_stays_short_for_any_counts():
+    """Six-figure counts in a period, five-figure fps and latency: still one short line."""
+    stats = FrameStats()
+    stats.frame_done(fixed(99999.0, compute=99999.0))
+    window = stats.window
+    window.started = time.monotonic() - 10.0  # 999999 frames in 10 s
+    window.frames = window.rejected = window.lost_in_transport = window.skipped = 999999
+    window.unmatched = 1000000
+    line = stats.report().line()
+    assert len(line) <= SHORT_LINE_CHARS, line
+    assert line.startswith('999999 frames, ') and ' fps, latency p50 199998.0 ms, ' in line
+    assert line.endswith(', dropped 3999997 (1000000 without a stereo partner, 2999997 other)')
+    assert 'receive' not in line and 'device' not in line

@@ -15,10 +15,11 @@
 """
 Node start-up as `ros2 run` and `ros2 launch` show it.
 
-Every OpenCL program is compiled while the node starts, between a "compiling" and a "ready in"
-line that names the device; a node that cannot start says why in one FATAL line under its own
-name and exits with code 2, without a traceback. ``--help`` prints the node's topics and
-parameters (from its schema) and exits without starting.
+Every OpenCL program is compiled, and every kernel run once on a frame of the expected size,
+while the node starts, between a "compiling" and a "ready in" line that names the device; a
+node that cannot start says why in one FATAL line under its own name and exits with code 2,
+without a traceback. ``--help`` prints the node's topics and parameters (from its schema) and
+exits without starting.
 """
 import importlib.util
 import re
@@ -48,7 +49,8 @@ def test_start_logs_compiling_then_ready_with_the_time(node):
         logged = re.findall(r'\[(\w+)\] \[[\d.]+\] \[([\w.]+)\]: (.*)', proc.output())
         assert [(level, name) for level, name, _ in logged[:2]] == \
             [('INFO', 'startup_test.renamed')] * 2, proc.output()
-        assert logged[0][2] == 'compiling OpenCL kernels ...', logged
+        assert logged[0][2] == \
+            'compiling OpenCL kernels and running them on a 640x480 frame ...', logged
         assert re.fullmatch(r'ready in \d+\.\d s on .*\(CPU, Portable Computing Language, '
                             r'\d+:\d+\), single_threaded executor', logged[1][2]), logged
     finally:

@@ -29,6 +29,7 @@ from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import image_input, NodeTopics, Topic
+from cl_vision_nodes.ros.warm_up import warm_pair
 from sensor_msgs.msg import Image
 
 
@@ -46,6 +47,10 @@ class ConvertNode(VisionNode):
     def connect(self) -> None:
         self.publisher, = (self.output_publisher(t.msg_type, t.name) for t in self.OUTPUTS)
         self.subscribe_images('image', self.on_image)
+
+    def warm(self, width: int, height: int, values: Mapping[str, Value]) -> None:
+        self.images.convert(warm_pair(width, height)[0], values['output_encoding'],
+                            values['gain'])
 
     def on_image(self, frame: ImageFrame) -> None:
         with self.device_stage('compute'):

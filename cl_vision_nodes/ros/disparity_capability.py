@@ -170,6 +170,46 @@ class DisparityCapability:
         gray = rectifier.rectify_gray(raw, interpolation=str(self.values['interpolation']))
         return DeviceGray(gray, calibration.height, calibration.width)
 
+    def warm(self, left: RawImage, right: RawImage, left_info: CameraInfo,
+             right_info: CameraInfo, match: bool = True) -> DeviceGray:
+        """
+        Run every kernel of the current settings on a pair; return its left image's gray.
+
+        Decode (or rectify, on rectifiers of their own: the stream's maps stay), match, then the
+        disparity image, picture, depth and points, whether subscribed or not. Without ``match``
+        only the left image's decode (the pipeline with disparity switched off).
+        """
+        values = self.values
+        interpolation = str(values['interpolation'])
+        colour = bool(values['use_color'])
+        grays = []
+        for side, raw, info in ((0, left, left_info), (1, right, right_info))[:2 if match else 1]:
+            if self.rectifiers is None:
+                grays.append(self.node.images.decode(raw, SIDES[side]))
+                continue
+            rectifier = Rectifier(self.runtime)
+            rectifier.set_calibration(calibration_from_msg(info, SIDES[side]))
+            grays.append(DeviceGray(rectifier.rectify_gray(raw, interpolation=interpolation),
+                                    raw.height, raw.width))
+            if side == 0 and colour and match:
+                left = rectifier.rectify(raw, interpolation)  # the cloud's colours
+        if not match:
+            return grays[0]
+        output = self.matcher.match(*grays)
+        rows, cols = self.matcher.output_shape(left.width, left.height)
+        scale = SUBSAMPLED_SCALE if values['subsampling'] else 1.0
+        self.maker.make(output, rows, cols, scale, scale * float(values['disp_min']))
+        self.colorizer.draw(output, rows, cols, float(values['disp_min']), color_range(values))
+        geometry = StereoGeometry.from_projections(left_info.p, right_info.p)
+        device_map = DisparityMap(output, cols, rows, float(values['disp_min']),
+                                  bool(values['subsampling']))
+        self.reprojector.depth(device_map, geometry)
+        self.reprojector.points(
+            device_map, geometry,
+            CloudLayout(colour, bool(values['avoid_point_cloud_padding'])),
+            dense=bool(values['dense_points']), color=left if colour else None)
+        return grays[0]
+
     def process(self, left: ImageFrame, pair: tuple[DeviceGray, DeviceGray],
                 left_info: CameraInfo, right_info: CameraInfo) -> Followup:
         """Match a decoded pair and publish the disparity (``start``, then its finish)."""

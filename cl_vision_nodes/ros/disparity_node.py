@@ -31,6 +31,7 @@ from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
 from cl_vision_nodes.ros.stereo_inputs import StereoInputs
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import NodeTopics
+from cl_vision_nodes.ros.warm_up import warm_camera_infos, warm_pair
 from sensor_msgs.msg import CameraInfo
 
 
@@ -47,6 +48,9 @@ class DisparityNode(VisionNode):
     def connect(self) -> None:
         self.disparity.connect()
         self.inputs = StereoInputs(self, self.params, self.on_stereo)
+
+    def warm(self, width: int, height: int, values: Mapping[str, Value]) -> None:
+        self.disparity.warm(*warm_pair(width, height), *warm_camera_infos(width, height))
 
     def on_parameters_changed(self, values: dict[str, Value], changed: set[str]) -> None:
         self.disparity.configure(values)

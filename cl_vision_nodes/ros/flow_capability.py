@@ -98,6 +98,20 @@ class FlowCapability:
         self.estimator.reset()
         self._stream = None
 
+    def warm(self, gray: DeviceGray) -> None:
+        """
+        Run every kernel of the current settings on ``gray`` (a flow and its picture).
+
+        On an estimator of its own (the same programs and kernels), so the stream in progress
+        keeps its previous frame; the picture in an array of its own, as the previous frame's
+        may still be on its way out.
+        """
+        estimator = FlowEstimator(self.runtime, self.estimator.values)
+        estimator.push_gray(gray)
+        flow = estimator.push_gray(gray)
+        estimator.download(flow)
+        self.colorizer.draw(flow, gray.height, gray.width, self.max_flow)
+
     def diagnostic_values(self) -> dict[str, str]:
         """Return the span counts of the diagnostics window, and start a new one."""
         return self.spans.key_values()

@@ -28,6 +28,7 @@ from cl_vision_nodes.ros.flow_capability import FlowCapability
 from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import image_input, NodeTopics
+from cl_vision_nodes.ros.warm_up import warm_pair
 
 
 class FlowNode(VisionNode):
@@ -46,6 +47,9 @@ class FlowNode(VisionNode):
     def connect(self) -> None:
         self.flow.connect()
         self.subscribe_images('image', self.on_image)
+
+    def warm(self, width: int, height: int, values: Mapping[str, Value]) -> None:
+        self.flow.warm(self.images.decode(warm_pair(width, height)[0]))
 
     def on_parameters_changed(self, values: dict[str, Value], changed: set[str]) -> None:
         self.flow.configure(values)

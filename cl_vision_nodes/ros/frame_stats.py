@@ -41,6 +41,8 @@ LATENCY_SAMPLES = 1000
 200 fps is exact)."""
 STAGES: tuple[str, ...] = ('receive', 'upload', 'compute', 'download', 'publish')
 """The stages of a frame, in order."""
+SHORT_LINE_CHARS = 120
+"""The most characters of the periodic INFO line (``FrameReport.line``) for any counts."""
 
 
 class FrameTiming:
@@ -116,15 +118,35 @@ class FrameReport:
     def dropped(self) -> int:
         return self.rejected + self.lost_in_transport + self.unmatched + self.skipped
 
+    def drop_causes(self) -> dict[str, int]:
+        """Return the dropped frames by cause, as the log lines name them."""
+        return {'bad input': self.rejected, 'lost before the node': self.lost_in_transport,
+                'without a stereo partner': self.unmatched,
+                'skipped for a newer one': self.skipped}
+
     def line(self) -> str:
+        """
+        Return the periodic INFO line: frames, fps, p50 latency, dropped and their main cause.
+
+        At most ``SHORT_LINE_CHARS``; the whole split is ``detail_line`` and /diagnostics.
+        """
+        dropped = ''
+        if self.dropped:
+            cause, count = max(self.drop_causes().items(), key=lambda item: item[1])
+            others = self.dropped - count
+            dropped = f' ({count} {cause}' + (f', {others} other' if others else '') + ')'
+        return (f'{self.frames} frames, {self.fps:.1f} fps, latency p50 '
+                f'{self.latency_p50_ms:.1f} ms, dropped {self.dropped}{dropped}')
+
+    def detail_line(self) -> str:
+        """Return the whole split of the period (the DEBUG line): stages, causes, device ms."""
         stages = ', '.join(f'{k} {v:.2f}' for k, v in self.stage_mean_ms.items())
         device = ', '.join(f'{k} {v:.2f}' for k, v in self.device_mean_ms.items())
         return (f'{self.frames} frames, {self.fps:.1f} fps, latency mean '
                 f'{self.latency_mean_ms:.1f} ms p50 {self.latency_p50_ms:.1f} ms p95 '
                 f'{self.latency_p95_ms:.1f} ms' + (f' ({stages} ms)' if stages else '')
-                + f', dropped {self.dropped} ({self.rejected} bad input, '
-                f'{self.lost_in_transport} lost before the node, {self.unmatched} without a '
-                f'stereo partner, {self.skipped} skipped for a newer one)'
+                + f', dropped {self.dropped} ('
+                + ', '.join(f'{n} {cause}' for cause, n in self.drop_causes().items()) + ')'
                 + (f'; device ms: {device}' if device else ''))
 
     def key_values(self) -> dict[str, str]:

@@ -57,6 +57,7 @@ from cl_vision_nodes.ros.parameters import ParameterBinding
 from cl_vision_nodes.ros.rclpy_compat import with_message_info
 from cl_vision_nodes.ros.stop_signals import exit_at_once, StopSignals
 from cl_vision_nodes.ros.topics import image_input
+from cl_vision_nodes.ros.warm_up import expected_size, WarmedConfigurations
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 import numpy as np
 import rclpy
@@ -128,13 +129,16 @@ class VisionNode(Node):
         """Whether ``destroy_node`` left the frame or publishing thread running (a device call)."""
         self.wake_executor: Callable[[], None] = nothing_more
         self._diag_timer: Timer | None = None
+        self.last_size: tuple[int, int] | None = None  # of the last frame read
+        self._warmed = WarmedConfigurations()
 
     def start(self) -> None:
         """
         Declare the parameters, open the device, build every program, then connect the topics.
 
-        Every OpenCL program is built here. Raises CLVisionError (bad parameter, no device, a
-        kernel that does not build), which ``spin_node`` reports as this node's FATAL line.
+        Every OpenCL program is built here, and every kernel run once (``warm_up``). Raises
+        CLVisionError (bad parameter, no device, a kernel that does not build), which
+        ``spin_node`` reports as this node's FATAL line.
         """
         log = self.get_logger()
         self.binding = ParameterBinding(self, self.SCHEMA, self._on_parameters_changed,
@@ -146,9 +150,12 @@ class VisionNode(Node):
         self._queues = [self.runtime]
         self.outputs = OutputQueue(f'{self.get_name()} publisher', self._publish_failed)
         self.frames = FrameRunner(f'{self.get_name()} frames', self._frame_failed)
-        log.info('compiling OpenCL kernels ...')
+        size = expected_size(self.params, None)
+        log.info('compiling OpenCL kernels' + (f' and running them on a {size[0]}x{size[1]} '
+                                               'frame' if size else '') + ' ...')
         started = time.perf_counter()
         self.build()
+        self.warm_up()
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._schedule_diagnostics(float(self.params['diagnostics_period']))
         self.connect()
@@ -184,6 +191,31 @@ class VisionNode(Node):
         """Create the publishers, subscriptions and timers of the node."""
         raise NotImplementedError
 
+    def warm(self, width: int, height: int, values: Mapping[str, Value]) -> None:
+        """
+        Run every kernel a frame of this size launches with ``values``, publishing nothing.
+
+        The frame work of the node's capabilities (their ``warm``) on a synthetic frame; none
+        by default.
+        """
+
+    def warm_up(self, values: Mapping[str, Value] | None = None) -> None:
+        """
+        Warm the kernels of ``values`` (default: the parameters) at the expected size.
+
+        Once per configuration (``warm_up``); the device time belongs to no frame.
+        """
+        values = self.params if values is None else values
+        size = expected_size(values, self.last_size)
+        if size is None or (values, size) in self._warmed:
+            return
+        self.outputs.drain()  # the previous frame's messages may be read from staging arrays
+        self.warm(*size, values)
+        for queue in self._queues:
+            queue.finish()
+        self.runtime.profiler.collect()
+        self._warmed.add(values, size)
+
     @property
     def params(self) -> dict[str, Value]:
         """Return the accepted parameter values; changes land here before the next frame."""
@@ -201,6 +233,7 @@ class VisionNode(Node):
             self._schedule_diagnostics(float(values['diagnostics_period']))
         with self.frames.work_lock:  # between frames
             self.on_parameters_changed(values, changed)
+            self.warm_up(values)  # the kernels the change brings, before the next frame
 
     # -- topics --------------------------------------------------------------------------------
     def image_input(self, topic: str) -> tuple[type, str]:
@@ -285,6 +318,7 @@ class VisionNode(Node):
                 raw = decode_compressed(compressed.format, compressed.data)
             else:
                 header, raw = parse_image(data)
+        self.last_size = raw.width, raw.height
         return ImageFrame(header, raw, timing)
 
     def decode(self, frame: ImageFrame, role: str = 'gray') -> DeviceGray:
@@ -453,6 +487,7 @@ class VisionNode(Node):
         report = self.stats.report()
         if report.frames or report.dropped:
             self.get_logger().info(report.line())
+            self.get_logger().debug(report.detail_line())
         with self.frames.work_lock:  # between frames
             own = self.diagnostic_values()
         level = DiagnosticStatus.WARN if report.rejected else DiagnosticStatus.OK

@@ -41,6 +41,7 @@ from cl_vision_nodes.ros.camera_info import calibration_from_msg
 from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import image_input, NodeTopics, Topic
+from cl_vision_nodes.ros.warm_up import warm_camera_infos, warm_pair
 from sensor_msgs.msg import CameraInfo, Image
 
 
@@ -61,6 +62,12 @@ class RectifyNode(VisionNode):
         self._info: CameraInfo | None = None
         self.subscribe_stream(CameraInfo, 'camera_info', self.on_camera_info)
         self.subscribe_images('image_raw', self.on_image)
+
+    def warm(self, width: int, height: int, values: Mapping[str, Value]) -> None:
+        """Rectify a frame on a rectifier of its own: the stream's maps stay."""
+        rectifier = Rectifier(self.runtime)
+        rectifier.set_calibration(calibration_from_msg(warm_camera_infos(width, height)[0]))
+        rectifier.rectify(warm_pair(width, height)[0], str(values['interpolation']))
 
     def on_camera_info(self, msg: CameraInfo, info: object) -> None:
         self._info = msg

@@ -60,6 +60,16 @@ class SurfCapability:
         """Apply changed parameters from the next frame on (CLVisionError refuses them)."""
         self.extractor.configure(values)
 
+    def warm(self, gray: DeviceGray) -> None:
+        """
+        Run every kernel of the current settings on ``gray`` (keypoints and picture).
+
+        The picture goes to an array of its own: the previous frame's may be on its way out.
+        """
+        count = self.extractor.detect_gray(gray)
+        self.extractor.download_keypoints(count)
+        self.painter.draw(*self.extractor.last_device_frame)
+
     def process(self, frame: ImageFrame, gray: DeviceGray) -> Followup:
         """Detect and describe the keypoints of a decoded frame and publish them."""
         return self.start(frame, gray)()

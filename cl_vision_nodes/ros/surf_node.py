@@ -27,6 +27,7 @@ from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.surf_capability import SurfCapability
 from cl_vision_nodes.ros.topics import image_input, NodeTopics
+from cl_vision_nodes.ros.warm_up import warm_pair
 from cl_vision_nodes.surf.schema import SURF_SCHEMA
 
 
@@ -43,6 +44,9 @@ class SurfNode(VisionNode):
     def connect(self) -> None:
         self.surf.connect()
         self.subscribe_images('image', self.on_image)
+
+    def warm(self, width: int, height: int, values: Mapping[str, Value]) -> None:
+        self.surf.warm(self.images.decode(warm_pair(width, height)[0]))
 
     def on_parameters_changed(self, values: dict[str, Value], changed: set[str]) -> None:
         self.surf.configure(values)

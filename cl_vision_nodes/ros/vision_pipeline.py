@@ -48,6 +48,7 @@ from cl_vision_nodes.ros.stereo_inputs import StereoInputs
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.surf_capability import SurfCapability
 from cl_vision_nodes.ros.topics import image_input, NodeTopics
+from cl_vision_nodes.ros.warm_up import warm_camera_infos, warm_pair
 from cl_vision_nodes.schemas import CAPABILITIES, PIPELINE_SCHEMA
 from sensor_msgs.msg import CameraInfo
 
@@ -96,6 +97,16 @@ class VisionPipeline(VisionNode):
                 capabilities[name].configure(section(values, name, schema))
         if 'flow.enabled' in changed and values['flow.enabled']:
             self.flow.reset()
+
+    def warm(self, width: int, height: int, values: Mapping[str, Value]) -> None:
+        """Warm the enabled capabilities on one decode, as a frame runs them."""
+        left, right = warm_pair(width, height)
+        gray = self.disparity.warm(left, right, *warm_camera_infos(width, height),
+                                   match=bool(values['disparity.enabled'])) \
+            if values['stereo'] else self.images.decode(left)
+        for name, capability in (('flow', self.flow), ('surf', self.surf)):
+            if values[f'{name}.enabled']:
+                capability.warm(gray)
 
     def diagnostic_values(self) -> dict[str, str]:
         return self.flow.diagnostic_values()

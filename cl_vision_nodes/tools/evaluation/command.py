@@ -202,7 +202,8 @@ def evaluate(args: argparse.Namespace) -> int:
                           outcome, notes)
     write_report(out, report, runs)
     for key, node in report['nodes'].items():
-        print(f"{key}: {node['answered']}/{node['frames_due']} answered, latency mean "
+        print(f"{key}: {node['answered']}/{node['frames_due']} answered, first frame "
+              f"{fmt(node['first_latency_ms'], 1)} ms, then latency mean "
               f"{fmt((node['latency_ms'] or {}).get('mean'), 1)} ms")
     print(f'report: {(out / "report.md").resolve()}')
     if outcome.interrupted:

@@ -15,9 +15,10 @@
 """
 The report of an eval run: report.json (every number), report.md (the same as tables), pictures.
 
-Timing per node: latency from the input's publish to the DDS receive of the node's main output
-(mean, p50, p95, max), throughput (answered frames over the summed latencies: the rate when fed
-back to back), dropped frames; beside it the node's own split of a frame into stages from its
+Timing per node: latency from the input's publish to the DDS receive of the node's main output,
+the first answer on its own (a cold device cache compiles then), then mean, p50, p95, max and
+throughput (frames over the summed latencies: the rate when fed back to back) of the answers
+after it; dropped frames; beside it the node's own split of a frame into stages from its
 /diagnostics (receive, upload, compute, download, publish, visual...), frame-weighted means.
 Accuracy where the bag has ground truth (scorers.py), quality without it (quality_scorers.py),
 the latency of every output topic over the run, a strip of frames spread over the run (strip.py)
@@ -227,15 +228,18 @@ def markdown(report: dict[str, Any]) -> str:
              + (', **interrupted**' if report['interrupted'] else '') + '.', '']
     lines += _input_lines(report)
     lines += ['## Timing', '',
-              '| node | due | answered | dropped | latency mean ms | p50 | p95 | max | '
-              'throughput fps |', '|---|---|---|---|---|---|---|---|---|']
+              '| node | due | answered | dropped | first frame ms | latency mean ms | p50 | p95 | '
+              'max | throughput fps |', '|---|---|---|---|---|---|---|---|---|---|']
     for key, node in _processes(report):
         lat = node['latency_ms'] or {}
         lines.append(f"| {key} | {node['frames_due']} | {node['answered']} | {node['dropped']} | "
+                     f"{fmt(node.get('first_latency_ms'), 1)} | "
                      + ' | '.join(fmt(lat.get(k), 1) for k in ('mean', 'p50', 'p95', 'max'))
                      + f" | {fmt(node['throughput_fps'], 2)} |")
-    lines += ['', "Latency: input publish to DDS receive of the node's main output. Throughput: "
-              'answered frames over the summed latencies (the rate when fed back to back). '
+    lines += ['', "Latency: input publish to DDS receive of the node's main output. First frame: "
+              "the node's first answer (its kernels' first runs), apart from the latency and "
+              'throughput of the answers after it. Throughput: those answers over their summed '
+              'latencies (the rate when fed back to back). '
               'Dropped: due frames without an answer within the timeout.', '',
               '![latency of every output topic over the run](latency.png)', '']
     lines += _stage_lines(report)
