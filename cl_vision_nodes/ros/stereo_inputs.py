@@ -23,9 +23,9 @@ stamp, or approximately with ``approximate_sync`` as stereo_image_proc. The dept
 in their readers until the executor takes them, or a set loses a side; the newest set still
 wins, as the frame thread skips a set waiting for it when a newer one comes (``run_frame``).
 The images arrive serialized and are read in place; each pair runs as one frame of the node,
-timed from the left image's arrival (waiting for its partner included). Left images lost before the node (sequence gaps) and left images the
-synchroniser gave up count as the node's dropped frames as they happen, so each diagnostics
-window holds its own, except those given up before the first complete set: while DDS discovery
+timed from the left image's arrival (waiting for its partner included). Left images lost
+before the node (sequence gaps) and left images the synchroniser gave up count as the node's
+dropped frames as they happen, so each diagnostics window holds its own, except those given up before the first complete set: while DDS discovery
 matches the four topics one by one, the first messages of one stream can arrive before its
 partners' subscriptions are matched.
 
