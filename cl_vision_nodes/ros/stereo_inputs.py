@@ -25,9 +25,9 @@ wins, as the frame thread skips a set waiting for it when a newer one comes (``r
 The images arrive serialized and are read in place; each pair runs as one frame of the node,
 timed from the left image's arrival (waiting for its partner included). Left images lost
 before the node (sequence gaps) and left images the synchroniser gave up count as the node's
-dropped frames as they happen, so each diagnostics window holds its own, except those given up before the first complete set: while DDS discovery
-matches the four topics one by one, the first messages of one stream can arrive before its
-partners' subscriptions are matched.
+dropped frames as they happen, so each diagnostics window holds its own, except those given up
+before the first complete set: while DDS discovery matches the four topics one by one, the
+first messages of one stream can arrive before its partners' subscriptions are matched.
 
 Messages given up are reported every ``UNMATCHED_REPORT_PERIOD_S``: with the stamp hint
 (identical stamps? approximate_sync?) only when their stamps really differ, that is when another
