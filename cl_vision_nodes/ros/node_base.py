@@ -143,13 +143,13 @@ class VisionNode(Node):
         self.build()
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._schedule_diagnostics(float(self.params['diagnostics_period']))
-        self.inputs = InputQos(self, message_info=self.executor_kind != 'events')
+        self.input_qos = InputQos(self, message_info=self.executor_kind != 'events')
         self.connect()
         log.info(f'ready in {time.perf_counter() - started:.1f} s on {self.runtime.describe()}, '
                  f'{self.executor_kind} executor')
         for line in self.ready_lines():
             log.info(line)
-        self.inputs.ready()
+        self.input_qos.ready()
 
     def capability_runtime(self) -> ClRuntime:
         """
@@ -223,7 +223,7 @@ class VisionNode(Node):
             timing = FrameTiming(receive_seconds(info))
             self.run_frame(lambda: handler(self.read_image(data, timing)), timing)
         msg_type, name = self.image_input(topic)
-        return self.inputs.subscribe(msg_type, name, on_message, 1, raw=True)
+        return self.input_qos.subscribe(msg_type, name, on_message, 1, raw=True)
 
     def subscribe_stream(self, msg_type: type, topic: str, callback: Callable[[Any, Any], None],
                          depth: int = 1, raw: bool = False) -> Input:
@@ -237,7 +237,7 @@ class VisionNode(Node):
         """
         if msg_type is Image and raw:
             msg_type, topic = self.image_input(topic)
-        return self.inputs.subscribe(msg_type, topic, callback, depth, raw)
+        return self.input_qos.subscribe(msg_type, topic, callback, depth, raw)
 
     def output_publisher(self, msg_type: type, topic: str) -> Publisher:
         """Reliable publisher with the depth of ``output_queue_size``."""
@@ -410,7 +410,8 @@ class VisionNode(Node):
                                         info.get('publication_sequence_number'), stream)
         if lost:
             self.get_logger().warning(
-                f'{lost} frame{"s" * (lost > 1)} lost before the node: {self.inputs.loss_cause()}',
+                f'{lost} frame{"s" * (lost > 1)} lost before the node: '
+                f'{self.input_qos.loss_cause()}',
                 throttle_duration_sec=LOSS_LOG_PERIOD_S)
 
     # -- diagnostics ---------------------------------------------------------------------------

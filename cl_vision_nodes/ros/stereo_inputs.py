@@ -140,9 +140,9 @@ class StereoInputs:
             log.warning(f'{new} input messages found no partner in the last seconds: '
                         f'{self._stamp_hint()}', throttle_duration_sec=30.0)
         elif new:
-            log.warning(f'{new} input messages found no partner in the last seconds, their '
-                        f'partners lost before the node: {self.node.inputs.loss_cause()}',
-                        throttle_duration_sec=30.0)
+            log.warning(f'{new} input messages found no partner in the last seconds: their '
+                        'partners were not published or were lost before the node (then: '
+                        f'{self.node.input_qos.loss_cause()})', throttle_duration_sec=30.0)
 
     def _stamp_hint(self) -> str:
         if self.approximate:
