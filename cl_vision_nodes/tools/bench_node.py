@@ -88,6 +88,7 @@ WARMUP = 3
 COMPUTE_REPEATS = 20
 RATES_HZ = (30.0, 60.0, 120.0)
 RATE_LINGER_S = 2.0  # after the last frame at a rate, for the answers still on their way
+BEST_EFFORT_WAIT_S = 10.0  # for a warm-up answer with best-effort inputs (kernels built at start)
 FIRST_FRAME_SETTLE_S = 0.5  # a node that answers from the second frame takes the first meanwhile
 FLOOR_PREFIX = '/cl_vision_floor'
 VISUAL_TOPICS = frozenset({layout.FLOW_COLOR_OUTPUT, layout.KEYPOINTS_IMAGE_OUTPUT,
@@ -347,7 +348,8 @@ def run_node(bench: BenchNode, scenes: list[Scene],
                     if spec.needs_previous_frame:
                         link.send(names[1])
                         time.sleep(FIRST_FRAME_SETTLE_S)
-                    warmup = link.lockstep(names, WARMUP, expected, settings.timeout_s, nodes)
+                    warmup = link.lockstep(names, WARMUP, expected,
+                                           answer_wait_s(None, settings), nodes)
                     if not warmup.latency_ms and settings.inputs != 'best_effort':
                         raise CLVisionError(f'{bench.key} answered none of {WARMUP} warm-up '
                                             f'frames at {scene.size} (logs: {logs})')
@@ -386,17 +388,19 @@ def run_node(bench: BenchNode, scenes: list[Scene],
     return rows, answers
 
 
-def answer_wait_s(warmup: Series, settings: Settings) -> float:
+def answer_wait_s(warmup: Series | None, settings: Settings) -> float:
     """
-    Return how long lockstep waits for an answer after the warm-up.
+    Return how long lockstep waits for an answer: in the warm-up (None), or after it.
 
-    A frame lost before the node is never answered: with best-effort inputs, wait four times the
-    last warm-up frame (at least ``RATE_LINGER_S``), not the start-up timeout.
+    A frame lost before the node is never answered: with best-effort inputs, wait
+    ``BEST_EFFORT_WAIT_S`` in the warm-up, then four times its last answer (at least
+    ``RATE_LINGER_S``), not the start-up timeout.
     """
     if settings.inputs != 'best_effort':
         return settings.timeout_s
-    last = warmup.latency_ms[-1] / 1e3 if warmup.latency_ms else settings.timeout_s
-    return min(settings.timeout_s, max(RATE_LINGER_S, 4 * last))
+    if warmup is None or not warmup.latency_ms:
+        return min(settings.timeout_s, BEST_EFFORT_WAIT_S)
+    return min(settings.timeout_s, max(RATE_LINGER_S, 4 * warmup.latency_ms[-1] / 1e3))
 
 
 def at_rate(link: Link, names: list[str], rate_hz: float, expected: set[str],
