@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from cl_vision_nodes.ros.executor_choice import EventsExecutor
 from cl_vision_nodes.tools.bench_node import make_scene
 from cl_vision_nodes.tools.transport_link import Link, Message
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -122,11 +123,15 @@ def test_stereo_camera_on_dds_defaults_every_set_answered(tmp_path: Path):
     assert 'found no partner' not in log and 'lost before the node: ' not in log, log
 
 
-def test_best_effort_publisher_is_heard(ros):
+@pytest.mark.parametrize('executor', ['single_threaded', pytest.param('events', marks=(
+    pytest.mark.skipif(EventsExecutor is None, reason='this rclpy has no EventsExecutor'),))])
+def test_best_effort_publisher_is_heard(ros, executor):
+    """The subscription made again for a best-effort publisher, under either executor."""
     proc = NodeProcess('cl_vision_nodes.ros.convert_node', [
-        '-r', 'image:=/qos_be/in', '-r', 'image_out:=/qos_be/out'])
-    out = ros.collect(Image, '/qos_be/out')
-    pub = ros.publisher(Image, '/qos_be/in', qos_profile_sensor_data)
+        '-p', f'executor:={executor}', '-r', f'image:=/qos_be_{executor}/in',
+        '-r', f'image_out:=/qos_be_{executor}/out'])
+    out = ros.collect(Image, f'/qos_be_{executor}/out')
+    pub = ros.publisher(Image, f'/qos_be_{executor}/in', qos_profile_sensor_data)
     tags = iter(range(1000))
 
     def send():
@@ -137,10 +142,10 @@ def test_best_effort_publisher_is_heard(ros):
         return tag
     try:
         publish_until_answered(send, out, tries=8, log=proc.output)
-        assert proc.wait_for_output('input /qos_be/in: publisher best_effort, subscribed '
-                                    'best_effort, keep-last 1'), proc.output()
-        values = ros.get_parameters('convert_node',
-                                    ['qos_overrides./qos_be/in.subscription.reliability'])
+        assert proc.wait_for_output(f'input /qos_be_{executor}/in: publisher best_effort, '
+                                    'subscribed best_effort, keep-last 1'), proc.output()
+        values = ros.get_parameters('convert_node', [
+            f'qos_overrides./qos_be_{executor}/in.subscription.reliability'])
         assert list(values.values()) == ['best_available']
     finally:
         log = stopped(proc)
