@@ -177,16 +177,18 @@ class FrameStats:
         self._last_sequence: dict[tuple[str, bytes], int] = {}
         self._lock = threading.Lock()  # frames end on the node's publishing thread
 
-    def note_sequence(self, publisher: bytes, sequence: int | None, stream: str = '') -> None:
-        """Count the gap before ``sequence`` of ``publisher`` on input ``stream`` as lost."""
+    def note_sequence(self, publisher: bytes, sequence: int | None, stream: str = '') -> int:
+        """Count the gap before ``sequence`` of ``publisher`` on ``stream`` as lost; return it."""
         if not sequence:  # 0 or None: the rmw does not provide sequence numbers
-            return
+            return 0
         key = (stream, publisher)
         with self._lock:
             last = self._last_sequence.get(key)
-            if last is not None and sequence > last + 1:
-                self.window.lost_in_transport += sequence - last - 1
             self._last_sequence[key] = sequence
+            if last is None or sequence <= last + 1:
+                return 0
+            self.window.lost_in_transport += sequence - last - 1
+            return sequence - last - 1
 
     def frame_done(self, timing: FrameTiming, device_ms: dict[str, float] | None = None) -> None:
         """Count a published frame; ``device_ms`` are device times from profiling events."""

@@ -50,11 +50,11 @@ from cl_vision_nodes.ros.cdr import (CdrHeader, Framing, image_framing,
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
 from cl_vision_nodes.ros.executor_choice import executor_kind, new_executor
 from cl_vision_nodes.ros.frame_runner import FrameRunner
-from cl_vision_nodes.ros.frame_stats import FrameStats, FrameTiming, receive_seconds
+from cl_vision_nodes.ros.frame_stats import FrameReport, FrameStats, FrameTiming, receive_seconds
+from cl_vision_nodes.ros.input_qos import Input, InputQos, LOSS_LOG_PERIOD_S
 from cl_vision_nodes.ros.node_help import usage, wants_help
 from cl_vision_nodes.ros.output_queue import OutputQueue
 from cl_vision_nodes.ros.parameters import ParameterBinding
-from cl_vision_nodes.ros.rclpy_compat import with_message_info
 from cl_vision_nodes.ros.stop_signals import exit_at_once, StopSignals
 from cl_vision_nodes.ros.topics import image_input
 from cl_vision_nodes.ros.warm_up import expected_size, WarmedConfigurations
@@ -64,16 +64,11 @@ import rclpy
 from rclpy._rclpy_pybind11 import RCLError
 from rclpy.node import Node
 from rclpy.publisher import Publisher
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.qos_overriding_options import QoSOverridingOptions
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
-from rclpy.subscription import Subscription
 from rclpy.timer import Timer
 from sensor_msgs.msg import Image
 
-# Sensor-data semantics with depth 1: a slow device always gets the newest frame.
-IMAGE_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST,
-                       depth=1, durability=DurabilityPolicy.VOLATILE)
 BAD_INPUT_LOG_PERIOD_S = 5.0
 PUBLISH_DRAIN_S = 2.0
 FRAME_END_S = 2.0
@@ -158,11 +153,13 @@ class VisionNode(Node):
         self.warm_up()
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._schedule_diagnostics(float(self.params['diagnostics_period']))
+        self.input_qos = InputQos(self, message_info=self.executor_kind != 'events')
         self.connect()
         log.info(f'ready in {time.perf_counter() - started:.1f} s on {self.runtime.describe()}, '
                  f'{self.executor_kind} executor')
         for line in [*self.binding.start_lines, *self.ready_lines()]:
             log.info(line)
+        self.input_qos.ready()
 
     def capability_runtime(self) -> ClRuntime:
         """
@@ -248,25 +245,26 @@ class VisionNode(Node):
             return declared.msg_type, topic
         return declared.msg_type, self.resolve_topic_name(topic) + declared.name[len(topic):]
 
-    def subscribe_images(self, topic: str, handler: Callable[[ImageFrame], None]) -> Subscription:
+    def subscribe_images(self, topic: str, handler: Callable[[ImageFrame], None]) -> Input:
         """
-        Subscribe best-effort, keep-last 1, to image input ``topic`` read as a frame.
+        Subscribe keep-last 1 (the newest frame wins) to image input ``topic`` read as a frame.
 
         The message arrives serialized; a raw Image is read without a Python-level copy of its
-        pixels, a CompressedImage decoded (``read_image``). Users can override the QoS from YAML.
-        ``handler`` runs as one frame (``run_frame``).
+        pixels, a CompressedImage decoded (``read_image``). Reliability as the publishers offer
+        it (``InputQos``); users can override the QoS from YAML. ``handler`` runs as one frame
+        (``run_frame``).
         """
         def on_message(data: bytes, info: Any) -> None:
             self.note_sequence(info)
             timing = FrameTiming(receive_seconds(info))
             self.run_frame(lambda: handler(self.read_image(data, timing)), timing)
         msg_type, name = self.image_input(topic)
-        return self._subscribe(msg_type, name, on_message, IMAGE_QOS, raw=True)
+        return self.input_qos.subscribe(msg_type, name, on_message, 1, raw=True)
 
     def subscribe_stream(self, msg_type: type, topic: str, callback: Callable[[Any, Any], None],
-                         depth: int = 1, raw: bool = False) -> Subscription:
+                         depth: int = 1, raw: bool = False) -> Input:
         """
-        Subscribe best-effort to an input that is one part of a frame.
+        Subscribe keep-last ``depth`` to an input that is one part of a frame (``InputQos``).
 
         A stereo side, a camera_info: ``callback(msg, info)`` gets the message (its bytes with
         ``raw``) and rclpy's MessageInfo (None on Humble); the caller assembles frames and runs
@@ -275,23 +273,7 @@ class VisionNode(Node):
         """
         if msg_type is Image and raw:
             msg_type, topic = self.image_input(topic)
-        qos = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
-                         history=HistoryPolicy.KEEP_LAST, depth=depth,
-                         durability=DurabilityPolicy.VOLATILE)
-        return self._subscribe(msg_type, topic, callback, qos, raw)
-
-    def _subscribe(self, msg_type: type, topic: str, callback: Callable[[Any, Any], None],
-                   qos: QoSProfile, raw: bool) -> Subscription:
-        """
-        Subscribe ``callback(msg, info)``, QoS overridable from YAML.
-
-        ``info`` is None on Humble (its rclpy passes no MessageInfo) and under the EventsExecutor
-        (Jazzy's and Kilted's raise SystemError for a callback that takes it): no send time, no
-        count of the frames lost before the node.
-        """
-        return self.create_subscription(
-            msg_type, topic, with_message_info(callback, self.executor_kind != 'events'), qos,
-            raw=raw, qos_overriding_options=QoSOverridingOptions.with_default_policies())
+        return self.input_qos.subscribe(msg_type, topic, callback, depth, raw)
 
     def output_publisher(self, msg_type: type, topic: str) -> Publisher:
         """Reliable publisher with the depth of ``output_queue_size``."""
@@ -454,14 +436,20 @@ class VisionNode(Node):
 
     def note_sequence(self, info: Any, stream: str = '') -> None:
         """
-        Count the messages of ``stream`` lost between the publisher and this node.
+        Count the messages of ``stream`` lost between the publisher and this node; say why.
 
-        Not on Humble nor under the EventsExecutor: no MessageInfo there (``info`` None).
+        ``info`` is None on Humble (its rclpy passes no MessageInfo) and under the EventsExecutor
+        (Jazzy's and Kilted's raise SystemError for a callback that takes it): no count there.
         """
         info = info or {}
         gid = info.get('publisher_gid') or {}
-        self.stats.note_sequence(bytes(gid.get('data', b'')),
-                                 info.get('publication_sequence_number'), stream)
+        lost = self.stats.note_sequence(bytes(gid.get('data', b'')),
+                                        info.get('publication_sequence_number'), stream)
+        if lost:
+            self.get_logger().warning(
+                f'{lost} frame{"s" * (lost > 1)} lost before the node: '
+                f'{self.input_qos.loss_cause()}',
+                throttle_duration_sec=LOSS_LOG_PERIOD_S)
 
     # -- diagnostics ---------------------------------------------------------------------------
     def _schedule_diagnostics(self, period: float) -> None:
@@ -490,10 +478,9 @@ class VisionNode(Node):
             self.get_logger().debug(report.detail_line())
         with self.frames.work_lock:  # between frames
             own = self.diagnostic_values()
-        level = DiagnosticStatus.WARN if report.rejected else DiagnosticStatus.OK
+        level, message = diagnostic_status(report)
         status = DiagnosticStatus(
-            level=level, name=f'{self.get_fully_qualified_name()}: frames',
-            message='bad input frames skipped' if report.rejected else 'ok',
+            level=level, name=f'{self.get_fully_qualified_name()}: frames', message=message,
             hardware_id=self.runtime.entry.name,
             values=[KeyValue(key=k, value=v)
                     for k, v in {**report.key_values(), **own}.items()]
@@ -502,6 +489,32 @@ class VisionNode(Node):
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics.publish(msg)
+
+
+MISSED_WARN_SHARE = 0.1
+MISSED_ERROR_SHARE = 0.5
+
+
+def diagnostic_status(report: FrameReport) -> tuple[bytes, str]:
+    """
+    Return the diagnostics level and message of a window's frames.
+
+    WARN when more than 10 % of the frames due (answered and dropped) were lost or skipped, or a
+    frame had bad input; ERROR above half.
+    """
+    due = report.frames + report.dropped
+    missed = report.dropped - report.rejected
+    share = missed / due if due else 0.0
+    parts = []
+    if share > MISSED_WARN_SHARE:
+        parts.append(f'{missed} of {due} frames missed ({report.lost_in_transport} lost before '
+                     f'the node, {report.unmatched} without a stereo partner, {report.skipped} '
+                     'skipped for a newer one)')
+    if report.rejected:
+        parts.append(f'{report.rejected} bad input frames skipped')
+    level = (DiagnosticStatus.ERROR if share > MISSED_ERROR_SHARE
+             else DiagnosticStatus.WARN if parts else DiagnosticStatus.OK)
+    return level, '; '.join(parts) or 'ok'
 
 
 def spin_node(node_class: type[VisionNode], args: list[str] | None = None,

@@ -16,18 +16,27 @@
 The stereo inputs of disparity_node and the pipeline node: two images and two camera_infos.
 
 Subscribes ``left/image_rect`` and ``right/image_rect`` (``left/image_raw`` and
-``right/image_raw`` with ``rectify``), ``left/camera_info`` and ``right/camera_info``, best
-effort with ``queue_size``, and synchronises them exactly by stamp, or approximately with
-``approximate_sync`` as stereo_image_proc. The images arrive serialized and are read in place;
-each pair runs as one frame of the node, timed from the left image's arrival (waiting for its
-partner included). Left images lost before the node (sequence gaps) and left images the
-synchroniser gave up count as the node's dropped frames as they happen, so each diagnostics
-window holds its own, except those given up before the first complete set: while DDS discovery
-matches the four topics one by one, the first messages of one stream can arrive before its
-partners' subscriptions are matched.
+``right/image_raw`` with ``rectify``), ``left/camera_info`` and ``right/camera_info``, keep-last
+``queue_size`` with the publishers' reliability (``InputQos``), and synchronises them exactly by
+stamp, or approximately with ``approximate_sync`` as stereo_image_proc. The depth is
+``queue_size``, not 1: the four messages of a set arrive one after the other and must all wait
+in their readers until the executor takes them, or a set loses a side; the newest set still
+wins, as the frame thread skips a set waiting for it when a newer one comes (``run_frame``).
+The images arrive serialized and are read in place; each pair runs as one frame of the node,
+timed from the left image's arrival (waiting for its partner included). Left images lost
+before the node (sequence gaps) and left images the synchroniser gave up count as the node's
+dropped frames as they happen, so each diagnostics window holds its own, except those given up
+before the first complete set: while DDS discovery matches the four topics one by one, the
+first messages of one stream can arrive before its partners' subscriptions are matched.
+
+Messages given up are reported every ``UNMATCHED_REPORT_PERIOD_S``: with the stamp hint
+(identical stamps? approximate_sync?) only when their stamps really differ, that is when another
+stream has a message closer than half a frame period but not at the same stamp (beyond the
+tolerance with approximate_sync); otherwise their partners were lost before the node.
 """
 from __future__ import annotations
 
+from collections import deque
 from typing import Any, Callable, Mapping
 
 from cl_vision_nodes.errors import CLVisionError
@@ -36,6 +45,7 @@ from cl_vision_nodes.ros.frame_stats import FrameTiming, receive_seconds
 from cl_vision_nodes.ros.node_base import ImageFrame, VisionNode
 from cl_vision_nodes.ros.stereo_sync import StereoSynchronizer
 from cl_vision_nodes.ros.topics import image_input, Topic
+import numpy as np
 from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, Image
 
@@ -43,6 +53,7 @@ RECTIFIED_IMAGES = ('left/image_rect', 'right/image_rect')
 RAW_IMAGES = ('left/image_raw', 'right/image_raw')
 CAMERA_INFOS = ('left/camera_info', 'right/camera_info')
 UNMATCHED_REPORT_PERIOD_S = 5.0
+STAMPS_KEPT = 64  # per stream, the stamps a given-up message is compared with
 
 StereoHandler = Callable[[ImageFrame, ImageFrame, CameraInfo, CameraInfo], None]
 
@@ -63,9 +74,12 @@ class StereoInputs:
         self.handler = handler
         depth = int(values['queue_size'])
         images = RAW_IMAGES if values['rectify'] else RECTIFIED_IMAGES
-        self.sync = StereoSynchronizer(
-            4, self._on_set, queue_size=depth, approximate=bool(values['approximate_sync']),
-            tolerance_ns=int(float(values['approximate_sync_tolerance_seconds']) * 1e9))
+        self.approximate = bool(values['approximate_sync'])
+        self.tolerance_ns = int(float(values['approximate_sync_tolerance_seconds']) * 1e9)
+        self.sync = StereoSynchronizer(4, self._on_set, queue_size=depth,
+                                       approximate=self.approximate,
+                                       tolerance_ns=self.tolerance_ns)
+        self._stamps: list[deque[int]] = [deque(maxlen=STAMPS_KEPT) for _ in range(4)]
         for index, topic in enumerate(images):
             node.subscribe_stream(Image, topic, self._image(index, topic), depth, raw=True)
         for index, topic in enumerate(CAMERA_INFOS, start=2):
@@ -95,6 +109,7 @@ class StereoInputs:
 
     def _add(self, stream: int, stamp_ns: int, msg: Any) -> None:
         """Hand a message to the synchroniser; count the left images it gave up as frames."""
+        self._stamps[stream].append(stamp_ns)
         self.sync.add(stream, stamp_ns, msg)
         given_up = self.sync.dropped_of(0)
         if self._matched_any and given_up > self._counted_left:
@@ -112,17 +127,47 @@ class StereoInputs:
 
     def _report_unmatched(self) -> None:
         dropped = [self.sync.dropped_of(stream) for stream in range(4)]
-        new = [now - before for now, before in zip(dropped, self._unmatched)]
+        new = sum(now - before for now, before in zip(dropped, self._unmatched))
+        differ = self._stamps_differ(self.sync.take_given_up())
+        log = self.node.get_logger()
         if not self._matched_any:
-            if any(new):
-                self.node.get_logger().warning(
-                    f'{sum(new)} input messages found no partner and no stereo set formed yet: '
-                    'are left/right images and camera_infos published with identical stamps? '
-                    '(else set approximate_sync)', throttle_duration_sec=30.0)
+            if differ:
+                log.warning(f'{new} input messages found no partner and no stereo set formed '
+                            f'yet: {self._stamp_hint()}', throttle_duration_sec=30.0)
             return
         self._unmatched = dropped
-        if any(new):
-            self.node.get_logger().warning(
-                f'{sum(new)} input messages found no partner in the last seconds: are '
-                'left/right images and camera_infos published with identical stamps? (else set '
-                'approximate_sync)', throttle_duration_sec=30.0)
+        if differ:
+            log.warning(f'{new} input messages found no partner in the last seconds: '
+                        f'{self._stamp_hint()}', throttle_duration_sec=30.0)
+        elif new:
+            log.warning(f'{new} input messages found no partner in the last seconds: their '
+                        'partners were not published or were lost before the node (then: '
+                        f'{self.node.input_qos.loss_cause()})', throttle_duration_sec=30.0)
+
+    def _stamp_hint(self) -> str:
+        if self.approximate:
+            return ('left/right images and camera_infos are stamped further apart than '
+                    'approximate_sync_tolerance_seconds: raise it')
+        return ('are left/right images and camera_infos published with identical stamps? '
+                '(else set approximate_sync)')
+
+    def _stamps_differ(self, given_up: list[tuple[int, int]]) -> bool:
+        """
+        Whether a message given up had a near partner of another stamp on another stream.
+
+        Near: within half a frame period (the median step of the left stamps). A lost partner
+        leaves no message near the stamp; a camera that stamps each side on its own leaves one.
+        """
+        if self.approximate and not self.tolerance_ns:
+            return False  # any spread pairs up: what is given up was passed over or lost
+        steps = np.diff(np.unique(np.asarray(self._stamps[0], dtype=np.int64)))
+        half_period = float(np.median(steps)) / 2 if steps.size else float('inf')
+        for stream, stamp in given_up:
+            for other, stamps in enumerate(self._stamps):
+                if other == stream or stamp in stamps:
+                    continue
+                if any(min(self.tolerance_ns, half_period) < abs(t - stamp) < half_period
+                       if self.approximate else 0 < abs(t - stamp) < half_period
+                       for t in stamps):
+                    return True
+        return False

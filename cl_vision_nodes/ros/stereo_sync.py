@@ -34,7 +34,9 @@ stereo_image_proc's two policies:
 
 Each stream keeps at most ``queue_size`` messages. Every message that will never be emitted
 (pushed out of a full queue, passed over for a better set, too far from any partner, or arriving
-older than what its stream already gave up) counts in ``dropped``, which the node reports.
+older than what its stream already gave up) counts in ``dropped``, which the node reports; the
+stamps of the latest ones stay in ``given_up`` so the node can tell a lost partner from stamps
+that differ.
 """
 from __future__ import annotations
 
@@ -49,6 +51,19 @@ Emit = Callable[..., None]
 # message_filters' default age penalty: a later set must beat an earlier one's spread by a tenth
 # of how much later it ends (its wiki says the default is 0; its code has used 0.1 ever since).
 AGE_PENALTY = Fraction(1, 10)
+GIVEN_UP_KEPT = 256  # (stream, stamp) of the latest messages given up
+
+
+class _Policy:
+    """What both policies share: the count and the latest stamps of the messages given up."""
+
+    def __init__(self, streams: int):
+        self.dropped = [0] * streams
+        self.given_up: deque[tuple[int, int]] = deque(maxlen=GIVEN_UP_KEPT)
+
+    def _drop(self, stream: int, stamp: int) -> None:
+        self.dropped[stream] += 1
+        self.given_up.append((stream, stamp))
 
 
 class StereoSynchronizer:
@@ -72,22 +87,27 @@ class StereoSynchronizer:
         """Messages of ``stream`` discarded so far (a node counts its left images as frames)."""
         return self._policy.dropped[stream]
 
+    def take_given_up(self) -> list[tuple[int, int]]:
+        """Return (stream, stamp) of the messages given up since the last call (the latest)."""
+        taken = list(self._policy.given_up)
+        self._policy.given_up.clear()
+        return taken
 
-class _ExactTime:
+
+class _ExactTime(_Policy):
     """message_filters' ExactTime: emit the messages of one stamp once every stream has it."""
 
     def __init__(self, streams: int, emit: Emit, queue_size: int):
+        super().__init__(streams)
         self._queues: list[deque[Stamped]] = [deque() for _ in range(streams)]
         self._emit = emit
         self._queue_size = queue_size
-        self.dropped = [0] * streams
 
     def add(self, stream: int, stamp_ns: int, msg: Any) -> None:
         queue = self._queues[stream]
         queue.append((stamp_ns, msg))
         if len(queue) > self._queue_size:
-            queue.popleft()
-            self.dropped[stream] += 1
+            self._drop(stream, queue.popleft()[0])
         matched = [next((m for t, m in q if t == stamp_ns), None) for q in self._queues]
         if any(m is None for m in matched):
             return
@@ -102,7 +122,9 @@ class _ExactTime:
         """
         for index, stamp in enumerate(stamps):
             queue = self._queues[index]
-            self.dropped[index] += sum(1 for t, _ in queue if t < stamp)
+            for t, _ in queue:
+                if t < stamp:
+                    self._drop(index, t)
             self._queues[index] = deque(item for item in queue if item[0] > stamp)
 
 
@@ -120,7 +142,7 @@ def _stamp(item: Stamped) -> int:
     return item[0]
 
 
-class _ApproximateTime:
+class _ApproximateTime(_Policy):
     """
     message_filters' ApproximateTime without inter-message lower bounds.
 
@@ -134,6 +156,7 @@ class _ApproximateTime:
     """
 
     def __init__(self, streams: int, emit: Emit, queue_size: int, max_spread_ns: int):
+        super().__init__(streams)
         self._queues: list[deque[Stamped]] = [deque() for _ in range(streams)]
         self._passed: list[list[Stamped]] = [[] for _ in range(streams)]
         self._emit = emit
@@ -147,12 +170,11 @@ class _ApproximateTime:
         # it cannot be the pivot until another stream's head is the latest
         self._overflowed = [False] * streams
         self._given_up: list[int | None] = [None] * streams  # newest stamp emitted or dropped
-        self.dropped = [0] * streams
 
     def add(self, stream: int, stamp_ns: int, msg: Any) -> None:
         given_up = self._given_up[stream]
         if given_up is not None and stamp_ns < given_up:
-            self.dropped[stream] += 1  # too late: emitting it would cross sets already decided
+            self._drop(stream, stamp_ns)  # too late: emitting it would cross sets decided
             return
         queue, passed = self._queues[stream], self._passed[stream]
         newest = queue[-1] if queue else passed[-1] if passed else None
@@ -258,6 +280,6 @@ class _ApproximateTime:
         self._give_up(stream, stamp)
 
     def _give_up(self, stream: int, stamp: int) -> None:
-        self.dropped[stream] += 1
+        self._drop(stream, stamp)
         previous = self._given_up[stream]
         self._given_up[stream] = stamp if previous is None else max(previous, stamp)

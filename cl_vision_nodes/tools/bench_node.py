@@ -43,6 +43,12 @@ vision_pipeline on the stereo inputs, its flow and keypoints remapped to where f
 surf_node publish them) with their parameters and their in-process compute, so another node is
 one more entry. A node with a ``rate_hz`` is also fed at that rate, frames alternating, with
 every output subscribed, for a sustained load: frames answered and latency under it.
+
+A user's camera instead of ours (``--camera dds-defaults``): the publisher process runs without
+the package's Fast DDS profile, reliable keep-last 5, as a driver on Fast DDS' defaults, and
+``--node-inputs best_effort,default`` runs each node twice in the run, its inputs forced best
+effort (as before the inputs took the publisher's reliability) and as it declares them: the
+rows name the mode beside the node. ``--encodings`` bgr8 sends colour frames.
 """
 from __future__ import annotations
 
@@ -75,12 +81,14 @@ from cl_vision_nodes.tools.evaluation.nodes import (LAYOUT_BINDINGS, node_enviro
                                                     NodeSpec, start_node, stop_nodes, wired)
 from cl_vision_nodes.tools.make_bag import Frame, MessageFactory, synthetic_stereo
 from cl_vision_nodes.tools.transport_link import Link, Message, Series
+import numpy as np
 
 FRAMES = 30
 WARMUP = 3
 COMPUTE_REPEATS = 20
 RATES_HZ = (30.0, 60.0, 120.0)
 RATE_LINGER_S = 2.0  # after the last frame at a rate, for the answers still on their way
+BEST_EFFORT_WAIT_S = 10.0  # for a warm-up answer with best-effort inputs (kernels built at start)
 FIRST_FRAME_SETTLE_S = 0.5  # a node that answers from the second frame takes the first meanwhile
 FLOOR_PREFIX = '/cl_vision_floor'
 VISUAL_TOPICS = frozenset({layout.FLOW_COLOR_OUTPUT, layout.KEYPOINTS_IMAGE_OUTPUT,
@@ -241,17 +249,19 @@ class Scene:
     height: int
     frames: list[Frame]
     messages: list[dict[str, Message]]  # per frame: topic -> message
+    encoding: str = layout.IMAGE_ENCODING
 
     @property
     def size(self) -> str:
-        return f'{self.width}x{self.height}'
+        colour = '' if self.encoding == layout.IMAGE_ENCODING else f' {self.encoding}'
+        return f'{self.width}x{self.height}{colour}'
 
     def inputs(self, spec: NodeSpec, frame: int, prefix: str = '') -> list[Message]:
         return [Message(prefix + t, m.msgtype, m.data) for t, m in self.messages[frame].items()
                 if t in spec.inputs]
 
 
-def make_scene(width: int, height: int) -> Scene:
+def make_scene(width: int, height: int, encoding: str = layout.IMAGE_ENCODING) -> Scene:
     """Render two frames of a stereo scene panning by 2 px, with camera infos, as CDR."""
     dataset = synthetic_stereo(2, height, width, seed=0)
     store = typestore()
@@ -259,10 +269,15 @@ def make_scene(width: int, height: int) -> Scene:
     frames = list(dataset.frames)
     messages = []
     for frame in frames:
+        msgs = dict(factory.frame_messages(frame, layout.START_NS))
+        if encoding != layout.IMAGE_ENCODING:  # the same views in colour
+            for topic, view, frame_id in ((layout.LEFT_IMAGE, frame.left, layout.LEFT_FRAME),
+                                          (layout.RIGHT_IMAGE, frame.right, layout.RIGHT_FRAME)):
+                msgs[topic] = factory.image(np.repeat(view[..., None], 3, axis=2), encoding,
+                                            layout.START_NS, frame_id)
         messages.append({topic: Message(topic, layout.INPUT_TYPES[topic], bytes(
-            store.serialize_cdr(msg, layout.INPUT_TYPES[topic])))
-            for topic, msg in factory.frame_messages(frame, layout.START_NS)})
-    return Scene(width, height, frames, messages)
+            store.serialize_cdr(msg, layout.INPUT_TYPES[topic]))) for topic, msg in msgs.items()})
+    return Scene(width, height, frames, messages, encoding)
 
 
 @dataclass(frozen=True)
@@ -275,8 +290,23 @@ class Settings:
     workdir: Path
     device: str
     rates_hz: tuple[float, ...] = RATES_HZ
-    reliable_inputs: bool = True  # else the nodes' own QoS (best effort)
+    inputs: str = 'reliable'  # the nodes' input QoS: 'reliable', 'best_effort' or 'default'
     node_params: tuple[str, ...] = ()  # NAME=VALUE for every node process (e.g. executor=...)
+    camera_dds_defaults: bool = False  # the publisher without the package's Fast DDS profile
+
+
+INPUT_MODES = ('reliable', 'best_effort', 'default')
+"""--node-inputs: reliable, two deep (a frame lost in transport is not the node's: evaluation's
+reliable_inputs); best effort, keep-last 1 (the nodes before their inputs took the publisher's
+reliability); or as the node declares them (a user's run)."""
+
+
+def input_overrides(spec: NodeSpec, mode: str) -> dict[str, Value]:
+    """Return the QoS overrides of ``mode`` beyond start_node's reliable ones (best effort)."""
+    if mode != 'best_effort':
+        return {}
+    return {'qos_overrides': {topic: {'subscription': {'reliability': 'best_effort'}}
+                              for topic in spec.inputs}}
 
 
 def outputs_of(spec: NodeSpec, visuals: bool) -> dict[str, str]:
@@ -297,17 +327,20 @@ def run_node(bench: BenchNode, scenes: list[Scene],
     for s in bench.node_specs:  # --node-param: every process, checked against its own schema
         values = s.schema.parse_assignments(list(settings.node_params))
         parameters[s.key].update({name: values[name] for name in names})
-    logs = settings.workdir / bench.key
+    logs = settings.workdir / f'{bench.key}_{settings.inputs}'
     logs.mkdir(parents=True)
-    nodes = [start_node(s, parameters[s.key], logs, settings.env, settings.reliable_inputs)
+    nodes = [start_node(s, {**parameters[s.key], **input_overrides(s, settings.inputs)}, logs,
+                        settings.env, settings.inputs == 'reliable')
              for s in bench.node_specs]
+    label = bench.key if settings.inputs == 'reliable' else f'{bench.key}:{settings.inputs}'
     rows, answers = [], {}
     try:
         for visuals in (False, True):
             outputs = outputs_of(spec, visuals)
             expected = set(outputs)
             sets = {f'{s.size} {k}': s.inputs(spec, k) for s in scenes for k in (0, 1)}
-            link = Link(sets, outputs, logs / f'visuals_{visuals}', settings.env)
+            link = Link(sets, outputs, logs / f'visuals_{visuals}', settings.env,
+                        dds_defaults=settings.camera_dds_defaults)
             try:
                 link.wait_ready(settings.timeout_s, nodes)
                 for scene in scenes:
@@ -315,26 +348,29 @@ def run_node(bench: BenchNode, scenes: list[Scene],
                     if spec.needs_previous_frame:
                         link.send(names[1])
                         time.sleep(FIRST_FRAME_SETTLE_S)
-                    warmup = link.lockstep(names, WARMUP, expected, settings.timeout_s, nodes)
-                    if not warmup.latency_ms:
+                    warmup = link.lockstep(names, WARMUP, expected,
+                                           answer_wait_s(None, settings), nodes)
+                    if not warmup.latency_ms and settings.inputs != 'best_effort':
                         raise CLVisionError(f'{bench.key} answered none of {WARMUP} warm-up '
                                             f'frames at {scene.size} (logs: {logs})')
-                    series = link.lockstep(names, settings.frames, expected, settings.timeout_s,
-                                           nodes)
+                    series = link.lockstep(names, settings.frames, expected,
+                                           answer_wait_s(warmup, settings), nodes)
                     at_rates = [at_rate(link, names, rate, expected, settings, nodes, series)
                                 for rate in settings.rates_hz]
                     rate = sustained(link, bench, names, expected, settings, nodes) \
                         if visuals and bench.rate_hz else {}
-                    answers[scene.size, visuals] = link.save(
-                        logs / f'answers_{scene.size}_{visuals}', names[0], expected,
-                        settings.timeout_s, nodes)
+                    if settings.inputs != 'best_effort':  # its frames may never arrive
+                        answers[scene.size, visuals] = link.save(
+                            logs / f'answers_{scene.size}_{visuals}', names[0], expected,
+                            settings.timeout_s, nodes)
                     rows.append(NodeRow(
-                        bench.key, scene.size, visuals, series.p(50), series.p(90),
+                        label, scene.size, visuals, series.p(50), series.p(90),
                         len(series.latency_ms), series.lost,
                         input_bytes=sum(len(m.data) for m in scene.inputs(spec, 0)),
-                        output_bytes=sum(map(len, answers[scene.size, visuals].values())),
+                        output_bytes=sum(map(len, answers.get((scene.size, visuals),
+                                                              {}).values())),
                         rates=at_rates, **rate))
-                    print(f'  {bench.key} {scene.size} visuals {"yes" if visuals else "no"}: '
+                    print(f'  {label} {scene.size} visuals {"yes" if visuals else "no"}: '
                           f'latency p50 {series.p(50):.2f} ms'
                           + ''.join(f'; at {r.rate_hz:g} Hz {r.answered}/{r.sent} answered, '
                                     f'p50 {r.latency_p50_ms:.2f} p95 {r.latency_p95_ms:.2f} ms, '
@@ -350,6 +386,21 @@ def run_node(bench: BenchNode, scenes: list[Scene],
         if timing:
             print(f'  {node.spec.key} node, last window: {timing[-1]}', flush=True)
     return rows, answers
+
+
+def answer_wait_s(warmup: Series | None, settings: Settings) -> float:
+    """
+    Return how long lockstep waits for an answer: in the warm-up (None), or after it.
+
+    A frame lost before the node is never answered: with best-effort inputs, wait
+    ``BEST_EFFORT_WAIT_S`` in the warm-up, then four times its last answer (at least
+    ``RATE_LINGER_S``), not the start-up timeout.
+    """
+    if settings.inputs != 'best_effort':
+        return settings.timeout_s
+    if warmup is None or not warmup.latency_ms:
+        return min(settings.timeout_s, BEST_EFFORT_WAIT_S)
+    return min(settings.timeout_s, max(RATE_LINGER_S, 4 * warmup.latency_ms[-1] / 1e3))
 
 
 def at_rate(link: Link, names: list[str], rate_hz: float, expected: set[str],
@@ -478,24 +529,43 @@ def run(args: argparse.Namespace) -> list[NodeRow]:
     domain_id = random.randint(1, 101) if args.domain_id is None else args.domain_id
     runtime = ClRuntime(args.device)
     rates = tuple(args.rates if getattr(args, 'rates', None) is not None else RATES_HZ)
+    modes = input_modes(getattr(args, 'node_inputs', None))
+    camera = getattr(args, 'camera', 'profile')
     print(f'Node latency through DDS, lockstep, {args.frames or FRAMES} frames after {WARMUP} '
           f'warm-up, then as many at {", ".join(f"{r:g}" for r in rates) or "no"} Hz; '
           f'device {runtime.entry.name}; {os.cpu_count()} CPUs; ROS domain '
-          f'{domain_id}; node inputs {getattr(args, "node_inputs", "reliable")}; '
+          f'{domain_id}; node inputs {",".join(modes)}; camera {camera}; '
           f'{configure_allocator().line()}', flush=True)
-    scenes = [make_scene(width, height) for width, height in args.sizes]
+    scenes = [make_scene(width, height, encoding) for encoding in
+              getattr(args, 'node_encodings', None) or [layout.IMAGE_ENCODING]
+              for width, height in args.sizes]
     rows: list[NodeRow] = []
     with tempfile.TemporaryDirectory(prefix='cl_vision_bench_node_') as tmp:
         settings = Settings(args.frames or FRAMES, args.timeout, node_environment(domain_id),
-                            Path(tmp), args.device, rates,
-                            getattr(args, 'node_inputs', 'reliable') == 'reliable',
-                            tuple(getattr(args, 'node_param', None) or ()))
+                            Path(tmp), args.device, rates, modes[0],
+                            tuple(getattr(args, 'node_param', None) or ()),
+                            camera == 'dds-defaults')
         for bench in nodes:
-            node_rows, answers = run_node(bench, scenes, settings)
-            measure_floor(bench, scenes, node_rows, answers, settings)
+            node_rows: list[NodeRow] = []
+            answers: dict[tuple[str, bool], dict] = {}
+            for mode in modes:  # the same node, each way its inputs can be, in one run
+                mode_rows, mode_answers = run_node(bench, scenes, replace(settings, inputs=mode))
+                node_rows += mode_rows
+                answers.update(mode_answers)
+            if answers:  # the floor needs answers: a best_effort run alone saves none
+                measure_floor(bench, scenes, node_rows, answers, settings)
             measure_compute(bench, scenes, node_rows, runtime)
             rows += node_rows
     return rows
+
+
+def input_modes(names: list[str] | None) -> list[str]:
+    """Return the --node-inputs modes (ParameterError naming an unknown one)."""
+    unknown = [n for n in names or () if n not in INPUT_MODES]
+    if unknown:
+        raise ParameterError(f"--node-inputs: unknown {', '.join(unknown)}; choose from "
+                             f"{', '.join(INPUT_MODES)}")
+    return list(names or ['reliable'])
 
 
 def main(args: argparse.Namespace) -> None:

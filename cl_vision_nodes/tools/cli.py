@@ -140,10 +140,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help='node: after lockstep, --frames frames at each of these input rates '
                             'whatever the answers; the share answered and its latency '
                             '(default 30,60,120; none to skip)')
-    bench.add_argument('--node-inputs', choices=['reliable', 'default'], default='reliable',
-                       help="node: the nodes' input subscriptions reliable (default: a frame "
-                            "lost in transport is not the node's) or as the node declares them "
-                            '(best effort, as a user runs it)')
+    bench.add_argument('--node-inputs', type=names, default=None,
+                       help="node: comma-separated, each a run of every node: the nodes' input "
+                            'subscriptions reliable (default: a frame lost in transport is not '
+                            "the node's), best_effort (keep-last 1, as before the inputs took "
+                            "the publisher's reliability) or default (as the node declares them, "
+                            'as a user runs it)')
+    bench.add_argument('--camera', choices=['profile', 'dds-defaults'], default='profile',
+                       help="node: the publisher with the package's Fast DDS profile, or as a "
+                            "user's camera driver on Fast DDS' defaults (reliable keep-last 5)")
+    bench.add_argument('--node-encodings', type=names, default=None,
+                       help='node: image encodings of the frames sent (default mono8; bgr8)')
     bench.add_argument('--node-param', action='append', metavar='NAME=VALUE',
                        help='node: a parameter for every node process (repeatable), e.g. '
                             'executor=single_threaded')

@@ -29,7 +29,9 @@ between the two processes instead of nothing; with nothing between, the link mea
 transport floor (`cl-vision bench transport`, bench_transport.py).
 
 Both processes configure the allocator (unless told to keep glibc's defaults) and apply the
-package's Fast DDS profile unless the environment names one, as the nodes do.
+package's Fast DDS profile unless the environment names one, as the nodes do. A publisher on
+``dds_defaults`` is a user's camera instead: no profile of ours (none in its environment
+either), Fast DDS' defaults.
 """
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ from typing import Sequence
 from cl_vision_nodes.errors import CLVisionError
 from cl_vision_nodes.ros.allocator import configure_allocator, SETTINGS
 from cl_vision_nodes.ros.cdr import read_stamp, with_stamp
-from cl_vision_nodes.ros.dds_profile import use_large_image_profile
+from cl_vision_nodes.ros.dds_profile import PROFILE_VARIABLES, use_large_image_profile
 from cl_vision_nodes.tools import child_processes
 from cl_vision_nodes.tools.bag import message_class
 import numpy as np
@@ -82,11 +84,12 @@ def qos_profile(best_effort: bool, depth: int):
                                                 else ReliabilityPolicy.RELIABLE))
 
 
-def start_ros(default_allocator: bool):
-    """Configure the process as the package's processes are, then init rclpy."""
+def start_ros(default_allocator: bool, dds_defaults: bool = False):
+    """Configure the process as the package's processes are (or a camera: ``dds_defaults``)."""
     if not default_allocator:
         configure_allocator()
-    use_large_image_profile()
+    if not dds_defaults:
+        use_large_image_profile()
     import rclpy
     rclpy.init()
     return rclpy
@@ -106,7 +109,7 @@ def publisher_process(args: argparse.Namespace) -> int:
     a subscriber, ``sent STAMP NS`` per set.
     """
     manifest = json.loads(Path(args.manifest).read_text())
-    rclpy = start_ros(args.default_allocator)
+    rclpy = start_ros(args.default_allocator, args.dds_defaults)
     node = rclpy.create_node('cl_vision_floor_publisher')
     qos = qos_profile(args.best_effort, args.depth)
     publishers = {topic: node.create_publisher(message_class(msgtype), topic, qos)
@@ -200,6 +203,11 @@ def subscriber_process(args: argparse.Namespace) -> int:
 
 
 # --- driving them ------------------------------------------------------------------------------
+
+
+def camera_environment(env: dict[str, str]) -> dict[str, str]:
+    """Return ``env`` without a Fast DDS profile: a camera driver started on its own."""
+    return {k: v for k, v in env.items() if k not in PROFILE_VARIABLES}
 
 
 class Child:
@@ -312,7 +320,7 @@ class Link:
 
     def __init__(self, sets: dict[str, list[Message]], outputs: dict[str, str], workdir: Path,
                  env: dict[str, str], best_effort: bool = False, depth: int = 5,
-                 default_allocator: bool = False):
+                 default_allocator: bool = False, dds_defaults: bool = False):
         workdir.mkdir(parents=True, exist_ok=True)
         topics: dict[str, str] = {}
         manifest_sets: dict[str, list[tuple[str, str]]] = {}
@@ -336,9 +344,11 @@ class Link:
         self.subscriber = Child(module + ['subscribe', *options] + [
             arg for topic, msgtype in outputs.items() for arg in ('--topic', topic, msgtype)],
             env, workdir / 'subscriber.log')
-        self.publisher = Child(module + ['publish', *options, '--manifest',
+        camera = ['--dds-defaults'] if dds_defaults else []
+        self.publisher = Child(module + ['publish', *options, *camera, '--manifest',
                                          str(workdir / 'manifest.json')],
-                               env, workdir / 'publisher.log')
+                               camera_environment(env) if dds_defaults else env,
+                               workdir / 'publisher.log')
         self.stamp = FIRST_STAMP_NS
         self.arrivals: dict[int, list[Arrival]] = {}
         self.saved = False
@@ -468,6 +478,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--depth', type=int, default=5)
     parser.add_argument('--default-allocator', action='store_true',
                         help="keep glibc's malloc defaults (for comparison)")
+    parser.add_argument('--dds-defaults', action='store_true',
+                        help="publish: as a camera driver on Fast DDS' defaults (no profile)")
     args = parser.parse_args(argv)
     return publisher_process(args) if args.role == 'publish' else subscriber_process(args)
 
