@@ -94,10 +94,12 @@ class SoakRow:
         """Return the first sample at or after ``warmup_s`` (else the last)."""
         return next((s for s in self.samples if s.elapsed_s >= warmup_s), self.samples[-1])
 
-    def growth_mb_per_hour(self, warmup_s: float) -> float:
+    def growth_mb_per_hour(self, warmup_s: float, part: str = 'rss_kb') -> float:
+        """Return the growth of ``part`` (a Sample field) from the warm-up to the end, per hour."""
         start, end = self.reference(warmup_s), self.samples[-1]
         hours = (end.elapsed_s - start.elapsed_s) / 3600
-        return (end.rss_kb - start.rss_kb) / MIB_KB / hours if hours > 0 else float('nan')
+        grown_kb = getattr(end, part) - getattr(start, part)
+        return grown_kb / MIB_KB / hours if hours > 0 else float('nan')
 
 
 def soak_specs(keys: list[str] | None) -> list[NodeSpec]:
@@ -226,12 +228,14 @@ def run_loop(nodes: list[NodeProcess], rows: dict[str, SoakRow], counter: Answer
 
 def format_table(rows: list[SoakRow], warmup_s: float) -> str:
     lines = [f'{"node":<10} {"answered":>13} {"RSS MiB at":>10} {"at end":>7} '
-             f'{"MB/hour":>8} {"fds at":>6} {"at end":>6} {"max":>4}']
+             f'{"MB/hour":>8} {"anon":>6} {"shmem":>6} {"fds at":>6} {"at end":>6} {"max":>4}']
     for row in rows:
         ref, end = row.reference(warmup_s), row.samples[-1]
         lines.append(f'{row.node:<10} {f"{row.answered}/{row.sent}":>13} '
                      f'{ref.rss_kb / MIB_KB:>10.1f} {end.rss_kb / MIB_KB:>7.1f} '
-                     f'{row.growth_mb_per_hour(warmup_s):>+8.2f} {ref.fds:>6} {end.fds:>6} '
+                     f'{row.growth_mb_per_hour(warmup_s):>+8.2f} '
+                     f'{row.growth_mb_per_hour(warmup_s, "anon_kb"):>+6.2f} '
+                     f'{row.growth_mb_per_hour(warmup_s, "shmem_kb"):>+6.2f} {ref.fds:>6} {end.fds:>6} '
                      f'{max(s.fds for s in row.samples):>4}')
     return '\n'.join(lines)
 
@@ -246,7 +250,8 @@ def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix='cl_vision_bench_soak_') as tmp:
         rows = soak(specs, args, Path(tmp))
     print(f'RSS and fds at {warmup_s:g} s (after the warm-up) and at the end; MB/hour: the RSS '
-          'growth between the two (MiB) per hour; answered: frames with the first output')
+          'growth between the two (MiB) per hour, anon and shmem: its anonymous (heaps) and '
+          "shared-memory (Fast DDS' segments) parts; answered: frames with the first output")
     print(format_table(rows, warmup_s))
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(r) for r in rows], indent=2) + '\n')
