@@ -18,7 +18,9 @@ Soak: 5,000 frames through a node leave its memory flat and its OpenCL caches co
 Frames go in lockstep (the next once the node answered the last), 64x48 so that 5,000 take
 seconds. Memory is the node process's resident set (VmRSS): measured here, it settles within
 the first 2,000 frames and then stays within a few KB, while the leaks of issue 11 added 64 B
-(frame statistics with diagnostics off) to 430 B (a kernel cache entry per bm frame) per frame.
+(frame statistics with diagnostics off) to 430 B (a kernel cache entry per bm frame) per frame,
+and the executor loop of issue 29 256 B (rclpy's spin_until_future_complete adds a done-callback
+to the future on every spin, and the node's stop future never completes while it serves).
 So the RSS after WARMUP frames and at the end may differ by at most RSS_MARGIN_KB over the
 remaining 3,000 frames (about 43 B per frame). Open file descriptors (/proc/PID/fd: sockets,
 shared-memory segments, event fds) must be the same number at both points: a descriptor kept per

@@ -128,7 +128,7 @@ def node_values(schema: ParameterSchema, assignments: list[str],
 
 
 def check_assignments(specs: list[NodeSpec], assignments: list[str]) -> None:
-    """ParameterError for a ``--node-param`` that no chosen node declares."""
+    """Raise ParameterError for a ``--node-param`` that no chosen node declares."""
     for text in assignments:
         name = text.partition('=')[0]
         if not any(name in spec.schema.specs for spec in specs):
@@ -235,7 +235,8 @@ def format_table(rows: list[SoakRow], warmup_s: float) -> str:
                      f'{ref.rss_kb / MIB_KB:>10.1f} {end.rss_kb / MIB_KB:>7.1f} '
                      f'{row.growth_mb_per_hour(warmup_s):>+8.2f} '
                      f'{row.growth_mb_per_hour(warmup_s, "anon_kb"):>+6.2f} '
-                     f'{row.growth_mb_per_hour(warmup_s, "shmem_kb"):>+6.2f} {ref.fds:>6} {end.fds:>6} '
+                     f'{row.growth_mb_per_hour(warmup_s, "shmem_kb"):>+6.2f} '
+                     f'{ref.fds:>6} {end.fds:>6} '
                      f'{max(s.fds for s in row.samples):>4}')
     return '\n'.join(lines)
 

@@ -168,8 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="soak: seconds between samples of the nodes' memory and open files "
                             '(default 60)')
     bench.add_argument('--timeout', type=positive_number, default=120.0,
-                       help='node, transport, soak: seconds to wait for processes to connect and for '
-                            'each answer (the first includes kernel builds)')
+                       help='node, transport, soak: seconds to wait for processes to connect '
+                            'and for each answer (the first includes kernel builds)')
     bench.add_argument('--domain-id', type=integer_in(0, 232),
                        help='node, transport, soak: ROS_DOMAIN_ID (default: a random one)')
     bench.add_argument('--kernels', nargs='?', const='device', choices=['device', 'gpu', 'cpu'],
