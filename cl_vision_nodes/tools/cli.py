@@ -76,6 +76,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.what == 'node':
         from cl_vision_nodes.tools import bench_node
         return guarded('cl-vision bench node', lambda: bench_node.main(args) or 0)
+    if args.what == 'soak':
+        from cl_vision_nodes.tools import bench_soak
+        return guarded('cl-vision bench soak', lambda: bench_soak.main(args) or 0)
     return 0
 
 
@@ -121,11 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser('bench', help='benchmarks with same-run comparisons')
     bench.add_argument('what', choices=['flow', 'surf', 'elas', 'all', 'node',
-                                        'transport', 'pipeline'],
+                                        'transport', 'pipeline', 'soak'],
                        help='node: latency of the nodes over DDS against compute and transport '
                             'floor; transport: the floor under allocator and Fast DDS settings; '
                             "pipeline: the pipeline's device work, one queue against one per "
-                            'capability (none of these three is part of all)')
+                            'capability; soak: every node fed at --rate for --duration, resident '
+                            'memory and open files sampled (none of these four is part of all)')
     bench.add_argument('--repeats', type=integer_in(1), default=20, help='timed runs per case')
     bench.add_argument('--image', help='surf: resize this image instead of a generated texture')
     bench.add_argument('--left', help='elas: left image of a rectified pair (with --right)')
@@ -133,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument('--preset', choices=['robotics', 'middlebury'], default='robotics',
                        help='elas: libelas setting')
     bench.add_argument('--sizes', type=frame_sizes, default=[(640, 480), (1280, 720)],
-                       help='flow, node, transport: frame sizes (default 640x480,1280x720)')
+                       help='flow, node, transport, soak (the first): frame sizes '
+                            '(default 640x480,1280x720)')
     bench.add_argument('--frames', type=integer_in(1), help='node, transport: measured frames '
                        'per case after the warm-up (default 30 for node, 100 for transport)')
     bench.add_argument('--rates', type=rates, default=None,
@@ -153,27 +158,33 @@ def build_parser() -> argparse.ArgumentParser:
                        help='node: image encodings of the frames sent (default mono8; bgr8)')
     bench.add_argument('--node-param', action='append', metavar='NAME=VALUE',
                        help='node: a parameter for every node process (repeatable), e.g. '
-                            'executor=single_threaded')
+                            'executor=single_threaded; soak: for every node that has it, e.g. '
+                            'method=bm')
     bench.add_argument('--nodes', type=names, default=None,
-                       help='node: comma-separated nodes (default: every one)')
+                       help='node, soak: comma-separated nodes (default: every one)')
     bench.add_argument('--encodings', type=names, default=['32FC2', 'bgr8'],
                        help='transport: image encodings (default 32FC2,bgr8)')
     bench.add_argument('--variants', type=names, default=[],
                        help='transport: Fast DDS profile variants beside the allocator '
                             'comparison (names in bench_transport.VARIANTS; "all" for every one)')
     bench.add_argument('--rate', type=positive_number, default=30.0,
-                       help='transport: images per second')
+                       help='transport, soak: images per second')
+    bench.add_argument('--duration', type=positive_number, default=1800.0,
+                       help='soak: seconds the camera sends (default 1800)')
+    bench.add_argument('--sample', type=positive_number, default=60.0,
+                       help="soak: seconds between samples of the nodes' memory and open files "
+                            '(default 60)')
     bench.add_argument('--timeout', type=positive_number, default=120.0,
-                       help='node, transport: seconds to wait for processes to connect and for '
-                            'each answer (the first includes kernel builds)')
+                       help='node, transport, soak: seconds to wait for processes to connect '
+                            'and for each answer (the first includes kernel builds)')
     bench.add_argument('--domain-id', type=integer_in(0, 232),
-                       help='node, transport: ROS_DOMAIN_ID (default: a random one)')
+                       help='node, transport, soak: ROS_DOMAIN_ID (default: a random one)')
     bench.add_argument('--kernels', nargs='?', const='device', choices=['device', 'gpu', 'cpu'],
                        help='flow: launches and device ms per frame of each kernel of every '
                             'method instead of frame times, in the formulation of the device '
                             '(default) or the named one')
     bench.add_argument('--json', type=output_file,
-                       help='flow, node, transport: write the rows here')
+                       help='flow, node, transport, soak: write the rows here')
     add_device_option(bench)
     bench.set_defaults(run=cmd_bench)
 

@@ -60,7 +60,7 @@ SCHEMAS = {'flow': FLOW_SCHEMA, 'surf': SURF_SCHEMA, 'disparity': ELAS_SCHEMA}
 NEEDS_PREVIOUS_FRAME = frozenset({'flow'})  # nothing for the first frame of a size
 ROLES = {'flow_node': ('left',), 'surf_node': ('left',),
          'disparity_node': ('left', 'right', 'left_info', 'right_info'),
-         'rectify_node': ('left', 'left_info'),
+         'rectify_node': ('left', 'left_info'), 'convert_node': ('left',),
          'vision_pipeline': ('left', 'right', 'left_info', 'right_info')}
 """What each declared input of a node is, in declaration order."""
 
