@@ -37,7 +37,7 @@ def test_bad_input_gives_one_line_and_exit_2(args, words):
 
 
 @pytest.mark.parametrize('override, words', [
-    ('gain:=1000.0', 'out of range'),
+    ('gain:=1000.0', 'gain: 1000.0 is above the maximum 255.0'),
     ('output_encoding:=hsv', "'hsv' is not one of"),
     ('device:=no-such-gpu', 'no OpenCL device matches'),
 ])
