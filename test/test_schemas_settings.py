@@ -44,7 +44,8 @@ SETTINGS = {
     'vision_pipeline': None,  # its namespaced parameters: test_pipeline_parameters_are_...
 }
 
-COMMON = {name: ('ros/node_base.py',) for name in COMMON_NAMES}
+COMMON = {**{name: ('ros/node_base.py',) for name in COMMON_NAMES},
+          **{name: ('ros/warm_up.py',) for name in ('warm_up_width', 'warm_up_height')}}
 # node -> parameter -> the modules (under cl_vision_nodes/) that read it by name
 NODE_LEVEL = {
     'flow_node': {**COMMON, 'max_flow': ('ros/flow_capability.py', 'tools/flow_cli.py'),
