@@ -232,7 +232,8 @@ def test_profile_reports_device_stage_times(ros):
     proc = NodeProcess('cl_vision_nodes.ros.convert_node',
                        ['-r', '__node:=convert_profiled', '-p', 'profile:=true',
                         '-p', 'diagnostics_period:=0.5', '-r', 'image:=/profiled/in',
-                        '-r', 'image_out:=/profiled/out'])
+                        '-r', 'image_out:=/profiled/out',
+                        '--log-level', 'convert_profiled:=debug'])
     try:
         diag = ros.collect(DiagnosticArray, '/diagnostics')
         pub = ros.publisher(Image, '/profiled/in')
@@ -254,6 +255,7 @@ def test_profile_reports_device_stage_times(ros):
                 break
         assert keys and {'device_upload_ms', 'device_scale_ms', 'device_download_ms'} <= keys, \
             proc.output()
+        # the short INFO line leaves the device split to the DEBUG line beside it
         assert 'device ms: upload' in proc.output()
     finally:
         assert proc.stop() == 0
