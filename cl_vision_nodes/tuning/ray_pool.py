@@ -26,7 +26,7 @@ a concurrent.futures.Future, as the other pools do.
 An actor whose process dies (killed, out of memory, its machine gone) fails the trial it was
 running with ``WorkerLost``, a CLVisionError, so the driver records that trial as failed; Ray
 starts the actor again (``max_restarts``: no limit) with the same frames, and trials submitted
-meanwhile wait for it, never run twice (``max_task_retries`` 0). A value the algorithms refuse
+meanwhile wait here until its ``ready`` answers, never run twice (``max_task_retries`` 0). A value the algorithms refuse
 comes back as the Evaluator's own error.
 """
 from __future__ import annotations
@@ -45,6 +45,8 @@ from cl_vision_nodes.tuning.evaluator import Evaluator, TrialResult
 from cl_vision_nodes.tuning.frames import load_frames, TuneFrames
 
 RESTART_FOREVER = -1
+RESTART_TRIES = 60  # asks whether a lost actor is back, RESTART_POLL_S apart, before giving up
+RESTART_POLL_S = 1.0
 
 
 class WorkerLost(CLVisionError):
@@ -77,6 +79,7 @@ class RayPool:
                  workers: int | None = None):
         frames = load_frames(Path(bag), node, max_frames)
         self._lock = threading.Lock()
+        self._closed = False
         self._waiting: deque[tuple[Future[TrialResult], dict[str, Value], str]] = deque()
         self.actors: list[Any] = []
         self._ray, self._connected = connect(address)
@@ -119,20 +122,49 @@ class RayPool:
             answer.add_done_callback(functools.partial(self._finished, actor, future))
 
     def _finished(self, actor: Any, future: Future[TrialResult], answer: Future) -> None:
+        try:
+            result = answer.result()
+        except self._ray.exceptions.RayError as exc:
+            error = _cause(exc)
+            if isinstance(error, WorkerLost):
+                self._when_back(actor)
+            else:
+                self._give_back(actor)
+            future.set_exception(error)
+        except BaseException as exc:  # noqa: B902 (the caller sees it through the future)
+            self._give_back(actor)
+            future.set_exception(exc)
+        else:
+            self._give_back(actor)
+            future.set_result(result)
+
+    def _give_back(self, actor: Any) -> None:
         with self._lock:
             self._idle.append(actor)
-        try:
-            future.set_result(answer.result())
-        except self._ray.exceptions.RayError as exc:
-            future.set_exception(_cause(exc))
-        except BaseException as exc:  # noqa: B902 (the caller sees it through the future)
-            future.set_exception(exc)
         self._dispatch()
+
+    def _when_back(self, actor: Any, tries: int = RESTART_TRIES) -> None:
+        """
+        Give a lost actor back once its restart answers.
+
+        A trial sent before Ray knows the actor is restarting would reach the dead process and
+        fail too, so the actor stays out of the idle list until ``ready`` answers.
+        """
+        if self._closed:
+            return
+
+        def answered(ready: Future) -> None:
+            if ready.exception() is not None and tries > 1:
+                threading.Timer(RESTART_POLL_S, self._when_back, (actor, tries - 1)).start()
+            else:  # back, or never: then its next trial fails with WorkerLost instead of waiting
+                self._give_back(actor)
+        actor.ready.remote().future().add_done_callback(answered)
 
     def close(self) -> None:
         """Cancel the trials not started, end the actors, and leave a cluster this pool joined."""
         with self._lock:
             waiting, self._waiting = list(self._waiting), deque()
+            self._closed = True
         for future, _, _ in waiting:
             future.cancel()
         for actor in self.actors:
