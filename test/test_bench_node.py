@@ -77,6 +77,8 @@ def test_bench_node_measures_a_node_its_floor_and_compute(tmp_path):
         if rate['answered']:
             assert 0 < rate['latency_p50_ms'] <= rate['latency_p95_ms'], rate
         assert line[-2] == f"{rate['answered']}/3", line
+        counts = rate['node_counts']  # where the frames went, in the node's /diagnostics
+        assert rate['answered'] <= counts['frames'] <= sum(counts.values()) <= 3, rate
 
 
 @pytest.mark.parametrize('rates', ['0', '30,x', ''])

@@ -36,7 +36,10 @@ whatever the node answers (a camera does not wait), and the subscriber counts th
 which every subscribed output arrived with the frame's stamp by ``RATE_LINGER_S`` (or twice the
 lockstep p90, if longer) after the last one was sent; latency p50 and p95 of those answered.
 The node's keep-last-1 input drops what it cannot take, so answered/sent is the share of a
-camera at that rate the node keeps up with.
+camera at that rate the node keeps up with. Where the others went, in the nodes' own words: the
+nodes publish /diagnostics every ``DIAGNOSTICS_PERIOD_S`` here, and the subscriber sums the
+windows that arrive during the run (every node process: frames taken, lost before the node,
+skipped for a newer one, without a stereo partner, bad input).
 
 Nodes are data: BENCH_NODES names evaluation.nodes.NODE_SPECS entries (or ``pipeline``:
 vision_pipeline on the stereo inputs, its flow and keypoints remapped to where flow_node and
@@ -90,6 +93,9 @@ RATES_HZ = (30.0, 60.0, 120.0)
 RATE_LINGER_S = 2.0  # after the last frame at a rate, for the answers still on their way
 BEST_EFFORT_WAIT_S = 10.0  # for a warm-up answer with best-effort inputs (kernels built at start)
 FIRST_FRAME_SETTLE_S = 0.5  # a node that answers from the second frame takes the first meanwhile
+DIAGNOSTICS_PERIOD_S = 0.5  # the nodes' windows, short so that a rate's own are told apart
+NODE_COUNTS = ('frames', 'lost_in_transport', 'skipped_for_newer', 'unmatched',
+               'rejected_bad_input')  # FrameReport.key_values of each window, summed per rate
 FLOOR_PREFIX = '/cl_vision_floor'
 VISUAL_TOPICS = frozenset({layout.FLOW_COLOR_OUTPUT, layout.KEYPOINTS_IMAGE_OUTPUT,
                            layout.DISPARITY_COLOR_OUTPUT})
@@ -200,6 +206,13 @@ class RateResult:
     latency_p50_ms: float
     latency_p95_ms: float
     cpu_ms_per_frame: float = math.nan  # the node processes' host CPU (all threads) per frame sent
+    node_counts: dict[str, int] = field(default_factory=dict)  # NODE_COUNTS, every node process
+
+    @property
+    def counts_line(self) -> str:
+        """The nonzero node counts, e.g. ``node: 296 frames, 4 skipped_for_newer``."""
+        return 'node: ' + ', '.join(f'{n} {k}' for k, n in self.node_counts.items()
+                                    if n or k == 'frames')
 
     @property
     def cell(self) -> str:
@@ -329,7 +342,8 @@ def run_node(bench: BenchNode, scenes: list[Scene],
         parameters[s.key].update({name: values[name] for name in names})
     logs = settings.workdir / f'{bench.key}_{settings.inputs}'
     logs.mkdir(parents=True)
-    nodes = [start_node(s, {**parameters[s.key], **input_overrides(s, settings.inputs)}, logs,
+    nodes = [start_node(s, {'diagnostics_period': DIAGNOSTICS_PERIOD_S, **parameters[s.key],
+                            **input_overrides(s, settings.inputs)}, logs,
                         settings.env, settings.inputs == 'reliable')
              for s in bench.node_specs]
     label = bench.key if settings.inputs == 'reliable' else f'{bench.key}:{settings.inputs}'
@@ -340,7 +354,7 @@ def run_node(bench: BenchNode, scenes: list[Scene],
             expected = set(outputs)
             sets = {f'{s.size} {k}': s.inputs(spec, k) for s in scenes for k in (0, 1)}
             link = Link(sets, outputs, logs / f'visuals_{visuals}', settings.env,
-                        dds_defaults=settings.camera_dds_defaults)
+                        dds_defaults=settings.camera_dds_defaults, diagnostics=True)
             try:
                 link.wait_ready(settings.timeout_s, nodes)
                 for scene in scenes:
@@ -374,7 +388,8 @@ def run_node(bench: BenchNode, scenes: list[Scene],
                           f'latency p50 {series.p(50):.2f} ms'
                           + ''.join(f'; at {r.rate_hz:g} Hz {r.answered}/{r.sent} answered, '
                                     f'p50 {r.latency_p50_ms:.2f} p95 {r.latency_p95_ms:.2f} ms, '
-                                    f'node CPU {r.cpu_ms_per_frame:.2f} ms/frame'
+                                    f'node CPU {r.cpu_ms_per_frame:.2f} ms/frame '
+                                    f'({r.counts_line})'
                                     for r in at_rates), flush=True)
             finally:
                 link.close()
@@ -409,12 +424,19 @@ def at_rate(link: Link, names: list[str], rate_hz: float, expected: set[str],
     check_alive(nodes)
     linger_s = max(RATE_LINGER_S, 2 * lockstep.p(90) / 1e3) if lockstep.latency_ms \
         else RATE_LINGER_S
+    since = link.settle(1.5 * DIAGNOSTICS_PERIOD_S)  # the windows before this rate arrived
     cpu_before = sum(cpu_seconds(node.process.pid) for node in nodes)
     series = link.paced(names, settings.frames, rate_hz, expected, linger_s=linger_s)
     cpu_s = sum(cpu_seconds(node.process.pid) for node in nodes) - cpu_before
+    every = settings.frames * len(nodes)  # each node process counts each frame once
+    deadline = time.monotonic() + max(RATE_LINGER_S, 4 * DIAGNOSTICS_PERIOD_S)
+    while sum(link.frame_counts(since, NODE_COUNTS).values()) < every \
+            and time.monotonic() < deadline:  # a frame lost last is never counted
+        link.settle(DIAGNOSTICS_PERIOD_S)
     check_alive(nodes)
     return RateResult(rate_hz, settings.frames, len(series.latency_ms), series.p(50),
-                      series.p(95), 1e3 * cpu_s / settings.frames)
+                      series.p(95), 1e3 * cpu_s / settings.frames,
+                      link.frame_counts(since, NODE_COUNTS))
 
 
 def cpu_seconds(pid: int) -> float:

@@ -64,6 +64,8 @@ STOP_TIMEOUT_S = 15.0
 INTERRUPTED_WAIT_S = 1.0  # for the end of input to end a process, once the tool is interrupted
 FIRST_STAMP_NS = 1_000_000_000  # a zero stamp reads as "unset" to many tools
 LOG_TAIL_LINES = 5
+DIAGNOSTICS_TOPIC = '/diagnostics'
+DIAGNOSTICS_DEPTH = 50  # a window per node and period: none dropped while the subscriber is busy
 
 
 @dataclass(frozen=True)
@@ -144,11 +146,19 @@ def publisher_process(args: argparse.Namespace) -> int:
     return 0
 
 
+def said_diagnostics(array) -> None:
+    for status in array.status:
+        say('diagnostics ' + json.dumps({'name': status.name,
+                                         **{v.key: v.value for v in status.values}}))
+
+
 def subscriber_process(args: argparse.Namespace) -> int:
     """
     Take every message raw and print ``arrived TOPIC STAMP RECEIVED_NS DDS_NS BYTES``.
 
-    Prints ``ready`` once every topic has a publisher. Commands on stdin: ``save DIR`` writes the
+    Prints ``ready`` once every topic has a publisher. With ``--diagnostics``, also prints
+    ``diagnostics JSON`` per /diagnostics status (name and key/values: the nodes' frame counts
+    by cause). Commands on stdin: ``save DIR`` writes the
     next message of each topic there (then prints ``saved``): no message is held otherwise, as
     holding the last one would change what the allocator does. End of input ends the process,
     after ``rss MAX_KB NOW_KB FAULTS`` (resident memory, peak and at the end; minor page faults).
@@ -175,6 +185,10 @@ def subscriber_process(args: argparse.Namespace) -> int:
         message_class(msgtype), topic,
         with_message_info(lambda data, info, t=topic: arrived(t, data, info)), qos, raw=True)
         for topic, msgtype in args.topic]
+    if args.diagnostics:
+        from diagnostic_msgs.msg import DiagnosticArray
+        node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, said_diagnostics,
+                                 DIAGNOSTICS_DEPTH)
     done = threading.Event()
 
     def commands() -> None:
@@ -320,7 +334,8 @@ class Link:
 
     def __init__(self, sets: dict[str, list[Message]], outputs: dict[str, str], workdir: Path,
                  env: dict[str, str], best_effort: bool = False, depth: int = 5,
-                 default_allocator: bool = False, dds_defaults: bool = False):
+                 default_allocator: bool = False, dds_defaults: bool = False,
+                 diagnostics: bool = False):
         workdir.mkdir(parents=True, exist_ok=True)
         topics: dict[str, str] = {}
         manifest_sets: dict[str, list[tuple[str, str]]] = {}
@@ -341,7 +356,8 @@ class Link:
             env = {k: v for k, v in env.items() if k not in {s.variable for s in SETTINGS}}
         module = [sys.executable, '-m', __name__]
         self.outputs = outputs
-        self.subscriber = Child(module + ['subscribe', *options] + [
+        watch = ['--diagnostics'] if diagnostics else []
+        self.subscriber = Child(module + ['subscribe', *options, *watch] + [
             arg for topic, msgtype in outputs.items() for arg in ('--topic', topic, msgtype)],
             env, workdir / 'subscriber.log')
         camera = ['--dds-defaults'] if dds_defaults else []
@@ -351,6 +367,7 @@ class Link:
                                workdir / 'publisher.log')
         self.stamp = FIRST_STAMP_NS
         self.arrivals: dict[int, list[Arrival]] = {}
+        self.statuses: list[tuple[float, dict[str, str]]] = []  # (arrived, status) ``diagnostics``
         self.saved = False
 
     def wait_ready(self, timeout_s: float, alive: Sequence = ()) -> None:
@@ -366,6 +383,8 @@ class Link:
             if kind == 'arrived':
                 arrival = Arrival(fields[0], int(fields[1]), int(fields[2]), int(fields[3]))
                 self.arrivals.setdefault(arrival.stamp, []).append(arrival)
+            elif kind == 'diagnostics':
+                self.statuses.append((time.monotonic(), json.loads(line.split(maxsplit=1)[1])))
             self.saved |= kind == 'saved'
             try:
                 line = self.subscriber.lines.get_nowait()
@@ -437,6 +456,18 @@ class Link:
             self.record(series, stamp, sent_ns, expected)
         return series
 
+    def settle(self, seconds: float) -> float:
+        """Take what arrives for ``seconds``; return the time after (for ``frame_counts``)."""
+        deadline = time.monotonic() + seconds
+        while (remaining := deadline - time.monotonic()) > 0:
+            self._take(min(POLL_S, remaining))
+        return time.monotonic()
+
+    def frame_counts(self, since: float, keys: Sequence[str]) -> dict[str, int]:
+        """Sum ``keys`` of the /diagnostics windows (every node) arrived after ``since``."""
+        return {key: sum(int(status.get(key, 0)) for t, status in self.statuses if t > since)
+                for key in keys}
+
     def save(self, folder: Path, name: str, expected: set[str], timeout_s: float,
              alive: Sequence = ()) -> dict[str, bytes]:
         """Send set ``name`` once more and return what arrived on each output topic for it."""
@@ -478,6 +509,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--depth', type=int, default=5)
     parser.add_argument('--default-allocator', action='store_true',
                         help="keep glibc's malloc defaults (for comparison)")
+    parser.add_argument('--diagnostics', action='store_true',
+                        help='subscribe: print the /diagnostics statuses too')
     parser.add_argument('--dds-defaults', action='store_true',
                         help="publish: as a camera driver on Fast DDS' defaults (no profile)")
     args = parser.parse_args(argv)
