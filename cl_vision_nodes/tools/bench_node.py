@@ -210,7 +210,7 @@ class RateResult:
 
     @property
     def counts_line(self) -> str:
-        """The nonzero node counts, e.g. ``node: 296 frames, 4 skipped_for_newer``."""
+        """Return the nonzero node counts: ``node: 296 frames, 4 skipped_for_newer``."""
         return 'node: ' + ', '.join(f'{n} {k}' for k, n in self.node_counts.items()
                                     if n or k == 'frames')
 

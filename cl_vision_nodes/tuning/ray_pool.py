@@ -26,8 +26,8 @@ a concurrent.futures.Future, as the other pools do.
 An actor whose process dies (killed, out of memory, its machine gone) fails the trial it was
 running with ``WorkerLost``, a CLVisionError, so the driver records that trial as failed; Ray
 starts the actor again (``max_restarts``: no limit) with the same frames, and trials submitted
-meanwhile wait here until its ``ready`` answers, never run twice (``max_task_retries`` 0). A value the algorithms refuse
-comes back as the Evaluator's own error.
+meanwhile wait here until its ``ready`` answers, never run twice (``max_task_retries`` 0). A
+value the algorithms refuse comes back as the Evaluator's own error.
 """
 from __future__ import annotations
 
