@@ -31,6 +31,7 @@ from cl_vision_nodes.flow import lucas_kanade as lk
 from cl_vision_nodes.flow import reference as ref
 from cl_vision_nodes.flow.horn_schunck import sor_slots, tile_offset
 from cl_vision_nodes.flow.pyramid import level_shapes
+from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.profiling import StageProfiler
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.tools import bench_flow
@@ -331,3 +332,20 @@ def test_bench_flow_kernels_prints_a_table_per_method_and_size():
     assert 'bm 40x30' in out and 'hs_sor_cpu' in out and 'hs_update_cpu' in out
     assert 'hs_warp_cpu' in out and 'lk_level_cpu' in out
     assert 'bm_search_cpu' in out
+
+
+@pytest.mark.parametrize('method', ['dis', 'hs', 'lk', 'bm'])
+def test_a_warmed_estimator_starts_a_new_stream_with_the_same_flows(runtime, method):
+    """warm() leaves no previous frame and nothing of its frames in the flows after it."""
+    rng = np.random.default_rng(5)
+    base = cv2.GaussianBlur(rng.integers(0, 256, (70, 90)).astype(np.float32), (5, 5), 1.5)
+    frames = [np.clip(base[k:k + 61, k:k + 77], 0, 255).astype(np.uint8) for k in range(3)]
+    fresh, warmed = FlowEstimator(runtime, {'method': method}), \
+        FlowEstimator(runtime, {'method': method})
+    warmed.warm(warmed.images.decode(gray_to_raw(np.full((61, 77), 99, np.uint8))))
+    assert not warmed.streaming
+    flows = [[estimator.push(gray_to_raw(frame)) for frame in frames]
+             for estimator in (fresh, warmed)]
+    assert flows[1][0] is None
+    for expected, got in zip(flows[0][1:], flows[1][1:]):
+        np.testing.assert_array_equal(got, expected)

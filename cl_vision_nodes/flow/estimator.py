@@ -104,6 +104,27 @@ class FlowEstimator:
         """Forget the previous frame: the next ``push`` starts a new stream."""
         self._has_previous = False
 
+    @property
+    def streaming(self) -> bool:
+        """Whether a previous frame is held (the next push gives a flow)."""
+        return self._has_previous
+
+    def warm(self, gray: DeviceGray) -> cl.Buffer:
+        """
+        Run the current method through every buffer it alternates between, then ``reset``.
+
+        Three pushes of ``gray``: both pyramids and both flow buffers written, the method's launch
+        plan built. On a CPU device the first writes of a buffer are page faults: an estimator's
+        first two flows took twice the steady frame after its kernels were built elsewhere.
+        Returns the last flow (valid until the next push).
+        """
+        self.push_gray(gray)
+        self.download(self.push_gray(gray))
+        flow = self.push_gray(gray)
+        self.download(flow)
+        self.reset()
+        return flow
+
     def push_gray(self, gray: DeviceGray) -> cl.Buffer | None:
         """
         Add a decoded frame; return the device flow from the previous frame, or None.

@@ -100,16 +100,16 @@ class FlowCapability:
 
     def warm(self, gray: DeviceGray) -> None:
         """
-        Run every kernel of the current settings on ``gray`` (a flow and its picture).
+        Run every kernel of the current settings on ``gray`` (flows and their picture).
 
-        On an estimator of its own (the same programs and kernels), so the stream in progress
-        keeps its previous frame; the picture in an array of its own, as the previous frame's
-        may still be on its way out.
+        Before the first frame, on the estimator that will serve (its buffers written once:
+        ``FlowEstimator.warm``); in a stream, on an estimator of its own (the same programs and
+        kernels), so the stream keeps its previous frame. The picture in an array of its own, as
+        the previous frame's may still be on its way out.
         """
-        estimator = FlowEstimator(self.runtime, self.estimator.values)
-        estimator.push_gray(gray)
-        flow = estimator.push_gray(gray)
-        estimator.download(flow)
+        estimator = self.estimator if not self.estimator.streaming else \
+            FlowEstimator(self.runtime, self.estimator.values)
+        flow = estimator.warm(gray)
         self.colorizer.draw(flow, gray.height, gray.width, self.max_flow)
 
     def diagnostic_values(self) -> dict[str, str]:
