@@ -30,7 +30,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 from cliutil import assert_one_line_error, cl_vision, REPO
 import optuna
@@ -312,20 +311,3 @@ def test_flow_searches_the_parameters_of_the_method_that_runs():
     assert [n for n in pipeline if n.startswith('flow.')] == \
         [f'flow.{n}' for n in FLOW_TUNED_BY_METHOD['dis']]
     assert 'disparity.beta' in pipeline and 'surf.hessian_threshold' in pipeline
-
-
-def test_a_ctrl_c_whose_interrupt_was_swallowed_stops_the_search_after_the_trial():
-    """The request is kept: check() raises even where the first KeyboardInterrupt was lost."""
-    from cl_vision_nodes.tools.tune_cli import CtrlC
-    before = signal.getsignal(signal.SIGINT)
-    with CtrlC() as ctrl_c:
-        ctrl_c.check()  # nothing requested yet
-        try:
-            os.kill(os.getpid(), signal.SIGINT)
-            for _ in range(1000):  # the handler runs between bytecodes of this thread
-                time.sleep(0.001)
-        except KeyboardInterrupt:
-            pass  # what a C extension clearing errors does to it
-        with pytest.raises(KeyboardInterrupt):
-            ctrl_c.check()
-    assert signal.getsignal(signal.SIGINT) is before

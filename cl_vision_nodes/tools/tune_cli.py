@@ -29,9 +29,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 import shlex
-import signal
 import sys
-from types import FrameType
 from typing import Any, Mapping
 
 from cl_vision_nodes.errors import ParameterError
@@ -128,39 +126,6 @@ def _on_trial(trials: int) -> tuple[Any, Any]:
     return both, progress
 
 
-class CtrlC:
-    """
-    Ctrl-C during the search: KeyboardInterrupt at once, and again at the end of the next trial.
-
-    A KeyboardInterrupt raised where a C extension runs Python code and clears its errors is
-    lost without a word: CI saw a tune run all 500 trials after its one Ctrl-C (not reproduced
-    here). The flag the handler sets makes ``check`` (called after each trial) raise it anyway.
-    A SIGINT ignored when the tune starts (``nohup``) stays ignored.
-    """
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._previous: Any = None
-
-    def __enter__(self) -> 'CtrlC':
-        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-            self._previous = signal.signal(signal.SIGINT, self._handler)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-
-    def _handler(self, _signum: int, _frame: FrameType | None) -> None:
-        self.requested = True
-        raise KeyboardInterrupt
-
-    def check(self) -> None:
-        """Raise KeyboardInterrupt if a Ctrl-C came (whether or not its first one was lost)."""
-        if self.requested:
-            raise KeyboardInterrupt
-
-
 def evaluator_pool(args: argparse.Namespace, frames: Any) -> Any:
     """Return where the trials run: on the Ray cluster, in worker processes or in this one."""
     from cl_vision_nodes.tuning.pool import InProcessPool, ProcessPool
@@ -199,16 +164,11 @@ def run(args: argparse.Namespace) -> int:
     on_trial, progress = _on_trial(args.trials)
     out = Path(args.out)
     storage = out / f'{args.node}.journal'
-
-    def told(study: Any, trial: Any) -> None:
-        on_trial(study, trial)
-        ctrl_c.check()
     try:
-        with CtrlC() as ctrl_c:
-            out.mkdir(parents=True, exist_ok=True)
-            study = run_study(pool, space, storage, args.trials, args.seed, args.resume,
-                              told, base=start)
-            outcome = held_out_comparison(pool, study, start)
+        out.mkdir(parents=True, exist_ok=True)
+        study = run_study(pool, space, storage, args.trials, args.seed, args.resume,
+                          on_trial, base=start)
+        outcome = held_out_comparison(pool, study, start)
     except KeyboardInterrupt:
         again = shlex.join(['cl-vision', *(a for a in sys.argv[1:] if a != '--resume'),
                             '--resume'])
