@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 
+from cl_vision_nodes.ros.stop_signals import HARD_MARGIN_S
 from cliutil import REPO
 
 # The main thread waits for the stop request through a callback, then cleans up for CLEANUP s;
@@ -75,11 +76,12 @@ def test_a_clean_up_that_does_not_end_is_abandoned_with_a_line_and_exit_0():
 
 
 def test_a_clean_up_stuck_holding_the_interpreter_lock_ends_with_every_stack_and_exit_1():
-    """The watchdog cannot run; faulthandler, which needs no lock, ends it 2 s after it."""
-    started = time.monotonic()
+    """The watchdog cannot run; faulthandler, which needs no lock, ends it HARD_MARGIN_S after."""
     code, output = run(60, [signal.SIGINT], 0.0, 'holding the GIL')
-    assert code == 1 and time.monotonic() - started < 10.0, output
-    assert 'Timeout (0:00:03)!' in output and 'most recent call first' in output, output
+    assert code == 1, output  # not the 60 s of the stuck call: communicate() waits 30 s at most
+    hard_s = round(1.0 + HARD_MARGIN_S)  # the process's deadline_s, then the margin
+    assert f'Timeout (0:00:{hard_s:02d})!' in output and 'most recent call first' in output, \
+        output
 
 
 # Reads the C-level SIGINT/SIGTERM actions after an OpenCL device was opened: whose handler

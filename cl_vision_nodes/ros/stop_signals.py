@@ -49,8 +49,10 @@ from typing import Callable, Iterator
 
 STOP_DEADLINE_S = 4.0
 """Seconds from the first signal to a forced exit: within ros2 launch's 5 s before SIGTERM."""
-HARD_MARGIN_S = 2.0
-"""Seconds after the deadline before faulthandler ends a process whose watchdog cannot run."""
+HARD_MARGIN_S = 5.0
+"""Seconds after the deadline before faulthandler ends a process whose watchdog cannot run: a
+kernel that PoCL compiles inside an enqueue holds the interpreter lock for seconds on a loaded
+CPU (the watchdog then runs once it returns); 4 + 5 s stays under launch's SIGKILL at 10 s."""
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
