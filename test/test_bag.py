@@ -12,11 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""tools/bag.py: bags written with ``open_writer`` read back with ``Bag`` and with rosbags."""
+"""bags/storage.py: bags written with ``open_writer`` read back with ``Bag`` and with rosbags."""
 from bagutil import read_bag, write_truncated_bag
+from cl_vision_nodes.bags.storage import Bag, message_class, open_writer, topic_counts, typestore
 from cl_vision_nodes.errors import DataFormatError
 from cl_vision_nodes.ros.cdr import read_stamp
-from cl_vision_nodes.tools.bag import Bag, message_class, open_writer, topic_counts, typestore
 import numpy as np
 import pytest
 

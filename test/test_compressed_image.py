@@ -24,8 +24,7 @@ import struct
 import zlib
 
 from bagutil import TS
-from cl_vision_nodes.dataio.compressed import (
-    CompressedFormat, decode_compressed, parse_format)
+from cl_vision_nodes.dataio.compressed import CompressedFormat, decode_compressed, parse_format
 from cl_vision_nodes.errors import ImageFormatError
 from cl_vision_nodes.imaging.encodings import ENCODINGS, raw_to_array
 from cl_vision_nodes.ros.cdr import parse_compressed_image

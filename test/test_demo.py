@@ -24,9 +24,9 @@ between consecutive frames under the true flow 0.79 to 0.85.
 import json
 
 from bagutil import pixels, read_bag, stamp_ns
+from cl_vision_nodes.bags import layout
+from cl_vision_nodes.evaluation.quality import flow_repeatability
 from cl_vision_nodes.surf.keypoints import DESCRIPTOR_OFFSET, Keypoints, point_dtype
-from cl_vision_nodes.tools import bag_layout as layout
-from cl_vision_nodes.tools.quality import flow_repeatability
 from cliutil import cl_vision
 import numpy as np
 import pytest

@@ -17,25 +17,25 @@
 
 Bags are written here with rosbags under a robot's topic names: JPEG-compressed colour stereo
 (a ZED's names), raw images with distortion, two cameras, cameras stamped apart, no camera at
-all. The scene is dataio.synthetic's stereo pan (make_bag.synthetic_stereo, 96x128, disparities
-under 16 px). The pieces without DDS (finding cameras, grouping frames) are checked on their own;
-the end-to-end runs use the real node processes over Fast DDS and read report.json.
+all. The scene is dataio.synthetic's stereo pan (bags.datasets.synthetic_stereo, 96x128,
+disparities under 16 px). The pieces without DDS (finding cameras, grouping frames) are checked
+on their own; the end-to-end runs use the real node processes over Fast DDS and read
+report.json.
 """
 from __future__ import annotations
 
-import argparse
 from dataclasses import replace
 import json
 from pathlib import Path
 
 from bagutil import read_bag, stamp_ns
+from cl_vision_nodes.bags.datasets import MessageFactory, synthetic_stereo
+from cl_vision_nodes.bags.layout import StereoCamera
+from cl_vision_nodes.bags.storage import Bag
+from cl_vision_nodes.evaluation.cameras import find_cameras, Overrides
+from cl_vision_nodes.evaluation.frames import read_frames, Selection
+from cl_vision_nodes.evaluation.one_bag import EvalOptions, flow_across_the_stride
 from cl_vision_nodes.ros.cdr import read_stamp
-from cl_vision_nodes.tools.bag import Bag
-from cl_vision_nodes.tools.bag_layout import StereoCamera
-from cl_vision_nodes.tools.evaluation.cameras import find_cameras, Overrides
-from cl_vision_nodes.tools.evaluation.command import flow_across_the_stride
-from cl_vision_nodes.tools.evaluation.frames import read_frames, Selection
-from cl_vision_nodes.tools.make_bag import MessageFactory, synthetic_stereo
 from cliutil import assert_one_line_error, cl_vision
 import cv2
 import numpy as np
@@ -224,8 +224,8 @@ def test_frames_are_selected_by_bag_time(tmp_path):
 ])
 def test_flow_runs_across_the_stride_of_every_unless_max_span_is_given(every, nodes, params,
                                                                        expected):
-    args = argparse.Namespace(every=every, nodes=nodes, param=params)
-    assignments, notes = flow_across_the_stride(args)
+    options = EvalOptions(Path('bag'), Path('out'), every=every, nodes=nodes, param=params)
+    assignments, notes = flow_across_the_stride(options)
     assert assignments == expected and bool(notes) == (expected == ['flow.max_span=0.0'])
 
 

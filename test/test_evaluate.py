@@ -29,12 +29,12 @@ import json
 import re
 
 from bagutil import pixels, read_bag, stamp_ns
+from cl_vision_nodes.bags import layout
+from cl_vision_nodes.bags.datasets import parse_synthetic, write_bag
+from cl_vision_nodes.bags.storage import Bag
+from cl_vision_nodes.evaluation.frames import read_frames, Streams
+from cl_vision_nodes.evaluation.scorers import disparity_errors
 from cl_vision_nodes.flow.metrics import flow_errors
-from cl_vision_nodes.tools import bag_layout as layout
-from cl_vision_nodes.tools.bag import Bag
-from cl_vision_nodes.tools.evaluation.frames import read_frames, Streams
-from cl_vision_nodes.tools.evaluation.scorers import disparity_errors
-from cl_vision_nodes.tools.make_bag import parse_synthetic, write_bag
 from cliutil import cl_vision
 import cv2
 import numpy as np

@@ -25,9 +25,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from cl_vision_nodes.benchmarks.scene import make_scene
+from cl_vision_nodes.processes.transport_link import Link, Message
 from cl_vision_nodes.ros.executor_choice import EventsExecutor
-from cl_vision_nodes.tools.bench_node import make_scene
-from cl_vision_nodes.tools.transport_link import Link, Message
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 import numpy as np
 import pytest

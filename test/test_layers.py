@@ -21,8 +21,14 @@ Layer boundaries, checked rather than promised (README "Layout", the package doc
   the README.
 - ``ros/`` is the only package that imports ROS at module level; ``tools/`` imports it only
   inside the subcommands that talk to ROS (``ROS_TOOLS``: modules loaded only by such a
-  subcommand), so ``cl-vision`` and its offline subcommands run without ROS. ``tuning/``
-  (``cl-vision tune``, built on eval's scorers) follows the rules of ``tools/``.
+  subcommand), so ``cl-vision`` and its offline subcommands run without ROS. The library packages
+  above ``ros/`` (``LIBRARY_PACKAGES``: bags, evaluation, processes, benchmarks, tuning) follow
+  the rules of ``tools/``.
+- Floors, read from the imports (module level and inside functions): the algorithm layer imports
+  neither ``ros/`` nor anything above it, ``ros/`` no library package, nothing imports ``tools/``
+  (the command faces, reached by the console entry point) and a command imports no other
+  command, only ``tools/cli_common`` (``cli`` and ``tune_cli`` dispatch: ``DISPATCHERS``). No
+  modules import each other in a loop.
 """
 from __future__ import annotations
 
@@ -45,6 +51,12 @@ ROS = (r'rclpy|rcl_\w+|rmw\w*|rosidl\w*|rpyutils|ament_\w+|launch|launch_ros|cv_
 OPENCV = 'cv2'
 ALGORITHM_PACKAGES = ('opencl', 'imaging', 'flow', 'surf', 'elas', 'camera', 'stereo', 'dataio')
 ALGORITHM_THIRD_PARTY = {'numpy', 'pyopencl', 'yaml'}
+LIBRARY_PACKAGES = ('bags', 'evaluation', 'processes', 'benchmarks', 'tuning')
+FLOORS = ('algorithm', 'ros', 'library', 'tools')
+"""The layers from the ground up: a module imports from its own floor or those below."""
+SHARED_COMMAND_OPTIONS = 'cl_vision_nodes.tools.cli_common'
+DISPATCHERS = {'cl_vision_nodes.tools.cli': 'every subcommand',
+               'cl_vision_nodes.tools.tune_cli': 'tune --apply'}
 NEEDS_OPENCV = {
     'cl_vision_nodes.dataio.compressed',  # CompressedImage payloads: JPEG/PNG decoding
     'cl_vision_nodes.dataio.formats',    # image files: PNG/PFM decoding and encoding
@@ -105,10 +117,10 @@ def module_name(path: Path) -> str:
 
 
 def layer(name: str) -> str:
-    """'ros', 'tools' or 'algorithm' (everything else, the package's top-level modules too)."""
+    """'ros', 'tools', 'library' or 'algorithm' (the rest, the top-level modules too)."""
     part = name.split('.')[1] if name.count('.') else ''
-    if part == 'tuning':
-        return 'tools'
+    if part in LIBRARY_PACKAGES:
+        return 'library'
     return part if part in ('ros', 'tools') else 'algorithm'
 
 
@@ -125,15 +137,15 @@ def run_child(blocked: str, modules: list[str], device: str | None = None) -> di
 
 def test_every_package_belongs_to_a_layer() -> None:
     packages = {path.parent.name for path in PACKAGE.glob('*/__init__.py')}
-    assert packages == {*ALGORITHM_PACKAGES, 'ros', 'tools', 'tuning'}, \
-        'a new package: add it to ALGORITHM_PACKAGES (and the README Layout) or to the ROS layer'
+    assert packages == {*ALGORITHM_PACKAGES, *LIBRARY_PACKAGES, 'ros', 'tools'}, \
+        'a new package: add it to ALGORITHM_PACKAGES or LIBRARY_PACKAGES (and the README Layout)'
 
 
 def test_readme_layout_names_every_package() -> None:
     readme = (REPO / 'README.md').read_text()
     layout = readme[readme.index('## Layout'):]
     layout = layout[:layout.index('\n## ', 1)]
-    for package in (*ALGORITHM_PACKAGES, 'ros', 'tools', 'tuning', 'kernels'):
+    for package in (*ALGORITHM_PACKAGES, *LIBRARY_PACKAGES, 'ros', 'tools', 'kernels'):
         assert f'cl_vision_nodes/{package}/' in layout, package
 
 
@@ -189,6 +201,96 @@ def test_only_the_ros_layer_imports_ros_at_module_level(path: Path) -> None:
         if where == 'algorithm':
             assert top == OPENCV and name in NEEDS_OPENCV, \
                 f'{at}: the algorithm layer never imports ROS (or OpenCV outside NEEDS_OPENCV)'
-        elif where == 'tools' and top != OPENCV:
+        elif where in ('tools', 'library') and top != OPENCV:
             assert not module_level or name in ROS_TOOLS, \
                 f'{at}: tools import ROS inside the subcommands that talk to ROS'
+
+
+def package_imports(path: Path) -> set[str]:
+    """The package's modules that ``path`` imports, at module level or inside functions."""
+    here = module_name(path).split('.')
+    package = here if path.name == '__init__.py' else here[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ''
+            if node.level:
+                base = '.'.join(package[:len(package) - node.level + 1] + ([base] if base else []))
+            candidates = [f'{base}.{alias.name}' if f'{base}.{alias.name}' in MODULES else base
+                          for alias in node.names]
+        else:
+            continue
+        found |= {name for name in candidates if name in MODULES}
+    return found
+
+
+IMPORTS = {module_name(path): package_imports(path) for path in PACKAGE.rglob('*.py')}
+
+
+@pytest.mark.parametrize('name', MODULES)
+def test_a_module_imports_from_its_floor_or_below(name: str) -> None:
+    floor = FLOORS.index(layer(name))
+    above = sorted(m for m in IMPORTS[name] if FLOORS.index(layer(m)) > floor)
+    assert not above, f'{name} ({layer(name)}) imports {above}, a floor above it'
+
+
+@pytest.mark.parametrize('name', [m for m in MODULES if layer(m) == 'tools'])
+def test_a_command_imports_no_other_command(name: str) -> None:
+    commands = {m for m in IMPORTS[name] if layer(m) == 'tools'} - {SHARED_COMMAND_OPTIONS}
+    if name in DISPATCHERS:
+        return
+    assert not commands, f'{name} imports the commands {sorted(commands)}: move what they ' \
+        'share into a library package below tools/'
+
+
+def test_nothing_outside_the_commands_imports_them() -> None:
+    importers = {name: sorted(m for m in imported if layer(m) == 'tools')
+                 for name, imported in IMPORTS.items() if layer(name) != 'tools'}
+    assert {name: found for name, found in importers.items() if found} == {}
+    entry_points = re.findall(r"'[\w-]+ = (cl_vision_nodes[\w.]+):",
+                              (REPO / 'setup.py').read_text())
+    assert [name for name in entry_points if layer(name) == 'tools'] == \
+        ['cl_vision_nodes.tools.cli']
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Return the strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_circles_are_found() -> None:
+    assert circles({'a': {'b'}, 'b': {'c'}, 'c': {'a'}, 'd': {'a'}}) == [['a', 'b', 'c']]
+    assert circles({'a': {'b'}, 'b': set()}) == []
+
+
+def test_no_modules_import_each_other_in_a_loop() -> None:
+    assert circles(IMPORTS) == []

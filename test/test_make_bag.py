@@ -21,13 +21,13 @@ rosbags with exact ground truth.
 from __future__ import annotations
 
 from bagutil import pixels, read_bag, ReadBag, stamp_ns
+from cl_vision_nodes.bags import layout
 from cl_vision_nodes.dataio import motorcycle
 from cl_vision_nodes.dataio.formats import (read_flo, read_homography, read_image,
                                             read_kitti_disparity, read_kitti_flow,
                                             read_scaled_disparity_png, write_kitti_disparity,
                                             write_kitti_flow)
 from cl_vision_nodes.dataio.synthetic import flow_sequence, Motion
-from cl_vision_nodes.tools import bag_layout as layout
 from cliutil import cl_vision
 import cv2
 import numpy as np

@@ -21,8 +21,8 @@ and describe a motion worth estimating (not near zero, with parallax).
 """
 from cl_vision_nodes.dataio import motorcycle
 from cl_vision_nodes.errors import DataFormatError
+from cl_vision_nodes.evaluation import quality
 from cl_vision_nodes.flow.reference import bilinear
-from cl_vision_nodes.tools import quality
 import numpy as np
 import pytest
 

@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-tools.quality: the no-ground-truth measures on generated scenes whose answer is known.
+evaluation.quality: the no-ground-truth measures on generated scenes whose answer is known.
 
 Exact flows and disparities (dataio.synthetic) must score as consistent, wrong ones and a right
 image replaced by noise must not; the SURF and ELAS answers come from the library on PoCL.
@@ -23,11 +23,11 @@ import math
 
 from cl_vision_nodes.dataio.synthetic import flow_sequence, Motion, stereo_pair, texture
 from cl_vision_nodes.elas.matcher import ElasMatcher, INVALID_DISPARITY
+from cl_vision_nodes.evaluation import quality
 from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.surf.evaluation import apply_homography
 from cl_vision_nodes.surf.extractor import SurfExtractor
 from cl_vision_nodes.surf.keypoints import Keypoints
-from cl_vision_nodes.tools import quality
 import numpy as np
 import pytest
 

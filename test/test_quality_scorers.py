@@ -27,14 +27,14 @@ import json
 import os
 from pathlib import Path
 
+from cl_vision_nodes.bags.datasets import MessageFactory, synthetic_stereo
+from cl_vision_nodes.bags.layout import StereoCamera
 from cl_vision_nodes.dataio import motorcycle
 from cl_vision_nodes.dataio.synthetic import flow_sequence, Motion, stereo_pair
+from cl_vision_nodes.evaluation.quality_scorers import (DisparityQuality, FlowQuality,
+                                                        LibraryAlgorithms, SequenceMemory,
+                                                        SurfQuality)
 from cl_vision_nodes.surf.extractor import SurfExtractor
-from cl_vision_nodes.tools.bag_layout import StereoCamera
-from cl_vision_nodes.tools.evaluation.quality_scorers import (DisparityQuality, FlowQuality,
-                                                              LibraryAlgorithms, SequenceMemory,
-                                                              SurfQuality)
-from cl_vision_nodes.tools.make_bag import MessageFactory, synthetic_stereo
 from cliutil import cl_vision
 import cv2
 import numpy as np

@@ -25,14 +25,13 @@ from pathlib import Path
 
 from bagutil import TS
 from cl_vision_nodes.elas.colormap import disparity_to_color
+from cl_vision_nodes.evaluation.strip import (compose, EMPTY, GAP, LABEL_HEIGHT, MAX_TILE_WIDTH,
+                                              spread, StripTopics, write_strip)
 from cl_vision_nodes.flow.colorwheel import flow_to_color
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.ros.cdr import cloud_framing, disparity_framing, serialize_image
 from cl_vision_nodes.surf.draw import draw_keypoints
 from cl_vision_nodes.surf.keypoints import Keypoints
-from cl_vision_nodes.tools.evaluation.strip import (compose, EMPTY, GAP, LABEL_HEIGHT,
-                                                    MAX_TILE_WIDTH, spread, StripTopics,
-                                                    write_strip)
 import cv2
 import numpy as np
 import pytest

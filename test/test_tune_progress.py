@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import io
 
-from cl_vision_nodes.tools.progress_bar import bar, duration, StatusLine
+from cl_vision_nodes.evaluation.progress_bar import bar, duration, StatusLine
 from cl_vision_nodes.tuning.progress import TuneProgress
 import optuna
 from optuna.distributions import FloatDistribution

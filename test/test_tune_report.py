@@ -30,7 +30,7 @@ from cl_vision_nodes.dataio.formats import read_image, read_kitti_disparity
 from cl_vision_nodes.elas import ElasMatcher
 from cl_vision_nodes.elas.metrics import d1_errors
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
-from cl_vision_nodes.tools.evaluation.strip import LABEL_HEIGHT
+from cl_vision_nodes.evaluation.strip import LABEL_HEIGHT
 from cl_vision_nodes.tuning.pictures import strip_answers
 from cl_vision_nodes.tuning.report import changed_values, importances, write_report
 import numpy as np

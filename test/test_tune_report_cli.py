@@ -25,8 +25,8 @@ from pathlib import Path
 import re
 
 from cl_vision_nodes.dataio.formats import read_image
-from cl_vision_nodes.tools.evaluation.strip import LABEL_HEIGHT, spread
-from cl_vision_nodes.tools.progress_bar import bar
+from cl_vision_nodes.evaluation.progress_bar import bar
+from cl_vision_nodes.evaluation.strip import LABEL_HEIGHT, spread
 from cliutil import assert_one_line_error, cl_vision
 import pytest
 import yaml

@@ -21,8 +21,7 @@ Flow colour wheel (flow_to_color), disparity jet (disparity_to_color) and keypoi
 from __future__ import annotations
 
 from cl_vision_nodes.dataio.synthetic import stereo_pair, texture
-from cl_vision_nodes.elas.colormap import (color_range, disparity_to_color, DisparityColorizer,
-                                           JET)
+from cl_vision_nodes.elas.colormap import color_range, disparity_to_color, DisparityColorizer, JET
 from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.errors import ImageFormatError, ParameterError

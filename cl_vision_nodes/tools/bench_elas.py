@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import argparse
 
+from cl_vision_nodes.benchmarks.frame_work import matching
+from cl_vision_nodes.benchmarks.timing import BenchRow, device_stages, format_rows, time_ms
 from cl_vision_nodes.camera.calibration import CameraCalibration
 from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.camera.rectify_maps import rectify_maps
@@ -45,7 +47,6 @@ from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.stereo.geometry import StereoGeometry
 from cl_vision_nodes.stereo.point_cloud import CloudLayout
 from cl_vision_nodes.stereo.reproject import DisparityMap, Reprojector
-from cl_vision_nodes.tools.bench_timing import BenchRow, device_stages, format_rows, time_ms
 import cv2
 import numpy as np
 
@@ -136,14 +137,6 @@ def opencv_raw_to_points(left, right):
         disparity = sgbm.compute(*rectified).astype(np.float32) / 16.0
         cv2.reprojectImageTo3D(disparity, q)
     return frame
-
-
-def matching(preset: str, left, right):
-    """For ``device_stages``: a matcher on the given runtime and its per-frame call."""
-    def prepare(runtime: ClRuntime):
-        matcher = ElasMatcher(runtime, PRESETS[preset])
-        return lambda: matcher.compute_gray(left, right)
-    return prepare
 
 
 def libelas(preset: str):

@@ -33,6 +33,8 @@ import json
 from pathlib import Path
 from typing import Callable, Mapping
 
+from cl_vision_nodes.benchmarks.frame_work import streaming
+from cl_vision_nodes.benchmarks.timing import BenchRow, device_stages, format_rows, time_ms
 from cl_vision_nodes.dataio.synthetic import flow_pair
 from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.flow.presets import DIS_PRESETS
@@ -41,7 +43,6 @@ from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.profiling import KernelTime
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
-from cl_vision_nodes.tools.bench_timing import BenchRow, device_stages, format_rows, time_ms
 import cv2
 
 SIZES = ((640, 480), (1280, 720))
@@ -124,16 +125,6 @@ def our_cases() -> list[tuple[str, str | None, Mapping[str, Value]]]:
         else:
             cases.append((method, None, {}))
     return cases
-
-
-def streaming(method: str, raws: list, params: Mapping[str, Value] | None = None):
-    """For a runtime: an estimator fed alternately with the two frames, one ``push`` a call."""
-    def prepare(runtime: ClRuntime) -> Callable[[], object]:
-        estimator = FlowEstimator(runtime, {**(params or {}), 'method': method})
-        frames = itertools.cycle(raws)
-        estimator.push(next(frames))
-        return lambda: estimator.push(next(frames), copy=False)  # as flow_node calls it
-    return prepare
 
 
 def run(device: str, repeats: int, sizes=SIZES) -> list[FlowRow]:

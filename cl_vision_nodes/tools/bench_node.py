@@ -67,24 +67,21 @@ import tempfile
 import time
 from typing import Callable
 
+from cl_vision_nodes.bags import layout
+from cl_vision_nodes.bags.datasets import Frame
+from cl_vision_nodes.benchmarks.frame_work import extraction, matching, streaming
+from cl_vision_nodes.benchmarks.scene import make_scene, Scene
+from cl_vision_nodes.benchmarks.timing import time_ms
 from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
+from cl_vision_nodes.processes.nodes import (LAYOUT_BINDINGS, node_environment, node_parameters,
+                                             NODE_SPECS, NodeProcess, NodeSpec, start_node,
+                                             stop_nodes, wired)
+from cl_vision_nodes.processes.transport_link import Link, Message, Series
 from cl_vision_nodes.ros.allocator import configure_allocator
 from cl_vision_nodes.schemas import PIPELINE_SCHEMA
-from cl_vision_nodes.tools import bag_layout as layout
-from cl_vision_nodes.tools.bag import typestore
-from cl_vision_nodes.tools.bench_elas import matching
-from cl_vision_nodes.tools.bench_flow import streaming
-from cl_vision_nodes.tools.bench_surf import extraction
-from cl_vision_nodes.tools.bench_timing import time_ms
-from cl_vision_nodes.tools.evaluation.nodes import (LAYOUT_BINDINGS, node_environment,
-                                                    node_parameters, NODE_SPECS, NodeProcess,
-                                                    NodeSpec, start_node, stop_nodes, wired)
-from cl_vision_nodes.tools.make_bag import Frame, MessageFactory, synthetic_stereo
-from cl_vision_nodes.tools.transport_link import Link, Message, Series
-import numpy as np
 
 FRAMES = 30
 WARMUP = 3
@@ -252,45 +249,6 @@ class NodeRow:
 
     def as_dict(self) -> dict:
         return {**asdict(self), 'floor_ms': self.floor_ms, 'overhead_ms': self.overhead_ms}
-
-
-@dataclass(frozen=True)
-class Scene:
-    """The two frames of one size and their input messages per node input topic."""
-
-    width: int
-    height: int
-    frames: list[Frame]
-    messages: list[dict[str, Message]]  # per frame: topic -> message
-    encoding: str = layout.IMAGE_ENCODING
-
-    @property
-    def size(self) -> str:
-        colour = '' if self.encoding == layout.IMAGE_ENCODING else f' {self.encoding}'
-        return f'{self.width}x{self.height}{colour}'
-
-    def inputs(self, spec: NodeSpec, frame: int, prefix: str = '') -> list[Message]:
-        return [Message(prefix + t, m.msgtype, m.data) for t, m in self.messages[frame].items()
-                if t in spec.inputs]
-
-
-def make_scene(width: int, height: int, encoding: str = layout.IMAGE_ENCODING) -> Scene:
-    """Render two frames of a stereo scene panning by 2 px, with camera infos, as CDR."""
-    dataset = synthetic_stereo(2, height, width, seed=0)
-    store = typestore()
-    factory = MessageFactory(store, dataset.camera)
-    frames = list(dataset.frames)
-    messages = []
-    for frame in frames:
-        msgs = dict(factory.frame_messages(frame, layout.START_NS))
-        if encoding != layout.IMAGE_ENCODING:  # the same views in colour
-            for topic, view, frame_id in ((layout.LEFT_IMAGE, frame.left, layout.LEFT_FRAME),
-                                          (layout.RIGHT_IMAGE, frame.right, layout.RIGHT_FRAME)):
-                msgs[topic] = factory.image(np.repeat(view[..., None], 3, axis=2), encoding,
-                                            layout.START_NS, frame_id)
-        messages.append({topic: Message(topic, layout.INPUT_TYPES[topic], bytes(
-            store.serialize_cdr(msg, layout.INPUT_TYPES[topic]))) for topic, msg in msgs.items()})
-    return Scene(width, height, frames, messages, encoding)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
+from cl_vision_nodes.benchmarks.timing import BenchRow, format_rows, time_ms
 from cl_vision_nodes.dataio.synthetic import stereo_pair
 from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.elas.presets import PRESETS
@@ -36,7 +37,6 @@ from cl_vision_nodes.imaging.device_image import DeviceImages
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.surf.extractor import SurfExtractor
-from cl_vision_nodes.tools.bench_timing import BenchRow, format_rows, time_ms
 import numpy as np
 
 Outputs = tuple[np.ndarray, np.ndarray, np.ndarray]  # disparity, flow, keypoint records

@@ -41,15 +41,14 @@ import random
 import tempfile
 import time
 
+from cl_vision_nodes.benchmarks.scene import make_scene
 from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.params import ParameterSchema, Value
+from cl_vision_nodes.processes.nodes import (LAYOUT_BINDINGS, node_environment, NodeProcess,
+                                             NodeSpec, start_node, stop_nodes, wired)
+from cl_vision_nodes.processes.transport_link import Link
 from cl_vision_nodes.ros.allocator import configure_allocator
 from cl_vision_nodes.schemas import NODE_SCHEMAS
-from cl_vision_nodes.tools.bench_node import make_scene
-from cl_vision_nodes.tools.evaluation.nodes import (LAYOUT_BINDINGS, node_environment,
-                                                    NodeProcess, NodeSpec, start_node,
-                                                    stop_nodes, wired)
-from cl_vision_nodes.tools.transport_link import Link
 
 SOAK_NODES = {'flow': 'flow_node', 'surf': 'surf_node', 'disparity': 'disparity_node',
               'rectify': 'rectify_node', 'convert': 'convert_node',

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import argparse
 
+from cl_vision_nodes.benchmarks.frame_work import extraction
+from cl_vision_nodes.benchmarks.timing import BenchRow, device_stages, format_rows, time_ms
 from cl_vision_nodes.dataio.formats import read_image
 from cl_vision_nodes.dataio.synthetic import texture
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.surf.extractor import SurfExtractor
-from cl_vision_nodes.tools.bench_timing import BenchRow, device_stages, format_rows, time_ms
 import cv2
 import numpy as np
 
@@ -41,14 +42,6 @@ def frame(width: int, height: int, image_path: str | None) -> np.ndarray:
     if image_path:
         return cv2.resize(read_image(image_path), (width, height), interpolation=cv2.INTER_AREA)
     return texture(height, width, seed=0).astype(np.uint8)
-
-
-def extraction(params: dict, raw):
-    """For ``device_stages``: an extractor on the given runtime and its per-frame call."""
-    def prepare(runtime: ClRuntime):
-        extractor = SurfExtractor(runtime, params)
-        return lambda: extractor.detect_and_describe(raw)
-    return prepare
 
 
 def run(device: str, repeats: int, image_path: str | None, sizes=SIZES) -> list[BenchRow]:

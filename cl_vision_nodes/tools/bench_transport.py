@@ -33,13 +33,13 @@ import random
 import tempfile
 import xml.etree.ElementTree as ET
 
+from cl_vision_nodes.bags.datasets import MessageFactory
+from cl_vision_nodes.bags.layout import IMAGE_TYPE, StereoCamera
+from cl_vision_nodes.bags.storage import typestore
 from cl_vision_nodes.errors import CLVisionError
+from cl_vision_nodes.processes.nodes import node_environment
+from cl_vision_nodes.processes.transport_link import FIRST_STAMP_NS, Link, Message
 from cl_vision_nodes.ros.dds_profile import profile_environment, profile_path, PROFILE_VARIABLES
-from cl_vision_nodes.tools.bag import typestore
-from cl_vision_nodes.tools.bag_layout import IMAGE_TYPE, StereoCamera
-from cl_vision_nodes.tools.evaluation.nodes import node_environment
-from cl_vision_nodes.tools.make_bag import MessageFactory
-from cl_vision_nodes.tools.transport_link import FIRST_STAMP_NS, Link, Message
 import numpy as np
 
 ENCODING_ARRAYS = {'32FC2': (2, np.float32), 'bgr8': (3, np.uint8), 'mono8': (1, np.uint8),

@@ -26,13 +26,12 @@ from typing import Callable, NoReturn, Sequence
 
 from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.opencl.devices import list_devices, select_device
+from cl_vision_nodes.processes.child_processes import guarded
 from cl_vision_nodes.ros.allocator import configure_allocator
-from cl_vision_nodes.tools import (demo, disparity_cli, doctor, flow_cli, make_bag, rectify_cli,
-                                   replay, surf_cli, tune_cli)
-from cl_vision_nodes.tools.child_processes import guarded
+from cl_vision_nodes.tools import (demo, disparity_cli, doctor, eval_cli, flow_cli, make_bag,
+                                   rectify_cli, replay, surf_cli, tune_cli)
 from cl_vision_nodes.tools.cli_common import (add_device_option, integer_in, output_file,
                                               positive_number)
-from cl_vision_nodes.tools.evaluation import command as evaluate
 
 EXIT_BAD_INPUT = 2
 
@@ -190,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo.add_parser(sub)
     doctor.add_parser(sub)
-    evaluate.add_parser(sub)
+    eval_cli.add_parser(sub)
     flow_cli.add_parser(sub)
     make_bag.add_parser(sub)
     replay.add_parser(sub)

@@ -28,10 +28,10 @@ import argparse
 from pathlib import Path
 import time
 
-from cl_vision_nodes.tools import make_bag
-from cl_vision_nodes.tools.child_processes import guarded
+from cl_vision_nodes.bags.datasets import motorcycle, write_bag
+from cl_vision_nodes.evaluation.one_bag import EvalOptions, evaluate
+from cl_vision_nodes.processes.child_processes import guarded
 from cl_vision_nodes.tools.cli_common import integer_in, output_folder, positive_number
-from cl_vision_nodes.tools.evaluation import command as evaluate
 
 DEMO_FRAMES = 12
 DEMO_SIZE = (240, 320)  # small enough for PoCL on two cores in about a minute; disparity <= 63
@@ -49,12 +49,10 @@ def demonstrate(args: argparse.Namespace) -> int:
     height, width = DEMO_SIZE
     print(f'rendering the Middlebury Motorcycle drive, {args.frames} {width}x{height} stereo '
           f'frames with ground truth -> {out / "input_bag"}', flush=True)
-    dataset = make_bag.motorcycle(args.frames, height, width)
-    make_bag.write_bag(dataset, out / 'input_bag', 'mcap', rate=10.0)
-    eval_args = argparse.Namespace(
-        bag=str(out / 'input_bag'), out=str(out), nodes=None, device=args.device,
-        param=list(DEMO_PARAMS), timeout=args.timeout, domain_id=None, status_lines=True)
-    code = evaluate.run(eval_args)
+    dataset = motorcycle(args.frames, height, width)
+    write_bag(dataset, out / 'input_bag', 'mcap', rate=10.0)
+    code = evaluate(EvalOptions(out / 'input_bag', out, device=args.device,
+                                param=list(DEMO_PARAMS), timeout=args.timeout, status_lines=True))
     print(f'demo outputs: {out.resolve()} (report.md, report.json, bag/, input_bag/, PNGs)')
     return code
 

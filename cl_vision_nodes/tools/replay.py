@@ -35,9 +35,9 @@ import threading
 import time
 from typing import Any, Iterator
 
+from cl_vision_nodes.bags.storage import Bag, BagMessage, COMPRESSED_TYPE, message_class, TRANSPORT
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
 from cl_vision_nodes.ros.stop_signals import StopSignals
-from cl_vision_nodes.tools.bag import Bag, BagMessage, COMPRESSED_TYPE, message_class, TRANSPORT
 from cl_vision_nodes.tools.cli_common import non_negative_number, positive_number
 
 REPLAY_DEPTH = 100

@@ -42,6 +42,10 @@ from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.errors import CLVisionError, ParameterError
+from cl_vision_nodes.evaluation.player import mean
+from cl_vision_nodes.evaluation.quality_scorers import (DisparityQuality, FlowQuality,
+                                                        SequenceMemory, SurfQuality)
+from cl_vision_nodes.evaluation.scorers import disparity_errors
 from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.flow.metrics import flow_errors
 from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages
@@ -52,10 +56,6 @@ from cl_vision_nodes.schemas import CAPABILITIES
 from cl_vision_nodes.surf.evaluation import pair_scores
 from cl_vision_nodes.surf.extractor import SurfExtractor
 from cl_vision_nodes.surf.keypoints import Keypoints
-from cl_vision_nodes.tools.evaluation.player import mean
-from cl_vision_nodes.tools.evaluation.quality_scorers import (DisparityQuality, FlowQuality,
-                                                              SequenceMemory, SurfQuality)
-from cl_vision_nodes.tools.evaluation.scorers import disparity_errors
 from cl_vision_nodes.tuning.frames import Frame, TuneFrames
 from cl_vision_nodes.tuning.space import node_schema
 import numpy as np

@@ -27,12 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cl_vision_nodes.bags import layout
+from cl_vision_nodes.bags.storage import Bag
 from cl_vision_nodes.errors import DataFormatError
+from cl_vision_nodes.evaluation.cameras import find_cameras
+from cl_vision_nodes.evaluation.frames import BagFrame, read_frames, Selection
 from cl_vision_nodes.imaging.encodings import RawImage, to_gray_reference
-from cl_vision_nodes.tools import bag_layout as layout
-from cl_vision_nodes.tools.bag import Bag
-from cl_vision_nodes.tools.evaluation.cameras import find_cameras
-from cl_vision_nodes.tools.evaluation.frames import BagFrame, read_frames, Selection
 import numpy as np
 
 MIN_PART_FRAMES = 2

@@ -26,10 +26,10 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping, Sequence
 
 from cl_vision_nodes.elas.colormap import disparity_to_color
+from cl_vision_nodes.evaluation.strip import spread, STRIP_FRAMES
 from cl_vision_nodes.flow.colorwheel import flow_to_color
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.surf.draw import draw_keypoints
-from cl_vision_nodes.tools.evaluation.strip import spread, STRIP_FRAMES
 import numpy as np
 
 TITLES = {'disparity': 'disparity', 'flow': 'flow', 'surf': 'keypoints'}

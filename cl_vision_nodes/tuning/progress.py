@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from typing import Callable, TextIO
 
-from cl_vision_nodes.tools.progress_bar import bar, duration, StatusLine
+from cl_vision_nodes.evaluation.progress_bar import bar, duration, StatusLine
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 

@@ -40,7 +40,7 @@ from typing import Any, Mapping
 
 from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.params import Value
-from cl_vision_nodes.tools.ray_cluster import connect, slots
+from cl_vision_nodes.processes.ray_cluster import connect, slots
 from cl_vision_nodes.tuning.evaluator import Evaluator, TrialResult
 from cl_vision_nodes.tuning.frames import load_frames, TuneFrames
 

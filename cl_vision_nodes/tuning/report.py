@@ -32,8 +32,8 @@ from typing import Mapping, TYPE_CHECKING
 import warnings
 
 from cl_vision_nodes.dataio.formats import write_png
+from cl_vision_nodes.evaluation.strip import compose
 from cl_vision_nodes.params import Value
-from cl_vision_nodes.tools.evaluation.strip import compose
 from cl_vision_nodes.tuning.pictures import drawn_pair, StripAnswers, TITLES
 import numpy as np
 import optuna

@@ -13,11 +13,9 @@
 # limitations under the License.
 
 """
-`cl-vision eval`: the nodes as ROS processes on a rosbag2, played in lockstep, scored, reported.
+Processes the tools start and talk to: ROS nodes, the transport link, Ray's workers.
 
-By concern: ``frames`` (a bag's frames by stamp), ``cameras`` (which topics are the camera),
-``nodes`` (node processes and their topics), ``player`` (lockstep playback and recording),
-``scorers`` (accuracy against ground truth), ``quality_scorers`` (quality without it),
-``strip`` (the picture strip), ``report`` (report.json, report.md, pictures), ``compare``
-(``--compare``: two runs side by side) and ``command`` (the command line).
+``child_processes`` (none outlives the tool), ``nodes`` (node processes: topics, parameters,
+start and stop), ``transport_link`` (a publisher and a subscriber process around DDS or a
+node), ``ray_cluster`` (a Ray cluster's connection and slots).
 """

@@ -16,7 +16,7 @@
 """
 A transport link: a publisher process and a subscriber process, DDS (or a node) between them.
 
-The publisher and the subscriber (``python -m cl_vision_nodes.tools.transport_link
+The publisher and the subscriber (``python -m cl_vision_nodes.processes.transport_link
 publish|subscribe``) are driven by the calling process over their stdin and stdout. The
 publisher sends named sets of stored CDR messages, each set under one fresh header stamp; the
 subscriber takes every message raw (no Python deserialisation) and reports each arrival. The
@@ -48,12 +48,12 @@ import threading
 import time
 from typing import Sequence
 
+from cl_vision_nodes.bags.storage import message_class
 from cl_vision_nodes.errors import CLVisionError
+from cl_vision_nodes.processes import child_processes
 from cl_vision_nodes.ros.allocator import configure_allocator, SETTINGS
 from cl_vision_nodes.ros.cdr import read_stamp, with_stamp
 from cl_vision_nodes.ros.dds_profile import PROFILE_VARIABLES, use_large_image_profile
-from cl_vision_nodes.tools import child_processes
-from cl_vision_nodes.tools.bag import message_class
 import numpy as np
 
 # rclpy is imported inside the functions that use it: tools import without ROS (test_layers).

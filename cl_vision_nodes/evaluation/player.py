@@ -35,16 +35,15 @@ from pathlib import Path
 import time
 from typing import Any, Iterable, Iterator, Protocol
 
+from cl_vision_nodes.bags import layout
+from cl_vision_nodes.bags.storage import BagWriter, message_class, open_writer
 from cl_vision_nodes.errors import CLVisionError
+from cl_vision_nodes.evaluation.frames import BagFrame, CAMERA_INFO_TYPE, deserialize
+from cl_vision_nodes.evaluation.progress_bar import bar, StatusLine
 from cl_vision_nodes.params import Value
+from cl_vision_nodes.processes.nodes import NodeProcess, NodeSpec, start_node, stop_nodes
 from cl_vision_nodes.ros.cdr import read_stamp
 from cl_vision_nodes.ros.dds_profile import use_large_image_profile
-from cl_vision_nodes.tools import bag_layout as layout
-from cl_vision_nodes.tools.bag import BagWriter, message_class, open_writer
-from cl_vision_nodes.tools.evaluation.frames import BagFrame, CAMERA_INFO_TYPE, deserialize
-from cl_vision_nodes.tools.evaluation.nodes import (NodeProcess, NodeSpec, start_node,
-                                                    stop_nodes)
-from cl_vision_nodes.tools.progress_bar import bar, StatusLine
 import numpy as np
 
 # rclpy is imported inside the functions that use it: tools import without ROS (test_layers).

@@ -29,9 +29,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cl_vision_nodes.tools.evaluation.compare import SECTIONS
-from cl_vision_nodes.tools.evaluation.report import (ACCURACY_COLUMNS, fmt, json_ready,
-                                                     QUALITY_COLUMNS)
+from cl_vision_nodes.evaluation.compare import SECTIONS
+from cl_vision_nodes.evaluation.report import ACCURACY_COLUMNS, fmt, json_ready, QUALITY_COLUMNS
 
 COUNTS = ('frames_due', 'answered', 'dropped')
 COLUMNS = {'accuracy': ACCURACY_COLUMNS, 'quality': QUALITY_COLUMNS}

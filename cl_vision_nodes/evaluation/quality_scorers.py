@@ -16,7 +16,7 @@
 Quality of each node's answers without ground truth, per frame, as eval records them.
 
 A robot's bag has no truth, so eval scores the answers against the inputs and against each other
-with ``tools.quality``'s measures (its docstring says what each one means):
+with ``evaluation.quality``'s measures (its docstring says what each one means):
 
 - flow: photometric error of frame t-1 mapped onto frame t by the answer (beside the unwarped
   difference), and forward-backward consistency against a backward flow t -> t-1 that eval
@@ -46,17 +46,16 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
+from cl_vision_nodes.evaluation import quality
+from cl_vision_nodes.evaluation.frames import BagFrame, deserialize, image_array, message_image
+from cl_vision_nodes.evaluation.player import mean, Scorer
+from cl_vision_nodes.evaluation.scorers import CLOUD_TYPE, DISPARITY_TYPE, SCORERS
 from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, Value
 from cl_vision_nodes.surf.keypoints import Keypoints
-from cl_vision_nodes.tools import quality
-from cl_vision_nodes.tools.evaluation.frames import (BagFrame, deserialize, image_array,
-                                                     message_image)
-from cl_vision_nodes.tools.evaluation.player import mean, Scorer
-from cl_vision_nodes.tools.evaluation.scorers import CLOUD_TYPE, DISPARITY_TYPE, SCORERS
 import numpy as np
 
 TOLERANCE_PX = 1.0

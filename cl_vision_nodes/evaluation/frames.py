@@ -32,11 +32,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from cl_vision_nodes.bags import layout
+from cl_vision_nodes.bags.storage import Bag, COMPRESSED_TYPE, typestore
 from cl_vision_nodes.dataio.compressed import decode_compressed
 from cl_vision_nodes.imaging.encodings import raw_to_array, RawImage, to_gray_reference
 from cl_vision_nodes.ros.cdr import parse_compressed_image, parse_image, read_stamp, with_stamp
-from cl_vision_nodes.tools import bag_layout as layout
-from cl_vision_nodes.tools.bag import Bag, COMPRESSED_TYPE, typestore
 import numpy as np
 
 LOOKAHEAD_FRAMES = 2

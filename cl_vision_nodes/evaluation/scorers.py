@@ -26,16 +26,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from cl_vision_nodes.bags import layout
 from cl_vision_nodes.dataio.formats import write_png
 from cl_vision_nodes.elas.colormap import disparity_to_color
 from cl_vision_nodes.elas.metrics import bad_pixel_errors, d1_errors
+from cl_vision_nodes.evaluation.frames import BagFrame, deserialize, image_array, message_image
+from cl_vision_nodes.evaluation.player import mean, Scorer
 from cl_vision_nodes.flow.colorwheel import flow_to_color
 from cl_vision_nodes.flow.metrics import flow_errors
 from cl_vision_nodes.surf.evaluation import pair_scores
-from cl_vision_nodes.tools import bag_layout as layout
-from cl_vision_nodes.tools.evaluation.frames import (BagFrame, deserialize, image_array,
-                                                     message_image)
-from cl_vision_nodes.tools.evaluation.player import mean, Scorer
 import numpy as np
 
 BAD_PIXELS = 2.0  # the report's bad-N, beside KITTI's D1

@@ -31,15 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
+from cl_vision_nodes.bags.storage import Bag, topic_counts
 from cl_vision_nodes.dataio.formats import write_png
 from cl_vision_nodes.elas.colormap import disparity_to_color
+from cl_vision_nodes.evaluation.frames import deserialize, image_array, message_image, raw_image
 from cl_vision_nodes.flow.colorwheel import flow_to_color
 from cl_vision_nodes.imaging.encodings import to_gray_reference
 from cl_vision_nodes.ros.cdr import read_stamp
 from cl_vision_nodes.surf.draw import draw_keypoints
-from cl_vision_nodes.tools.bag import Bag, topic_counts
-from cl_vision_nodes.tools.evaluation.frames import (deserialize, image_array, message_image,
-                                                     raw_image)
 import cv2
 import numpy as np
 

@@ -18,29 +18,28 @@
 One Ray task per bag, each asking for one GPU, or one CPU slot on a cluster without GPUs
 (ray_cluster.py): Ray's scheduler runs as many bags at once as the cluster has such slots. A
 task gets its bag's files through Ray's object store (no shared file system needed), evaluates
-it with eval's own code (bag_folder.evaluate_one) in a temporary folder of its machine and sends
-the eval folder back, written to OUT/<bag> here. Bags played at the same time on one machine
-must not hear each other's nodes over DDS: each bag runs on a ROS domain of its own
-(bag_folder.domain_id). A task whose worker dies (killed, out
-of memory) is retried once, then its row in the report says so.
+it with the per-bag function it is given (one_bag.evaluate, run by bag_folder.evaluate_one) in a
+temporary folder of its machine and sends the eval folder back, written to OUT/<bag> here. Bags
+played at the same time on one machine must not hear each other's nodes over DDS: each bag runs
+on a ROS domain of its own (bag_folder.domain_id). A task whose worker dies (killed, out of
+memory) is retried once, then its row in the report says so.
 """
 from __future__ import annotations
 
-import argparse
+from dataclasses import replace
 import json
 from pathlib import Path
 import tempfile
 
-from cl_vision_nodes.tools.evaluation.bag_folder import (bag_arguments, domain_id, evaluate_one,
-                                                         first_domain, result_of)
-from cl_vision_nodes.tools.evaluation.combined import BagResult
-from cl_vision_nodes.tools.evaluation.compare import load_report, REPORT
-from cl_vision_nodes.tools.evaluation.report import markdown
-from cl_vision_nodes.tools.ray_cluster import connect, slots
+from cl_vision_nodes.evaluation.bag_folder import (domain_id, Evaluate, evaluate_one, first_domain,
+                                                   for_bag, result_of)
+from cl_vision_nodes.evaluation.combined import BagResult
+from cl_vision_nodes.evaluation.compare import load_report, REPORT
+from cl_vision_nodes.evaluation.one_bag import EvalOptions
+from cl_vision_nodes.evaluation.report import markdown
+from cl_vision_nodes.processes.ray_cluster import connect, slots
 
 WORKER_RETRIES = 1
-LOCAL_ONLY = ('bag', 'out', 'ray', 'run')
-"""Options that stay on this machine: the paths are the worker's own, and no cluster there."""
 
 
 def folder_files(folder: Path) -> dict[str, bytes]:
@@ -64,7 +63,7 @@ def relocate(out: Path, bag: Path) -> None:
     (out / 'report.md').write_text(markdown(report))
 
 
-def evaluate_remotely(options: dict, bag_files: dict[str, bytes],
+def evaluate_remotely(evaluate: Evaluate, options: EvalOptions, bag_files: dict[str, bytes],
                       domain: int) -> tuple[str | None, dict[str, bytes]]:
     """
     Evaluate one bag on a Ray worker (a Ray task); return its error, if any, and eval folder.
@@ -74,25 +73,27 @@ def evaluate_remotely(options: dict, bag_files: dict[str, bytes],
     with tempfile.TemporaryDirectory(prefix='cl_vision_eval_') as tmp:
         bag, out = Path(tmp) / 'bag', Path(tmp) / 'out'
         write_files(bag, bag_files)
-        args = bag_arguments(argparse.Namespace(**options, status_lines=True), bag, out, domain)
-        _, error = evaluate_one(args)
+        _, error = evaluate_one(evaluate, for_bag(replace(options, status_lines=True), bag, out,
+                                                  domain))
         return error, ({} if error else folder_files(out))
 
 
-def evaluate_on_ray(args: argparse.Namespace,
-                    bags: dict[str, tuple[Path, Path]]) -> list[BagResult]:
-    """Evaluate the bags (name -> (bag, eval folder)) on the cluster at ``args.ray``."""
-    ray, connected = connect(args.ray)
+def evaluate_on_ray(evaluate: Evaluate, options: EvalOptions, bags: dict[str, tuple[Path, Path]],
+                    address: str) -> list[BagResult]:
+    """
+    Evaluate the bags (name -> (bag, eval folder)) on the cluster at ``address``.
+
+    The paths in ``options`` are this machine's: each worker gets its own (``for_bag``).
+    """
+    ray, connected = connect(address)
     try:
         cluster = slots(ray)
-        print(f'cl-vision eval: Ray cluster at {args.ray}: {cluster}, one bag on each',
+        print(f'cl-vision eval: Ray cluster at {address}: {cluster}, one bag on each',
               flush=True)
         task = ray.remote(evaluate_remotely).options(max_retries=WORKER_RETRIES,
                                                      **cluster.resources)
-        options = {k: v for k, v in vars(args).items()
-                   if k not in (*LOCAL_ONLY, 'status_lines')}
-        first = first_domain(args)
-        futures = {name: task.remote(options, folder_files(bag), domain_id(first, index))
+        first = first_domain(options)
+        futures = {name: task.remote(evaluate, options, folder_files(bag), domain_id(first, index))
                    for index, (name, (bag, _)) in enumerate(bags.items())}
         results = []
         for name, future in futures.items():

@@ -31,13 +31,13 @@ import math
 from pathlib import Path
 from typing import Any
 
+from cl_vision_nodes.bags.storage import Bag, topic_counts
 from cl_vision_nodes.dataio.formats import write_png
+from cl_vision_nodes.evaluation.frames import CAMERA_INFO_TYPE, image_array, IMAGE_TYPES
+from cl_vision_nodes.evaluation.player import NodeRun
+from cl_vision_nodes.evaluation.strip import StripTopics, write_strip
 from cl_vision_nodes.ros.cdr import read_stamp
 from cl_vision_nodes.ros.frame_stats import STAGES
-from cl_vision_nodes.tools.bag import Bag, topic_counts
-from cl_vision_nodes.tools.evaluation.frames import CAMERA_INFO_TYPE, image_array, IMAGE_TYPES
-from cl_vision_nodes.tools.evaluation.player import NodeRun
-from cl_vision_nodes.tools.evaluation.strip import StripTopics, write_strip
 import numpy as np
 
 
@@ -158,9 +158,9 @@ QUALITY_COLUMNS = {
                   ('static_coverage', 'static share')],
 }
 QUALITY_NOTE = (
-    'Without ground truth (tools/quality.py), per frame and averaged. Flow: grey-level error of '
-    'the previous frame mapped onto the frame by the answer, beside the same without motion '
-    "(unwarped), and forward-backward consistency against eval's own backward flow (same "
+    'Without ground truth (evaluation/quality.py), per frame and averaged. Flow: grey-level '
+    'error of the previous frame mapped onto the frame by the answer, beside the same without '
+    "motion (unwarped), and forward-backward consistency against eval's own backward flow (same "
     'method and parameters; consistent: within 1 px). SURF, between consecutive frames: '
     'ratio-test matches a RANSAC fundamental matrix keeps, over the smaller keypoint count, and '
     "repeatability under the flow (the flow node's answer, else the library's). Disparity: "

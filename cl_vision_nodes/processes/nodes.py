@@ -38,16 +38,16 @@ import sys
 from typing import Any, Iterator, Mapping
 
 import cl_vision_nodes
+from cl_vision_nodes.bags import layout
+from cl_vision_nodes.bags.storage import TRANSPORT
 from cl_vision_nodes.camera.schema import RECTIFY_SCHEMA
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.errors import CLVisionError, DataFormatError, ParameterError
+from cl_vision_nodes.evaluation.cameras import Cameras
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.params import ParameterSchema, Value
+from cl_vision_nodes.processes import child_processes
 from cl_vision_nodes.surf.schema import SURF_SCHEMA
-from cl_vision_nodes.tools import bag_layout as layout
-from cl_vision_nodes.tools import child_processes
-from cl_vision_nodes.tools.bag import TRANSPORT
-from cl_vision_nodes.tools.evaluation.cameras import Cameras
 import yaml
 
 STOP_TIMEOUT_S = 15.0
