@@ -207,7 +207,7 @@ def test_only_the_ros_layer_imports_ros_at_module_level(path: Path) -> None:
 
 
 def package_imports(path: Path) -> set[str]:
-    """The package's modules that ``path`` imports, at module level or inside functions."""
+    """Return the package's modules that ``path`` imports, at module level or in functions."""
     here = module_name(path).split('.')
     package = here if path.name == '__init__.py' else here[:-1]
     found = set()

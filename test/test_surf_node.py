@@ -24,12 +24,13 @@ import itertools
 
 from cl_vision_nodes.dataio.synthetic import texture
 from cl_vision_nodes.opencl.runtime import ClRuntime
-from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array, cloud_to_keypoints
+from cl_vision_nodes.ros.keypoint_cloud import (cloud_to_array, cloud_to_keypoints,
+                                                POINT_FIELD_TYPES)
 from cl_vision_nodes.surf.extractor import SurfExtractor
 import numpy as np
 import pytest
 from rosutil import image_to_numpy, NodeProcess, numpy_to_image, publish_until_answered, RosHarness
-from sensor_msgs.msg import Image, PointCloud2
+from sensor_msgs.msg import Image, PointCloud2, PointField
 
 pytestmark = pytest.mark.ros
 
@@ -136,3 +137,11 @@ def test_bad_frame_is_skipped(ros, node):
             break
     assert 'two-channel field' in proc.output()
     assert len(cloud_to_array(ask(ros, node, tagged(IMAGE, 'k4')))) > 20 and proc.alive()
+
+
+def test_the_cloud_field_types_are_the_point_field_constants():
+    """keypoint_cloud imports no ROS: its datatype codes are sensor_msgs/PointField's own."""
+    constants = {PointField.INT8: 'i1', PointField.UINT8: 'u1', PointField.INT16: 'i2',
+                 PointField.UINT16: 'u2', PointField.INT32: 'i4', PointField.UINT32: 'u4',
+                 PointField.FLOAT32: 'f4', PointField.FLOAT64: 'f8'}
+    assert POINT_FIELD_TYPES == constants

@@ -124,6 +124,10 @@ class BagFrame:
     def array(self, topic: str) -> np.ndarray:
         return raw_to_array(self.raw(topic))
 
+    def homography(self) -> np.ndarray:
+        """Return the ground-truth homography of this frame (first frame -> this one), 3x3."""
+        return np.asarray(self.decode(layout.GT_HOMOGRAPHY).data, np.float64).reshape(3, 3)
+
     def gray(self, topic: str) -> np.ndarray:
         """Return image ``topic`` as float32 gray 0..255, as the nodes' decoder sees it."""
         return to_gray_reference(self.raw(topic))

@@ -55,6 +55,7 @@ from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, Value
+from cl_vision_nodes.ros.keypoint_cloud import cloud_to_keypoints
 from cl_vision_nodes.surf.keypoints import Keypoints
 import numpy as np
 
@@ -304,8 +305,6 @@ class SurfQuality:
 
     def add(self, frame: BagFrame, answer: bytes, size: tuple[int, int]) -> None:
         """Score the SURF node's answer (serialized PointCloud2 of keypoints) to a played frame."""
-        # keypoint_cloud imports sensor_msgs: tools import without ROS (test_layers).
-        from cl_vision_nodes.ros.keypoint_cloud import cloud_to_keypoints
         self.score(frame.index, self.memory.see_frame(frame),
                    cloud_to_keypoints(deserialize(answer, CLOUD_TYPE)))
 

@@ -34,6 +34,7 @@ from cl_vision_nodes.evaluation.frames import BagFrame, deserialize, image_array
 from cl_vision_nodes.evaluation.player import mean, Scorer
 from cl_vision_nodes.flow.colorwheel import flow_to_color
 from cl_vision_nodes.flow.metrics import flow_errors
+from cl_vision_nodes.ros.keypoint_cloud import cloud_to_keypoints
 from cl_vision_nodes.surf.evaluation import pair_scores
 import numpy as np
 
@@ -145,12 +146,10 @@ class SurfScorer:
         self.reference: tuple[Any, np.ndarray, tuple[int, int]] | None = None
 
     def add(self, frame: BagFrame, answer: bytes, size: tuple[int, int]) -> None:
-        # keypoint_cloud imports sensor_msgs: tools import without ROS (test_layers).
-        from cl_vision_nodes.ros.keypoint_cloud import cloud_to_keypoints
         keypoints = cloud_to_keypoints(deserialize(answer, CLOUD_TYPE))
         row: dict[str, Any] = {'frame': frame.index, 'keypoints': len(keypoints)}
         if layout.GT_HOMOGRAPHY in frame.messages:
-            h = np.asarray(frame.decode(layout.GT_HOMOGRAPHY).data, np.float64).reshape(3, 3)
+            h = frame.homography()
             if self.reference is None:
                 self.reference = (keypoints, h, size)
             else:

@@ -38,6 +38,7 @@ from cl_vision_nodes.evaluation.frames import deserialize, image_array, message_
 from cl_vision_nodes.flow.colorwheel import flow_to_color
 from cl_vision_nodes.imaging.encodings import to_gray_reference
 from cl_vision_nodes.ros.cdr import read_stamp
+from cl_vision_nodes.ros.keypoint_cloud import cloud_to_keypoints
 from cl_vision_nodes.surf.draw import draw_keypoints
 import cv2
 import numpy as np
@@ -123,8 +124,6 @@ def _drawn_disparity(data: bytes, gray: np.ndarray) -> tuple[np.ndarray, str]:
 
 
 def _drawn_keypoints(data: bytes, gray: np.ndarray) -> tuple[np.ndarray, str]:
-    # keypoint_cloud imports sensor_msgs: tools import without ROS (test_layers).
-    from cl_vision_nodes.ros.keypoint_cloud import cloud_to_keypoints
     keypoints = cloud_to_keypoints(deserialize(data, 'sensor_msgs/msg/PointCloud2'))
     return draw_keypoints(gray, keypoints), f'{len(keypoints)}, drawn'
 

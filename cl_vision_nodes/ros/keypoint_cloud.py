@@ -18,34 +18,46 @@ SURF keypoints in sensor_msgs/PointCloud2 (one point per keypoint, DESIGN.md lay
 Fields: x, y, size, angle (degrees), response (float32), octave (int32), laplacian (int8),
 descriptor (float32, count 64 or 128), little-endian, height 1. ``cloud_to_array`` is the
 decoder for consumers: it reads any PointCloud2 with these fields (whatever their offsets) into
-a NumPy structured array without copying the data.
+a NumPy structured array without copying the data, from rclpy or from a bag (rosbags), so this
+module imports no ROS: eval and tune read the clouds of a bag where ROS is not installed.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 from cl_vision_nodes.errors import ImageFormatError
 from cl_vision_nodes.surf.keypoints import Keypoints
 import numpy as np
-from sensor_msgs.msg import PointCloud2, PointField
 
-POINT_FIELD_TYPES = {PointField.INT8: 'i1', PointField.UINT8: 'u1', PointField.INT16: 'i2',
-                     PointField.UINT16: 'u2', PointField.INT32: 'i4', PointField.UINT32: 'u4',
-                     PointField.FLOAT32: 'f4', PointField.FLOAT64: 'f8'}
+POINT_FIELD_TYPES = {1: 'i1', 2: 'u1', 3: 'i2', 4: 'u2', 5: 'i4', 6: 'u4', 7: 'f4', 8: 'f8'}
+"""sensor_msgs/PointField's datatype constants (INT8 .. FLOAT64) -> NumPy type codes."""
 NUMPY_TO_POINT_FIELD = {np.dtype(code).newbyteorder('<').str.lstrip('<|'): datatype
                         for datatype, code in POINT_FIELD_TYPES.items()}
 
 
-def point_fields(dtype: np.dtype) -> list[PointField]:
-    """Return the PointFields of a structured point dtype (names, offsets, types, counts)."""
+@dataclass(frozen=True)
+class CloudField:
+    """One field of a PointCloud2 as ``cdr.cloud_framing`` writes it (a PointField's members)."""
+
+    name: str
+    offset: int
+    datatype: int
+    count: int
+
+
+def point_fields(dtype: np.dtype) -> list[CloudField]:
+    """Return the PointCloud2 fields of a structured dtype (names, offsets, types, counts)."""
     fields = []
     for name in dtype.names:
         sub, offset = dtype.fields[name][:2]
         base, count = (sub.base, int(np.prod(sub.shape))) if sub.shape else (sub, 1)
-        fields.append(PointField(name=name, offset=offset, count=count,
-                                 datatype=NUMPY_TO_POINT_FIELD[base.str.lstrip('<|')]))
+        fields.append(CloudField(name, offset, NUMPY_TO_POINT_FIELD[base.str.lstrip('<|')],
+                                 count))
     return fields
 
 
-def cloud_to_array(msg: PointCloud2) -> np.ndarray:
+def cloud_to_array(msg: Any) -> np.ndarray:
     """Return the cloud's points as a structured array, one field per PointField (zero copy)."""
     order = '>' if msg.is_bigendian else '<'
     names, formats, offsets = [], [], []
@@ -66,5 +78,5 @@ def cloud_to_array(msg: PointCloud2) -> np.ndarray:
     return np.frombuffer(msg.data, dtype, count=count)
 
 
-def cloud_to_keypoints(msg: PointCloud2) -> Keypoints:
+def cloud_to_keypoints(msg: Any) -> Keypoints:
     return Keypoints.from_structured(cloud_to_array(msg))

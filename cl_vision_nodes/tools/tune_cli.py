@@ -33,8 +33,12 @@ import sys
 from typing import Any, Mapping
 
 from cl_vision_nodes.errors import ParameterError
+from cl_vision_nodes.flow.schema import resolve_method
+from cl_vision_nodes.opencl.devices import list_devices, resolve_spec, select_device
 from cl_vision_nodes.tools import tune_apply
 from cl_vision_nodes.tools.cli_common import add_device_option, integer_in, output_folder
+from cl_vision_nodes.tuning.frames import load_frames
+from cl_vision_nodes.tuning.pictures import strip_answers
 
 EXIT_INTERRUPTED = 130
 
@@ -46,7 +50,6 @@ def worker_devices(device: str, workers: int) -> list[str]:
     ``auto`` spreads them over the machine's GPUs (several workers share one when there are
     fewer GPUs); anything else (or a machine without a GPU) puts every worker on that device.
     """
-    from cl_vision_nodes.opencl.devices import list_devices, resolve_spec, select_device
     request = resolve_spec(device)
     gpus = [e.index for e in list_devices() if e.is_gpu] if request == 'auto' else []
     if not gpus:
@@ -56,8 +59,6 @@ def worker_devices(device: str, workers: int) -> list[str]:
 
 def flow_method(node: str, start: Mapping[str, Any], device: str) -> str | None:
     """Return the flow method the trials run (``auto`` resolved on ``device``), None without."""
-    from cl_vision_nodes.flow.schema import resolve_method
-    from cl_vision_nodes.opencl.devices import resolve_spec, select_device
     key = {'flow': 'method', 'vision_pipeline': 'flow.method'}.get(node)
     if key is None:
         return None
@@ -145,10 +146,9 @@ def run(args: argparse.Namespace) -> int:
     if args.bag is None or args.node is None or args.out is None:
         raise ParameterError('tune needs BAG, --node and --out (or --apply NODE_NAME to set a '
                              "tune's values on a running node)")
+    # optuna (optional: `cl-vision` runs without it) comes in with these
     from cl_vision_nodes.tuning.evaluator import Evaluator
-    from cl_vision_nodes.tuning.frames import load_frames
     from cl_vision_nodes.tuning.output import write_params
-    from cl_vision_nodes.tuning.pictures import strip_answers
     from cl_vision_nodes.tuning.pool import InProcessPool
     from cl_vision_nodes.tuning.report import write_report
     from cl_vision_nodes.tuning.space import node_schema, parse_params, search_space

@@ -72,12 +72,6 @@ class TuneFrames:
         return self.tuning if name == 'tuning' else self.held_out
 
 
-def _homography(data: bytes) -> np.ndarray:
-    from rosbags.typesys import get_typestore, Stores
-    msg = get_typestore(Stores.ROS2_KILTED).deserialize_cdr(data, layout.HOMOGRAPHY_TYPE)
-    return np.asarray(msg.data, np.float64).reshape(3, 3)
-
-
 def _frame(bag_frame: BagFrame, left: str, right: str | None) -> Frame:
     def gray(topic: str) -> tuple[RawImage, np.ndarray]:
         raw = bag_frame.raw(topic)
@@ -92,7 +86,7 @@ def _frame(bag_frame: BagFrame, left: str, right: str | None) -> Frame:
     if layout.GT_FLOW in messages:
         frame.flow = bag_frame.array(layout.GT_FLOW).astype(np.float32)
     if layout.GT_HOMOGRAPHY in messages:
-        frame.homography = _homography(messages[layout.GT_HOMOGRAPHY])
+        frame.homography = bag_frame.homography()
     return frame
 
 
