@@ -79,6 +79,15 @@ def pytest_pycollect_makemodule(module_path: Path, parent):
     return None
 
 
+@pytest.fixture(scope='module')
+def ros(request):
+    """Give the test module its own ROS node (``rosutil.RosHarness``), spun in the background."""
+    from rosutil import RosHarness  # imports rclpy: absent on the oldest stack (no ros tests)
+    harness = RosHarness(f'{request.module.__name__}_harness')
+    yield harness
+    harness.close()
+
+
 @pytest.fixture(scope='session')
 def shared_data():
     """

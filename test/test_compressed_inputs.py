@@ -87,13 +87,6 @@ def mono_jpeg_frame(gray: np.ndarray, tag: str, sec: int) -> tuple[CompressedIma
     return compressed('mono8; jpeg compressed ', data, tag, sec), raw(decoded, 'mono8', tag, sec)
 
 
-@pytest.fixture(scope='module')
-def ros():
-    harness = RosHarness('compressed_test_harness')
-    yield harness
-    harness.close()
-
-
 class Twins:
     """One node started twice: ``compressed`` (image_transport) and ``raw``, under /ct/<name>."""
 

@@ -27,7 +27,7 @@ from cl_vision_nodes.imaging.encodings import (encoding_info, ENCODINGS, gray_to
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 import pytest
-from rosutil import NodeProcess, publish_until_answered, RosHarness
+from rosutil import NodeProcess, publish_until_answered
 from sensor_msgs.msg import Image
 
 pytestmark = pytest.mark.ros
@@ -62,13 +62,6 @@ def padded_msg(pixels: np.ndarray, encoding: str, tag: str, big_endian: bool = F
 def as_raw(msg: Image) -> RawImage:
     return RawImage(msg.encoding, msg.height, msg.width, msg.step, bool(msg.is_bigendian),
                     np.frombuffer(msg.data, np.uint8))
-
-
-@pytest.fixture(scope='module')
-def ros():
-    harness = RosHarness()
-    yield harness
-    harness.close()
 
 
 @pytest.fixture(scope='module')

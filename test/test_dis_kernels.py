@@ -34,29 +34,13 @@ from cl_vision_nodes.flow.presets import DIS_PRESETS
 from cl_vision_nodes.flow.pyramid import level_shapes
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA, FlowSettings, resolve_method
 import cv2
+from deviceutil import download, empty, upload
 import numpy as np
-import pyopencl as cl
 import pytest
 
 pytestmark = pytest.mark.kernels
 
 i32, f32 = np.int32, np.float32
-
-
-def upload(runtime, array: np.ndarray) -> cl.Buffer:
-    host = np.ascontiguousarray(array, np.float32)
-    return cl.Buffer(runtime.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                     hostbuf=host)
-
-
-def download(runtime, buf: cl.Buffer, shape: tuple[int, ...]) -> np.ndarray:
-    out = np.empty(shape, np.float32)
-    cl.enqueue_copy(runtime.queue, out, buf)
-    return out
-
-
-def empty(runtime, shape: tuple[int, ...]) -> cl.Buffer:
-    return cl.Buffer(runtime.context, cl.mem_flags.READ_WRITE, int(np.prod(shape)) * 4)
 
 
 def textured(rng: np.random.Generator, h: int, w: int, flat: bool = False) -> np.ndarray:
@@ -118,7 +102,7 @@ def test_dis_search_finds_a_translation_and_keeps_textureless_patches_at_their_s
     i0[6:34, 6:34] = 90.0  # patches 2 px inside see no gradient: singular Hessian, b = 0
     i1 = shifted(i0, 3.0, 2.0)  # whole pixels: frame 1 is frame 0 moved, not resampled
     g0 = ref.gradient(i0).astype(np.float32)
-    dense = np.full((h, w, 2), [2.0, 2.0], np.float32)
+    dense = np.full((h, w, 2), [2.0, 2.0])
     ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
     built, _ = program(runtime, patch)
     out = empty(runtime, (hs, ws, 2))

@@ -15,8 +15,8 @@
 """DisparityImageMaker against its NumPy reference: the published pixels and valid window."""
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.stereo.disparity_image import DisparityImageMaker
-from cl_vision_nodes.stereo.reference import disparity_image
 import numpy as np
+from oracles.stereo import disparity_image
 import pyopencl as cl
 import pytest
 

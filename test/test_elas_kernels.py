@@ -37,7 +37,6 @@ from fractions import Fraction
 
 from cl_vision_nodes.dataio.synthetic import stereo_pair
 from cl_vision_nodes.elas import ELAS_SCHEMA, ElasMatcher, ElasSettings, MIDDLEBURY
-from cl_vision_nodes.elas import reference as ref
 from cl_vision_nodes.elas import ROBOTICS
 from cl_vision_nodes.elas.device import DEFINES, GAP_GROUP, LocalSizes, MAX_OWNED, program_files
 from cl_vision_nodes.elas.support import INCON_ROUNDS
@@ -45,7 +44,9 @@ from cl_vision_nodes.errors import ImageFormatError, ParameterError
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.programs import build_options, kernel_source, NO_FP64_PRELUDE
 import cv2
+from deviceutil import download, write
 import numpy as np
+from oracles import elas as ref
 import pyopencl as cl
 import pytest
 from scipy.spatial import ConvexHull, Delaunay
@@ -59,16 +60,6 @@ PARAMS = {
     'subsampling': {**ROBOTICS, 'disp_max': 40, 'subsampling': True, 'candidate_stepsize': 3,
                     'speckle_size': 30},
 }
-
-
-def download(runtime, buf: cl.Buffer, dtype, shape) -> np.ndarray:
-    out = np.empty(shape, dtype)
-    cl.enqueue_copy(runtime.queue, out, buf)
-    return out
-
-
-def upload(runtime, buf: cl.Buffer, array: np.ndarray) -> None:
-    cl.enqueue_copy(runtime.queue, buf, np.ascontiguousarray(array))
 
 
 class Frame:
@@ -86,7 +77,7 @@ class Frame:
         self.geo = self.plan.geometry
 
     def get(self, buf: cl.Buffer, dtype, shape) -> np.ndarray:
-        return download(self.runtime, buf, dtype, shape)
+        return download(self.runtime, buf, shape, dtype)
 
     def desc(self, k: int) -> np.ndarray:
         return self.get(self.plan.descriptor.desc[k], np.uint8, (HEIGHT, WIDTH, 16))
@@ -161,10 +152,10 @@ def test_inconsistent_removal_cascades(runtime, chain):
     lattice[2:2 + chain, 7] = 9  # a column that libelas removes point after point
     lattice[1:3 + chain, 6] = -1
     lattice[1:3 + chain, 8] = -1
-    upload(runtime, plan.support.candidates, lattice)
+    write(runtime, plan.support.candidates, lattice)
     for launch in plan.support.filter_launches:
         launch()
-    got = download(runtime, plan.support.dcan, np.int32, lattice.shape)
+    got = download(runtime, plan.support.dcan, lattice.shape, np.int32)
     want = ref.remove_redundant(ref.remove_redundant(
         ref.remove_inconsistent(lattice, matcher.settings), True), False)
     np.testing.assert_array_equal(got, want)
@@ -233,17 +224,17 @@ def device_triangulation(runtime, params: dict, width: int, height: int,
     matcher = ElasMatcher(runtime, params)
     plan = matcher.plan_for(width, height)
     geo = plan.geometry
-    upload(runtime, plan.support.dcan, lattice)
+    write(runtime, plan.support.dcan, lattice)
     for launch in [*plan.support.point_launches, *plan.delaunay.launches]:
         launch()
-    n = int(download(runtime, plan.support.meta, np.int32, 2)[0])
-    points = download(runtime, plan.support.points, np.int32, (geo.max_points, 4))[:n, :3]
+    n = int(download(runtime, plan.support.meta, 2, np.int32)[0])
+    points = download(runtime, plan.support.points, (geo.max_points, 4), np.int32)[:n, :3]
     np.testing.assert_array_equal(points, ref.support_points(
         lattice, geo.step, width, height, matcher.settings.add_corners))
     triangles = []
     for view in (0, 1):
-        tri = download(runtime, plan.delaunay.tri[view], np.int32, (geo.max_points, MAX_OWNED, 4))
-        count = download(runtime, plan.delaunay.tri_count[view], np.int32, geo.max_points)
+        tri = download(runtime, plan.delaunay.tri[view], (geo.max_points, MAX_OWNED, 4), np.int32)
+        count = download(runtime, plan.delaunay.tri_count[view], geo.max_points, np.int32)
         slot, j = np.nonzero(np.arange(MAX_OWNED)[None, :] < count[:, None])
         triangles.append(tri[slot, j, :3])
     return points, triangles
@@ -419,7 +410,7 @@ def test_planes_exact_at_the_largest_images(runtime):
                                          np.zeros((count * MAX_OWNED, 4), np.float32))
         program.kernel('elas_planes')((count,), (pts, tris, counts, np.int32(count),
                                                  np.int32(right_view), out), 'test')
-        got = download(runtime, out, np.float32, (count, MAX_OWNED, 4))[:, 0]
+        got = download(runtime, out, (count, MAX_OWNED, 4), np.float32)[:, 0]
         solved = [[exact_plane(c, shift) for c in corners] for shift in (0, 1)]
         own, other = solved[right_view], solved[1 - right_view]
         want = np.array([(*p, 1.0 if abs(float(p[0])) < 0.7 and abs(float(q[0])) < 0.7 else 0.0)
@@ -563,8 +554,8 @@ def test_lr_check(runtime, h, w, subsampling):
     run_kernel(runtime, 'elas_lr_check', (w, h),
                (b1, b2, np.int32(w), np.int32(h), np.int32(subsampling), np.int32(2), o1, o2))
     want1, want2 = ref.lr_check(d1, d2, 2, subsampling)
-    np.testing.assert_array_equal(download(runtime, o1, np.float32, (h, w)), want1)
-    np.testing.assert_array_equal(download(runtime, o2, np.float32, (h, w)), want2)
+    np.testing.assert_array_equal(download(runtime, o1, (h, w), np.float32), want1)
+    np.testing.assert_array_equal(download(runtime, o2, (h, w), np.float32), want2)
 
 
 @pytest.mark.parametrize('h,w', POST_SIZES)
@@ -579,7 +570,7 @@ def test_remove_small_segments(runtime, h, w, min_size, sim):
                        ('elas_segments_count', (*dims, label, size)),
                        ('elas_segments_apply', (buf, *dims, label, size, np.int32(min_size)))):
         run_kernel(runtime, name, (w, h), args, LocalSizes.for_device(runtime.limits).pixels)
-    np.testing.assert_array_equal(download(runtime, buf, np.float32, (h, w)),
+    np.testing.assert_array_equal(download(runtime, buf, (h, w), np.float32),
                                   ref.remove_small_segments(d, sim, min_size))
 
 
@@ -594,7 +585,7 @@ def test_gap_interpolation(runtime, h, w, gap, extrapolate):
                                                        np.int32(extrapolate), temp), (GAP_GROUP,))
     run_kernel(runtime, 'elas_gap', (GAP_GROUP * w,), (temp, *dims, np.int32(0), np.int32(gap),
                                                        np.int32(extrapolate), dst), (GAP_GROUP,))
-    np.testing.assert_array_equal(download(runtime, dst, np.float32, (h, w)),
+    np.testing.assert_array_equal(download(runtime, dst, (h, w), np.float32),
                                   ref.gap_interpolation(d, gap, extrapolate))
 
 
@@ -609,7 +600,7 @@ def test_adaptive_mean(runtime, h, w, subsampling):
                local)
     run_kernel(runtime, 'elas_adaptive_mean_v', (w, h),
                (src, temp, *dims, np.int32(subsampling), dst), local)
-    np.testing.assert_array_equal(download(runtime, dst, np.float32, (h, w)),
+    np.testing.assert_array_equal(download(runtime, dst, (h, w), np.float32),
                                   ref.adaptive_mean(d, subsampling))
 
 
@@ -627,7 +618,7 @@ def test_median(runtime, h, w):
     dims = (np.int32(w), np.int32(h))
     run_kernel(runtime, 'elas_median_h', (w, h), (src, *dims, temp))
     run_kernel(runtime, 'elas_median_v', (w, h), (src, temp, *dims, dst))
-    np.testing.assert_array_equal(download(runtime, dst, np.float32, (h, w)), ref.median(d))
+    np.testing.assert_array_equal(download(runtime, dst, (h, w), np.float32), ref.median(d))
 
 
 # --- parameters and API -------------------------------------------------------------------------

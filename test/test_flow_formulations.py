@@ -37,6 +37,7 @@ from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.tools import bench_flow
 from cliutil import cl_vision
 import cv2
+from deviceutil import download, upload
 import numpy as np
 import pyopencl as cl
 import pytest
@@ -48,17 +49,6 @@ DEVICE = os.environ.get('CL_VISION_TEST_DEVICE', 'auto')  # the runtime fixture'
 
 SIZES = [(23, 37), (131, 97), (3, 2), (16, 16), (17, 1)]
 SOLVER = {'alpha2': 36.0, 'omega': 1.7, 'inv_eps_d2': 0.25, 'inv_eps_s2': 100.0}
-
-
-def upload(runtime, array: np.ndarray) -> cl.Buffer:
-    return cl.Buffer(runtime.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                     hostbuf=np.ascontiguousarray(array))
-
-
-def download(runtime, buf: cl.Buffer, shape: tuple[int, ...]) -> np.ndarray:
-    out = np.empty(shape, np.float32)
-    cl.enqueue_copy(runtime.queue, out, buf)
-    return out
 
 
 def hs_problem(rng: np.random.Generator, h: int, w: int):
@@ -75,7 +65,7 @@ def run_sor(runtime, formulation: str, terms, flow, dflow, launches: list[int], 
     h, w = flow.shape[:2]
     solver = hs.HornSchunck(runtime, runtime.buffers(), formulation)
     buffers = [upload(runtime, dflow), upload(runtime, np.zeros_like(dflow))]
-    flags = upload(runtime, np.array([0, 0, 1], np.int32))
+    flags = upload(runtime, np.array([0, 0, 1]), np.int32)
     fixed = (upload(runtime, terms), upload(runtime, flow))
     for index, sweeps in enumerate(launches):
         offset = tile_offset(index)
@@ -157,7 +147,7 @@ def test_hs_warp_cpu_is_the_gpu_kernel_and_resets_the_solver(runtime, h, w):
     for formulation in ('gpu', 'cpu'):
         solver = hs.HornSchunck(runtime, runtime.buffers(), formulation)
         terms = upload(runtime, np.zeros((h, w, 4), np.float32))
-        flags = upload(runtime, np.array([5, 5, 5], np.int32))
+        flags = upload(runtime, np.array([5, 5, 5]), np.int32)
         solver._linearise((h, w), (*inputs, i32(w), i32(h), terms, flags))
         results.append(download(runtime, terms, (h, w, 4)))
         slots = np.empty(3, np.int32)

@@ -38,6 +38,7 @@ from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl import runtime as runtime_module
 from cl_vision_nodes.opencl.limits import DeviceLimits
 import cv2
+from deviceutil import download, empty, upload
 import numpy as np
 import pyopencl as cl
 import pytest
@@ -47,22 +48,6 @@ pytestmark = pytest.mark.kernels
 i32, f32 = np.int32, np.float32
 
 SIZES = [(29, 37), (37, 29), (8, 13), (3, 2)]
-
-
-def upload(runtime, array: np.ndarray) -> cl.Buffer:
-    host = np.ascontiguousarray(array, np.float32)
-    return cl.Buffer(runtime.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                     hostbuf=host)
-
-
-def download(runtime, buf: cl.Buffer, shape: tuple[int, ...]) -> np.ndarray:
-    out = np.empty(shape, np.float32)
-    cl.enqueue_copy(runtime.queue, out, buf)
-    return out
-
-
-def empty(runtime, shape: tuple[int, ...]) -> cl.Buffer:
-    return cl.Buffer(runtime.context, cl.mem_flags.READ_WRITE, int(np.prod(shape)) * 4)
 
 
 def smooth_image(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
@@ -252,7 +237,7 @@ def test_lk_level_tiles_only_approximate_near_their_edges(runtime):
     h, w = 45, 70
     i0 = smooth_image(rng, h, w)
     i1 = np.roll(i0, (1, 1), (0, 1))
-    coarse = np.full(((h + 1) // 2, (w + 1) // 2, 2), 0.4, np.float32)  # 0.2 px off
+    coarse = np.full(((h + 1) // 2, (w + 1) // 2, 2), 0.4)  # 0.2 px off
     got, _ = lk_level(runtime, i0, i1, coarse, 9, 3, 0.0, False, 0)
     exact = ref.lk_level(i0, i1, coarse.astype(np.float64),
                          window_taps(9, 2.25).astype(np.float64), 3, 0.0, False, (128, 128), 0)
@@ -428,7 +413,7 @@ def test_bm_search_matches_reference_exactly(runtime, h, w, block, radius):
 
 
 def test_bm_ties_go_to_the_smallest_motion(runtime):
-    flat = np.full((21, 19), 77.0, np.float32)
+    flat = np.full((21, 19), 77.0)
     assert not bm(runtime, flat, flat, 8, 3, True).any()
     stripes = np.tile((np.arange(19) % 2 * 200.0).astype(np.float32), (21, 1))  # period 2 in x
     got = bm(runtime, stripes, stripes, 8, 3, False)
@@ -590,7 +575,7 @@ def test_schema_defaults_validate_and_every_numeric_parameter_has_a_range():
 
 
 def test_metrics_score_only_known_finite_pixels():
-    truth = np.zeros((2, 3, 2), np.float32)
+    truth = np.zeros((2, 3, 2))
     truth[0, 0] = np.nan
     estimate = np.zeros_like(truth)
     estimate[1, 0] = (3.0, 4.0)
@@ -603,7 +588,7 @@ def test_metrics_score_only_known_finite_pixels():
 
 
 def test_color_wheel_follows_middlebury():
-    flow = np.array([[[1, 0], [0, 1], [-1, 0], [0, 0], [np.nan, 0], [2, 0]]], np.float32)
+    flow = np.array([[[1, 0], [0, 1], [-1, 0], [0, 0], [np.nan, 0], [2, 0]]])
     got = flow_to_color(flow, max_flow=1.0)
     assert got.dtype == np.uint8 and got.shape == (1, 6, 3)
     assert got[0, 0].tolist() == [0, 0, 255]  # right: red (BGR)

@@ -25,7 +25,7 @@ from cl_vision_nodes.flow.metrics import flow_errors
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 import pytest
-from rosutil import image_to_numpy, NodeProcess, numpy_to_image, publish_until_answered, RosHarness
+from rosutil import image_to_numpy, NodeProcess, numpy_to_image, publish_until_answered
 from sensor_msgs.msg import Image, TimeReference
 
 pytestmark = pytest.mark.ros
@@ -43,13 +43,6 @@ def frame(index: int, tag: str, sec: int, frames=SEQ.frames) -> Image:
     msg.header.frame_id = tag
     msg.header.stamp.sec = sec
     return msg
-
-
-@pytest.fixture(scope='module')
-def ros():
-    harness = RosHarness('flow_test_harness')
-    yield harness
-    harness.close()
 
 
 @pytest.fixture(scope='module')

@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 from rclpy.qos import qos_profile_sensor_data
 from rclpy.serialization import serialize_message
-from rosutil import NodeProcess, numpy_to_image, publish_each, publish_until_answered, RosHarness
+from rosutil import NodeProcess, numpy_to_image, publish_each, publish_until_answered
 from sensor_msgs.msg import CameraInfo, Image
 from stereo_msgs.msg import DisparityImage
 from test_disparity_node import stereo_msgs, TOPICS
@@ -44,13 +44,6 @@ FRAMES = 12
 ANSWER_TIMEOUT_S = 120.0  # a bound on waiting for one answer (kernel builds on a busy PoCL)
 PRIME_WAIT_S = 5.0  # for the answer to a stream's second frame, before sending it again
 IMAGE_TYPE = 'sensor_msgs/msg/Image'
-
-
-@pytest.fixture(scope='module')
-def ros():
-    harness = RosHarness('input_qos_test_harness')
-    yield harness
-    harness.close()
 
 
 def stopped(proc: NodeProcess) -> str:

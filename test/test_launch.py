@@ -204,14 +204,6 @@ USER_CHANGES = {'convert_node': {'output_encoding': '32FC1'}, 'flow_node': {'met
 NAMESPACE = '/camera/left'
 
 
-@pytest.fixture(scope='module')
-def ros():
-    from rosutil import RosHarness
-    harness = RosHarness('config_test_harness')
-    yield harness
-    harness.close()
-
-
 def assert_node_holds(ros, node: str, params_file: Path, values: dict) -> None:
     """
     Start ``node`` in NAMESPACE with ``params_file``; check ``values`` through its service.

@@ -25,7 +25,6 @@ import importlib.util
 import re
 import subprocess
 import sys
-import time
 
 from cl_vision_nodes.ros.topics import node_topics
 from cl_vision_nodes.schemas import NODE_SCHEMAS
@@ -82,13 +81,24 @@ def test_a_node_on_the_events_executor_answers_frames_and_stops():
     assert 'Traceback' not in proc.output()
 
 
+# Runs the node module as ``python -m`` does, with OpenCL's platform list made to end the process:
+# the help must answer without looking for a device (let alone building kernels).
+HELP_WITHOUT_OPENCL = """
+import runpy, sys
+import pyopencl
+pyopencl.get_platforms = lambda: sys.exit('the help looked for an OpenCL device')
+module, sys.argv = sys.argv[1], sys.argv[1:]
+runpy.run_module(module, run_name='__main__', alter_sys=True)
+"""
+
+
 @pytest.mark.parametrize('option', ['--help', '-h'])
 @pytest.mark.parametrize('node', NODES)
 def test_help_lists_topics_and_every_parameter_without_starting(node, option):
-    started = time.monotonic()
-    result = subprocess.run([sys.executable, '-m', f'cl_vision_nodes.ros.{node}', option],
+    result = subprocess.run([sys.executable, '-c', HELP_WITHOUT_OPENCL,
+                             f'cl_vision_nodes.ros.{node}', option],
                             cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0 and time.monotonic() - started < 5.0, result.stderr
+    assert result.returncode == 0, result.stderr
     text = result.stdout
     assert text.startswith(f'usage: ros2 run cl_vision_nodes {node} ') and not result.stderr
     assert 'compiling' not in text + result.stderr

@@ -23,7 +23,6 @@ from cl_vision_nodes.camera.calibration import (CalibrationError, CameraCalibrat
                                                 read_calibration_yaml)
 from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.camera.rectify_maps import rectify_maps
-from cl_vision_nodes.camera.reference import remap_reference
 from cl_vision_nodes.dataio.formats import read_pfm, write_pfm, write_png
 from cl_vision_nodes.errors import DataFormatError, ImageFormatError, ParameterError
 from cl_vision_nodes.imaging.encodings import (array_to_raw, raw_to_array, RawImage,
@@ -31,6 +30,7 @@ from cl_vision_nodes.imaging.encodings import (array_to_raw, raw_to_array, RawIm
 from cliutil import assert_one_line_error, cl_vision
 import cv2
 import numpy as np
+from oracles.camera import remap_reference
 import pyopencl as cl
 import pytest
 import yaml

@@ -37,13 +37,6 @@ pytestmark = pytest.mark.ros
 RECTIFY_NODE = '/rt/left/rectify_node'
 
 
-@pytest.fixture(scope='module')
-def ros():
-    harness = RosHarness('rectify_test_harness')
-    yield harness
-    harness.close()
-
-
 class Camera:
     """A rectify_node in /rt/SIDE with the test's publishers and image_rect collector."""
 

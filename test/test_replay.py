@@ -28,20 +28,13 @@ import pytest
 from rclpy.qos import qos_profile_sensor_data
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosgraph_msgs.msg import Clock
-from rosutil import NodeProcess, REPO, RosHarness
+from rosutil import NodeProcess, REPO
 from sensor_msgs.msg import CompressedImage, Image, PointCloud2
 
 pytestmark = pytest.mark.ros
 
 N, SPACING_NS = IMAGE_BAG_FRAMES, IMAGE_BAG_SPACING_NS
 LAST_NS = IMAGE_BAG_START_NS + (N - 1) * SPACING_NS  # the bag time of the last frame
-
-
-@pytest.fixture(scope='module')
-def ros():
-    harness = RosHarness('replay_test_harness')
-    yield harness
-    harness.close()
 
 
 def replay(ros, bag, *args):

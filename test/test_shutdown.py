@@ -128,13 +128,6 @@ class Feeder:
 
 
 @pytest.fixture(scope='module')
-def ros():
-    harness = RosHarness('shutdown_test_harness')
-    yield harness
-    harness.close()
-
-
-@pytest.fixture(scope='module')
 def outputs(ros):
     return {case.node: ros.collect(case.output[1], case.topic(case.output[0]))
             for case in CASES}

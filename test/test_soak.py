@@ -88,13 +88,6 @@ def assert_flat(warm: Usage, end: Usage) -> None:
         f'after {WARMUP} frames {warm}, at the end {end}'
 
 
-@pytest.fixture(scope='module')
-def ros():
-    harness = RosHarness('soak_test_harness')
-    yield harness
-    harness.close()
-
-
 def soak(ros: RosHarness, node: str, output: str, params: list[str],
          at_warmup=lambda: None) -> tuple[Usage, Usage]:
     """Stream FRAMES frames through ``node`` in lockstep; its usage after WARMUP and at the end."""

@@ -19,15 +19,16 @@ import math
 from cl_vision_nodes.errors import ImageFormatError, ParameterError
 from cl_vision_nodes.imaging.device_image import DeviceImages
 from cl_vision_nodes.imaging.encodings import array_to_raw
-from cl_vision_nodes.surf import (Keypoints, point_dtype, reference, SURF_SCHEMA, SurfExtractor,
+from cl_vision_nodes.surf import (Keypoints, point_dtype, SURF_SCHEMA, SurfExtractor,
                                   SurfSettings)
 from cl_vision_nodes.surf.describe import Describer
 from cl_vision_nodes.surf.detector import HessianDetector, layer_samples
 from cl_vision_nodes.surf.integral import check_size, DeviceIntegral
 from cl_vision_nodes.surf.keypoints import KP_FIELDS, RECORD_FIELDS
-from cl_vision_nodes.surf.reference import hessian_layer, integral
 import cv2
 import numpy as np
+from oracles import surf as reference
+from oracles.surf import hessian_layer, integral
 import pyopencl as cl
 import pytest
 

@@ -29,7 +29,7 @@ from cl_vision_nodes.ros.keypoint_cloud import (cloud_to_array, cloud_to_keypoin
 from cl_vision_nodes.surf.extractor import SurfExtractor
 import numpy as np
 import pytest
-from rosutil import image_to_numpy, NodeProcess, numpy_to_image, publish_until_answered, RosHarness
+from rosutil import image_to_numpy, NodeProcess, numpy_to_image, publish_until_answered
 from sensor_msgs.msg import Image, PointCloud2, PointField
 
 pytestmark = pytest.mark.ros
@@ -42,13 +42,6 @@ def tagged(pixels: np.ndarray, tag: str, encoding: str = 'mono8') -> Image:
     msg = numpy_to_image(pixels, encoding)
     msg.header.frame_id = tag
     return msg
-
-
-@pytest.fixture(scope='module')
-def ros():
-    harness = RosHarness('surf_test_harness')
-    yield harness
-    harness.close()
 
 
 @pytest.fixture(scope='module')

@@ -28,7 +28,7 @@ from cl_vision_nodes.errors import DataFormatError, NodeNotFoundError
 from cl_vision_nodes.tools import tune_apply
 from cl_vision_nodes.tools.cli import OneLineParser
 import pytest
-from rosutil import NodeProcess, RosHarness
+from rosutil import NodeProcess
 import yaml
 
 pytestmark = pytest.mark.ros
@@ -40,13 +40,6 @@ def parse(argv: list[str]):
     parser = OneLineParser(prog='cl-vision tune')
     tune_apply.add_arguments(parser)
     return parser.parse_args(argv)
-
-
-@pytest.fixture(scope='module')
-def ros():
-    harness = RosHarness('tune_apply_harness')
-    yield harness
-    harness.close()
 
 
 @pytest.fixture(scope='module')

@@ -19,8 +19,8 @@ Each map's box of valid pixels is written down beside it, not computed.
 """
 from __future__ import annotations
 
-from cl_vision_nodes.stereo.reference import valid_window
 import numpy as np
+from oracles.stereo import valid_window
 import pytest
 
 

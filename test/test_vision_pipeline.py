@@ -34,7 +34,7 @@ import numpy as np
 from plane_scene import Clock
 import pytest
 from rosutil import (image_to_numpy, NodeProcess, numpy_to_image, publish_each,
-                     publish_until_answered, RosHarness)
+                     publish_until_answered)
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2, TimeReference
 from stereo_msgs.msg import DisparityImage
 
@@ -68,13 +68,6 @@ def frame_msgs(tag: str, index: int) -> list:
         msg.header.frame_id = tag
         msg.header.stamp.sec = stamp
     return msgs
-
-
-@pytest.fixture(scope='module')
-def ros():
-    harness = RosHarness('pipeline_test_harness')
-    yield harness
-    harness.close()
 
 
 @pytest.fixture(scope='module')

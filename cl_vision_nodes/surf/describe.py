@@ -70,7 +70,7 @@ def gaussian_kernel(size: int, sigma: float) -> np.ndarray:
     This equals ``cv2.getGaussianKernel(size, sigma, CV_32F)`` for odd sizes (the 13-tap
     orientation weights). For even sizes (the 20-tap descriptor weights) OpenCV's bit-exact
     kernel differs by up to 1e-3 (it treats the two middle taps as if at offset 0, opencv issue
-    15856); this is the true Gaussian, as the NumPy reference (surf/reference.py) is.
+    15856); this is the true Gaussian, as the NumPy reference (test/oracles/surf.py) is.
     """
     x = np.arange(size, dtype=np.float64) - (size - 1) / 2
     taps = np.exp(-x * x / (2 * sigma * sigma))

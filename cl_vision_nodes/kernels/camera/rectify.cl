@@ -20,7 +20,7 @@
 // (half to even); linear and cubic interpolate at the exact float coordinate (no 1/32 table),
 // linear as two lerps p00 + fx (p01 - p00) and cubic with Keys' kernel, a = -0.75; neighbours
 // outside the image read the border value; integer outputs are rounded half to even and
-// saturated. Bit-exact with cl_vision_nodes.camera.reference.remap_reference.
+// saturated. Bit-exact with test/oracles/camera.py remap_reference.
 //
 // Built after imaging/device_image.cl (load_u16, load_f32, #pragma FP_CONTRACT OFF).
 // Build defines: ENC_<NAME> encoding ids, INTER_NEAREST, INTER_LINEAR, INTER_CUBIC.

@@ -14,7 +14,7 @@
 
 // ELAS (Geiger, Roser, Urtasun, ACCV 2010) on the device: helpers of every ELAS program. Each
 // program is this file plus the file of one host stage module (descriptor.cl beside
-// elas/descriptor.py, ...). The NumPy reference of each kernel is cl_vision_nodes/elas/reference.py;
+// elas/descriptor.py, ...). The NumPy reference of each kernel is test/oracles/elas.py;
 // the stage order and the semantics (including libelas' quirks that change results) are
 // described there and in cl_vision_nodes/elas/matcher.py.
 //
