@@ -26,7 +26,9 @@ from typing import Mapping
 
 from cl_vision_nodes.imaging.schema import CONVERT_SCHEMA
 from cl_vision_nodes.params import Value
-from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
+from cl_vision_nodes.ros.node_base import VisionNode
+from cl_vision_nodes.ros.node_port import ImageFrame
+from cl_vision_nodes.ros.node_process import main_for
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import image_input, NodeTopics, Topic
 from cl_vision_nodes.ros.warm_up import warm_pair
@@ -45,7 +47,7 @@ class ConvertNode(VisionNode):
         """Nothing beyond the node's DeviceImages: its programs build with the runtime."""
 
     def connect(self) -> None:
-        self.publisher, = (self.output_publisher(t.msg_type, t.name) for t in self.OUTPUTS)
+        self.publisher, = (self.port.output(t) for t in self.OUTPUTS)
         self.subscribe_images('image', self.on_image)
 
     def warm(self, width: int, height: int, values: Mapping[str, Value]) -> None:
@@ -53,10 +55,10 @@ class ConvertNode(VisionNode):
                             values['gain'])
 
     def on_image(self, frame: ImageFrame) -> None:
-        with self.device_stage('compute'):
+        with self.port.device_stage('compute'):
             out = self.images.convert(frame.raw, self.params['output_encoding'],
                                       self.params['gain'])
-        self.publish_raw(self.publisher, frame.header, out)
+        self.port.publish_raw(self.publisher, frame.header, out)
 
 
 def main(stop: StopSignals | None = None) -> None:

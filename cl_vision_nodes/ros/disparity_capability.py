@@ -46,13 +46,14 @@ from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.elas.colormap import color_range, DisparityColorizer
 from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.errors import ImageFormatError
-from cl_vision_nodes.imaging.device_image import DeviceGray
+from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages
 from cl_vision_nodes.imaging.encodings import RawImage, validate
+from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.camera_info import calibration_from_msg
 from cl_vision_nodes.ros.cdr import cloud_framing, disparity_framing
-from cl_vision_nodes.ros.node_base import (Finish, Followup, ImageFrame, nothing_more,
-                                           VisionNode)
+from cl_vision_nodes.ros.node_port import (CapabilityPort, Finish, Followup, ImageFrame,
+                                           nothing_more)
 from cl_vision_nodes.ros.topics import Topic
 from cl_vision_nodes.stereo.disparity_image import DisparityImageMaker
 from cl_vision_nodes.stereo.geometry import StereoGeometry
@@ -119,12 +120,19 @@ class DisparityCapability:
     OUTPUTS = (Topic('disparity', DisparityImage), Topic('disparity/color', Image),
                Topic('depth', Image), Topic('points', PointCloud2))
 
-    def __init__(self, node: VisionNode, values: Mapping[str, Value], prefix: str = ''):
-        """Build matcher, reprojector and (with ``rectify``) rectifiers on the node's runtime."""
-        self.node = node
+    def __init__(self, port: CapabilityPort, runtime: ClRuntime, images: DeviceImages,
+                 values: Mapping[str, Value], prefix: str = ''):
+        """
+        Build matcher, reprojector and (with ``rectify``) rectifiers on ``runtime``.
+
+        ``images`` decodes the pair where it is not rectified (the node's, shared with its other
+        capabilities); stages are named ``prefix*``.
+        """
+        self.port = port
+        self.images = images
         self.prefix = prefix
         self.values = dict(values)
-        self.runtime = runtime = node.capability_runtime()
+        self.runtime = runtime
         self.matcher = ElasMatcher(runtime, values)
         self.reprojector = Reprojector(runtime)
         self.colorizer = DisparityColorizer(runtime)
@@ -134,8 +142,8 @@ class DisparityCapability:
             (Rectifier(runtime), Rectifier(runtime)) if values['rectify'] else None
 
     def connect(self) -> None:
-        self.disparity_pub, self.color_pub, self.depth_pub, self.points_pub = (
-            self.node.output_publisher(t.msg_type, t.name) for t in self.OUTPUTS)
+        self.disparity_pub, self.color_pub, self.depth_pub, self.points_pub = map(
+            self.port.output, self.OUTPUTS)
 
     def configure(self, values: Mapping[str, Value]) -> None:
         """Apply changed parameters from the next frame on (CLVisionError refuses them)."""
@@ -161,11 +169,11 @@ class DisparityCapability:
         """
         raw = frame.raw
         if self.rectifiers is None:
-            return self.node.images.decode(raw, SIDES[side])
+            return self.images.decode(raw, SIDES[side])
         calibration = calibration_from_msg(info, SIDES[side])
         rectifier = self.rectifiers[side]
         if rectifier.set_calibration(calibration):
-            self.node.get_logger().info(
+            self.port.log(
                 f'{SIDES[side]}: rectification maps of {calibration.describe()}')
         gray = rectifier.rectify_gray(raw, interpolation=str(self.values['interpolation']))
         return DeviceGray(gray, calibration.height, calibration.width)
@@ -185,7 +193,7 @@ class DisparityCapability:
         grays = []
         for side, raw, info in ((0, left, left_info), (1, right, right_info))[:2 if match else 1]:
             if self.rectifiers is None:
-                grays.append(self.node.images.decode(raw, SIDES[side]))
+                grays.append(self.images.decode(raw, SIDES[side]))
                 continue
             rectifier = Rectifier(self.runtime)
             rectifier.set_calibration(calibration_from_msg(info, SIDES[side]))
@@ -223,16 +231,16 @@ class DisparityCapability:
         Returns its finish: publish the disparity, and return the followup (whatever else is
         subscribed: its picture, depth, points).
         """
-        node, prefix, values = self.node, self.prefix, self.values
+        port, prefix, values = self.port, self.prefix, self.values
         f, baseline = stereo_geometry(left_info, right_info)
-        want_depth, want_points = node.wanted(self.depth_pub), node.wanted(self.points_pub)
-        want_picture = node.wanted(self.color_pub)
+        want_depth, want_points = port.wanted(self.depth_pub), port.wanted(self.points_pub)
+        want_picture = port.wanted(self.color_pub)
         colour = want_points and bool(values['use_color'])
         if colour:
             colour_image = left.raw if self.rectifiers is None else \
                 self.rectifiers[0].rectify(left.raw, str(values['interpolation']))
             check_cloud_colour(colour_image)
-        with node.stage(prefix + 'compute'):
+        with port.stage(prefix + 'compute'):
             self.matcher.match(*pair)
         rows, cols = self.matcher.output_shape(pair[0].width, pair[0].height)
         matched = Matched(left, left_info, right_info, rows, cols, f, baseline, want_picture,
@@ -240,11 +248,11 @@ class DisparityCapability:
         return lambda: self._finish(matched)
 
     def _finish(self, matched: Matched) -> Followup:
-        node, prefix, values = self.node, self.prefix, self.values
+        port, prefix, values = self.port, self.prefix, self.values
         left, left_info, right_info = matched.left, matched.left_info, matched.right_info
         rows, cols, colour_image = matched.rows, matched.cols, matched.colour_image
         want_picture, want_depth, want_points = matched.picture, matched.depth, matched.points
-        with node.device_stage(prefix + 'compute', self.runtime):
+        with port.device_stage(prefix + 'compute', self.runtime):
             pass  # the matching enqueued by start
         self._publish_disparity(rows, cols, matched.f, matched.baseline, left)
         if not (want_picture or want_depth or want_points):
@@ -259,12 +267,12 @@ class DisparityCapability:
             device_map = DisparityMap(self.matcher.last_output, cols, rows,
                                       float(values['disp_min']), bool(values['subsampling']))
             if want_depth:
-                with node.device_stage(prefix + 'depth', self.runtime):
+                with port.device_stage(prefix + 'depth', self.runtime):
                     depth = self.reprojector.depth(device_map, geometry)
-                node.publish_image(self.depth_pub, left.header, '32FC1', depth,
+                port.publish_image(self.depth_pub, left.header, '32FC1', depth,
                                    prefix + 'publish')
             if want_points:
-                with node.device_stage(prefix + 'points', self.runtime):
+                with port.device_stage(prefix + 'points', self.runtime):
                     cloud = self.reprojector.points(
                         device_map, geometry,
                         CloudLayout(colour_image is not None,
@@ -273,14 +281,14 @@ class DisparityCapability:
                 framing = cloud_framing(left.header, cloud.height, cloud.width,
                                         cloud.layout.fields, cloud.point_step, cloud.row_step,
                                         cloud.is_dense)
-                node.publish_serialized(self.points_pub, framing, cloud.data, prefix + 'publish')
+                port.publish_serialized(self.points_pub, framing, cloud.data, prefix + 'publish')
         return extras
 
     def _publish_disparity(self, rows: int, cols: int, f: float, baseline: float,
                            left: ImageFrame) -> None:
         """Publish the DisparityImage (made on the device)."""
-        node, prefix, values = self.node, self.prefix, self.values
-        with node.download_stage(prefix + 'download'):
+        port, prefix, values = self.port, self.prefix, self.values
+        with port.download_stage(prefix + 'download'):
             scale = SUBSAMPLED_SCALE if values['subsampling'] else 1.0  # to the map's pixels
             d_min = scale * float(values['disp_min'])
             d_max = scale * float(values['disp_max'])
@@ -288,13 +296,13 @@ class DisparityCapability:
             framing = disparity_framing(left.header, rows, cols, f=scale * f, t=baseline,
                                         valid_window=made.valid_window, min_disparity=d_min,
                                         max_disparity=d_max, delta_d=scale * DELTA_D)
-        node.publish_serialized(self.disparity_pub, framing, made.pixels, prefix + 'publish')
+        port.publish_serialized(self.disparity_pub, framing, made.pixels, prefix + 'publish')
 
     def _publish_picture(self, rows: int, cols: int, left: ImageFrame) -> None:
         """Draw the disparity's colour picture on the device and publish it."""
-        node, prefix, values = self.node, self.prefix, self.values
-        with node.device_stage(prefix + 'visual', self.runtime):
+        port, prefix, values = self.port, self.prefix, self.values
+        with port.device_stage(prefix + 'visual', self.runtime):
             picture = self.colorizer.draw(
                 self.matcher.last_output, rows, cols, float(values['disp_min']),
                 color_range(values), out=self.staging.pinned('color', (rows, cols, 3), np.uint8))
-        node.publish_image(self.color_pub, left.header, 'bgr8', picture, prefix + 'publish')
+        port.publish_image(self.color_pub, left.header, 'bgr8', picture, prefix + 'publish')

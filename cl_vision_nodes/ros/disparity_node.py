@@ -27,7 +27,9 @@ from typing import Mapping
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.disparity_capability import DisparityCapability
-from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
+from cl_vision_nodes.ros.node_base import VisionNode
+from cl_vision_nodes.ros.node_port import ImageFrame
+from cl_vision_nodes.ros.node_process import main_for
 from cl_vision_nodes.ros.stereo_inputs import StereoInputs
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import NodeTopics
@@ -43,7 +45,8 @@ class DisparityNode(VisionNode):
         return NodeTopics(StereoInputs.topics(values), DisparityCapability.OUTPUTS)
 
     def build(self) -> None:
-        self.disparity = DisparityCapability(self, self.params)
+        self.disparity = DisparityCapability(self.port, self.capability_runtime(), self.images,
+                                             self.params)
 
     def connect(self) -> None:
         self.disparity.connect()
@@ -57,7 +60,7 @@ class DisparityNode(VisionNode):
 
     def on_stereo(self, left: ImageFrame, right: ImageFrame, left_info: CameraInfo,
                   right_info: CameraInfo) -> None:
-        with self.device_stage('upload'):
+        with self.port.device_stage('upload'):
             pair = self.disparity.decode_pair(left, right, left_info, right_info)
         publish_extras = self.disparity.process(left, pair, left_info, right_info)
         publish_extras()

@@ -22,7 +22,7 @@ for a subscription callback that takes rclpy's MessageInfo, which the nodes read
 frame's send time and to count the frames lost before the node; under it they go without both
 (``VisionNode._subscribe``). So ``auto`` stays single-threaded (docs/BENCHMARKS.md "Executors"
 for what each costs per frame). Humble's rclpy has no EventsExecutor. It takes no guard
-conditions either: a node's executor waits on a future (``node_base.spin_until_stopped``).
+conditions either: a node's executor waits on a future (``node_process.spin_until_stopped``).
 """
 from __future__ import annotations
 

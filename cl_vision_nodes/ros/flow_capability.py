@@ -35,10 +35,12 @@ from builtin_interfaces.msg import Time
 from cl_vision_nodes.flow.colorwheel import FlowColorizer
 from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.imaging.device_image import DeviceGray
+from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.flow_span import FlowSpans, NS_PER_S
-from cl_vision_nodes.ros.node_base import (Finish, Followup, ImageFrame, nothing_more,
-                                           VisionNode)
+
+from cl_vision_nodes.ros.node_port import (CapabilityPort, Finish, Followup, ImageFrame,
+                                           nothing_more)
 from cl_vision_nodes.ros.topics import Topic
 import numpy as np
 from sensor_msgs.msg import Image, TimeReference
@@ -54,11 +56,12 @@ class FlowCapability:
                Topic('flow/span', TimeReference))
     """The answer, its picture, then the rest (``cl-vision eval`` records the first two)."""
 
-    def __init__(self, node: VisionNode, values: Mapping[str, Value], prefix: str = ''):
-        """Build the estimator and colour wheel on the node's runtime; stages named ``prefix*``."""
-        self.node = node
+    def __init__(self, port: CapabilityPort, runtime: ClRuntime, values: Mapping[str, Value],
+                 prefix: str = ''):
+        """Build the estimator and colour wheel on ``runtime``; stages named ``prefix*``."""
+        self.port = port
         self.prefix = prefix
-        self.runtime = runtime = node.capability_runtime()
+        self.runtime = runtime
         self.estimator = FlowEstimator(runtime, values)
         self.colorizer = FlowColorizer(runtime)
         self.staging = runtime.buffers()
@@ -69,8 +72,7 @@ class FlowCapability:
         self._announced = ''
 
     def connect(self) -> None:
-        self.flow_pub, self.color_pub, self.span_pub = (
-            self.node.output_publisher(t.msg_type, t.name) for t in self.OUTPUTS)
+        self.flow_pub, self.color_pub, self.span_pub = map(self.port.output, self.OUTPUTS)
 
     def configure(self, values: Mapping[str, Value]) -> None:
         """Apply changed parameters from the next frame on (CLVisionError refuses them)."""
@@ -91,7 +93,7 @@ class FlowCapability:
     def _announce_method(self) -> None:
         """Log the method that runs when a parameter change made it another."""
         if self.estimator.method != self._announced:
-            self.node.get_logger().info(self.method_line())
+            self.port.log(self.method_line())
 
     def reset(self) -> None:
         """Forget the previous frame (the pipeline switched flow off and on)."""
@@ -129,32 +131,32 @@ class FlowCapability:
         """
         previous_ns = self._last_stamp
         self._follow_stream(frame)
-        node, prefix = self.node, self.prefix
-        with node.stage(prefix + 'compute'):
+        port, prefix = self.port, self.prefix
+        with port.stage(prefix + 'compute'):
             flow = self.estimator.push_gray(gray)
 
         def finish() -> Followup:
-            with node.device_stage(prefix + 'compute', self.runtime):
+            with port.device_stage(prefix + 'compute', self.runtime):
                 pass  # the device work enqueued above
             if flow is None:
                 return nothing_more
-            with node.download_stage(prefix + 'download'):
+            with port.download_stage(prefix + 'download'):
                 host = self.estimator.download(flow)
             self.spans.flow_published(frame.stamp_ns - previous_ns)
             sec, nanosec = divmod(previous_ns, NS_PER_S)
             span = TimeReference(header=frame.header.to_msg(), source=SPAN_SOURCE,
                                  time_ref=Time(sec=sec, nanosec=nanosec))
-            node.publish_image(self.flow_pub, frame.header, '32FC2', host, prefix + 'publish')
-            node.publish_message(self.span_pub, span, prefix + 'publish')
-            if not node.wanted(self.color_pub):
+            port.publish_image(self.flow_pub, frame.header, '32FC2', host, prefix + 'publish')
+            port.publish_message(self.span_pub, span, prefix + 'publish')
+            if not port.wanted(self.color_pub):
                 return nothing_more
 
             def picture() -> None:
                 shape = (gray.height, gray.width, 3)
-                with node.device_stage(prefix + 'visual', self.runtime):
+                with port.device_stage(prefix + 'visual', self.runtime):
                     drawn = self.colorizer.draw(flow, gray.height, gray.width, self.max_flow,
                                                 out=self.staging.pinned('color', shape, np.uint8))
-                node.publish_image(self.color_pub, frame.header, 'bgr8', drawn,
+                port.publish_image(self.color_pub, frame.header, 'bgr8', drawn,
                                    prefix + 'publish')
             return picture
         return finish
@@ -168,11 +170,11 @@ class FlowCapability:
             why = 'time went backwards' if stream == self._stream else \
                 f'{self._stream[0]} {self._stream[1]}x{self._stream[2]} -> ' \
                 f'{raw.encoding} {raw.width}x{raw.height}'
-            self.node.get_logger().info(f'flow history reset ({why})')
+            self.port.log(f'flow history reset ({why})')
             self.estimator.reset()
         elif self._stream is not None and self.spans.beyond_limit(gap_ns):
             # Every such gap is counted; a log line each would flood a lossy link.
-            self.node.get_logger().info(
+            self.port.log(
                 f'flow history reset: {gap_ns / NS_PER_S:.2f} s since the previous frame is '
                 f'more than max_span {self.spans.max_span_s:g} s (logged once; counted in '
                 'diagnostics)', once=True)

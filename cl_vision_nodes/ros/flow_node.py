@@ -25,7 +25,9 @@ from typing import Mapping
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.flow_capability import FlowCapability
-from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
+from cl_vision_nodes.ros.node_base import VisionNode
+from cl_vision_nodes.ros.node_port import ImageFrame
+from cl_vision_nodes.ros.node_process import main_for
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import image_input, NodeTopics
 from cl_vision_nodes.ros.warm_up import warm_pair
@@ -39,7 +41,7 @@ class FlowNode(VisionNode):
         return NodeTopics((image_input('image', values),), FlowCapability.OUTPUTS)
 
     def build(self) -> None:
-        self.flow = FlowCapability(self, self.params)
+        self.flow = FlowCapability(self.port, self.capability_runtime(), self.params)
 
     def ready_lines(self) -> list[str]:
         return [self.flow.method_line()]

@@ -25,87 +25,37 @@ their own, newest first (``FrameRunner``), while the executor thread takes the n
 answers go out on the publishing thread (``OutputQueue``). Bad input raises a
 ``CLVisionError``: the base logs it (throttled), counts it and keeps serving. A
 ``CLVisionError`` while starting ends the process with one FATAL line and exit code 2; SIGINT
-and SIGTERM end it with exit code 0 (``spin_node``).
+and SIGTERM end it with exit code 0 (``node_process``).
 """
 from __future__ import annotations
 
-import contextlib
-from dataclasses import dataclass
-import os
-import re
 import sys
-import threading
 import time
-from typing import Any, Callable, ClassVar, Iterator, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 from cl_vision_nodes.dataio.compressed import decode_compressed
-from cl_vision_nodes.errors import CLVisionError, ParameterError
+from cl_vision_nodes.errors import CLVisionError
 from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages
-from cl_vision_nodes.imaging.encodings import RawImage
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, Value
-from cl_vision_nodes.ros.allocator import configure_allocator
-from cl_vision_nodes.ros.cdr import (CdrHeader, Framing, image_framing,
-                                     parse_compressed_image, parse_image, raw_image_framing)
-from cl_vision_nodes.ros.dds_profile import use_large_image_profile
-from cl_vision_nodes.ros.executor_choice import executor_kind, new_executor
+from cl_vision_nodes.ros.cdr import parse_compressed_image, parse_image
+from cl_vision_nodes.ros.executor_choice import executor_kind
 from cl_vision_nodes.ros.frame_runner import FrameRunner
 from cl_vision_nodes.ros.frame_stats import FrameReport, FrameStats, FrameTiming, receive_seconds
 from cl_vision_nodes.ros.input_qos import Input, InputQos, LOSS_LOG_PERIOD_S
-from cl_vision_nodes.ros.node_help import usage, wants_help
+from cl_vision_nodes.ros.node_port import ImageFrame, NodePort, nothing_more
 from cl_vision_nodes.ros.output_queue import OutputQueue
 from cl_vision_nodes.ros.parameters import ParameterBinding
-from cl_vision_nodes.ros.stop_signals import exit_at_once, StopSignals
 from cl_vision_nodes.ros.topics import image_input
 from cl_vision_nodes.ros.warm_up import expected_size, WarmedConfigurations
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-import numpy as np
-import rclpy
-from rclpy._rclpy_pybind11 import RCLError
 from rclpy.node import Node
-from rclpy.publisher import Publisher
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.signals import SignalHandlerOptions
 from rclpy.timer import Timer
 from sensor_msgs.msg import Image
 
 BAD_INPUT_LOG_PERIOD_S = 5.0
 PUBLISH_DRAIN_S = 2.0
 FRAME_END_S = 2.0
-EXIT_CANNOT_START = 2
-SPIN_BOUND_S = 1.0  # an executor spin returns at the latest after this, to look at the stop
-
-
-Followup = Callable[[], None]
-"""What a capability publishes after its answer (pictures, depth, points): run once every
-capability of the frame has published its answer, so none of them waits for another's pictures."""
-
-
-Finish = Callable[[], Followup]
-"""What completes a capability's frame after its device work was enqueued (``start``): wait for
-it, download and publish the answer, return the followup. A node that runs several capabilities
-starts them all before it finishes any, so their device work runs side by side."""
-
-
-def nothing_more() -> None:
-    """Return from a followup with nothing to publish."""
-
-
-@dataclass(frozen=True)
-class ImageFrame:
-    """
-    A received image, read in place: its header, pixels viewing the message bytes, its timing.
-
-    Outputs reuse ``header`` verbatim (the input's stamp and frame).
-    """
-
-    header: CdrHeader
-    raw: RawImage
-    timing: FrameTiming
-
-    @property
-    def stamp_ns(self) -> int:
-        return self.header.sec * 1_000_000_000 + self.header.nanosec
 
 
 class VisionNode(Node):
@@ -118,7 +68,6 @@ class VisionNode(Node):
     def __init__(self, **node_kwargs: Any):
         super().__init__(self.SCHEMA.node_name, **node_kwargs)
         self.stats = FrameStats()
-        self.timing = FrameTiming()
         self.failure: BaseException | None = None
         self.left_running = False
         """Whether ``destroy_node`` left the frame or publishing thread running (a device call)."""
@@ -133,7 +82,7 @@ class VisionNode(Node):
 
         Every OpenCL program is built here, and every kernel run once (``warm_up``). Raises
         CLVisionError (bad parameter, no device, a kernel that does not build), which
-        ``spin_node`` reports as this node's FATAL line.
+        ``node_process.spin_node`` reports as this node's FATAL line.
         """
         log = self.get_logger()
         self.binding = ParameterBinding(self, self.SCHEMA, self._on_parameters_changed,
@@ -144,6 +93,8 @@ class VisionNode(Node):
         self.images = DeviceImages(self.runtime)
         self._queues = [self.runtime]
         self.outputs = OutputQueue(f'{self.get_name()} publisher', self._publish_failed)
+        self.port = NodePort(self, self.outputs, self._queues,
+                             lambda: int(self.params['output_queue_size']))
         self.frames = FrameRunner(f'{self.get_name()} frames', self._frame_failed)
         size = expected_size(self.params, None)
         log.info('compiling OpenCL kernels' + (f' and running them on a {size[0]}x{size[1]} '
@@ -275,17 +226,6 @@ class VisionNode(Node):
             msg_type, topic = self.image_input(topic)
         return self.input_qos.subscribe(msg_type, topic, callback, depth, raw)
 
-    def output_publisher(self, msg_type: type, topic: str) -> Publisher:
-        """Reliable publisher with the depth of ``output_queue_size``."""
-        qos = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
-                         depth=int(self.params['output_queue_size']))
-        return self.create_publisher(msg_type, topic, qos)
-
-    @staticmethod
-    def wanted(publisher: Publisher) -> bool:
-        """Visual topics are computed only when someone listens."""
-        return publisher.get_subscription_count() > 0
-
     # -- per-frame work ------------------------------------------------------------------------
     def read_image(self, data: bytes, timing: FrameTiming) -> ImageFrame:
         """
@@ -305,75 +245,8 @@ class VisionNode(Node):
 
     def decode(self, frame: ImageFrame, role: str = 'gray') -> DeviceGray:
         """Upload and decode a frame on the device: the ``upload`` stage."""
-        with self.device_stage('upload'):
+        with self.port.device_stage('upload'):
             return self.images.decode(frame.raw, role)
-
-    @contextlib.contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        """Count the host time of the ``with`` block as stage ``name`` of the current frame."""
-        with self.timing.stage(name):
-            yield
-
-    @contextlib.contextmanager
-    def device_stage(self, name: str, runtime: ClRuntime | None = None) -> Iterator[None]:
-        """
-        Count the block and the device work it enqueued (waited for) as stage ``name``.
-
-        Waits for ``runtime``'s queue, or without one for every queue of the node.
-        """
-        with self.timing.stage(name):
-            yield
-            for queue in (self._queues if runtime is None else (runtime,)):
-                queue.finish()
-
-    @contextlib.contextmanager
-    def download_stage(self, name: str) -> Iterator[None]:
-        """
-        Count the block as stage ``name``: a download into a staging array.
-
-        Waits first until the previous frame's publishes, which may still read its staging
-        arrays, are done (``OutputQueue``).
-        """
-        with self.timing.stage(name):
-            self.outputs.drain()
-            yield
-
-    def publish_serialized(self, publisher: Publisher, framing: Framing, payload: Any,
-                           stage: str = 'publish') -> None:
-        """
-        Publish a message serialized around ``payload`` (one copy of it) as stage ``stage``.
-
-        On the publishing thread, in order: the frame's next work, and the next frame's upload
-        and compute, go on meanwhile. ``payload`` must stay untouched until ``download_stage``.
-        """
-        self._publish_later(publisher, lambda: framing.join(payload), stage)
-
-    def publish_raw(self, publisher: Publisher, header: CdrHeader, raw: RawImage,
-                    stage: str = 'publish') -> None:
-        """Publish ``raw`` (any step, either byte order) as an Image, as ``publish_image`` does."""
-        self.publish_serialized(publisher, raw_image_framing(header, raw), raw.data, stage)
-
-    def publish_message(self, publisher: Publisher, msg: Any, stage: str = 'publish') -> None:
-        """Publish a small message object as ``publish_serialized`` does: in order, later."""
-        self._publish_later(publisher, lambda: msg, stage)
-
-    def _publish_later(self, publisher: Publisher, message: Callable[[], Any], stage: str) -> None:
-        """Publish ``message()`` on the publishing thread, timed as this frame's ``stage``."""
-        timing = self.timing
-
-        def send() -> None:
-            with timing.stage(stage):
-                publisher.publish(message())
-        self.outputs.submit(send)
-
-    def publish_image(self, publisher: Publisher, header: CdrHeader, encoding: str,
-                      pixels: np.ndarray, stage: str = 'publish') -> None:
-        """Publish HxW[xC] host-order ``pixels`` as a packed sensor_msgs/Image of ``encoding``."""
-        if not pixels.flags.c_contiguous:
-            raise ValueError('publish_image needs a C-contiguous array')
-        height, width = pixels.shape[:2]
-        framing = image_framing(header, encoding, height, width, pixels.nbytes // max(height, 1))
-        self.publish_serialized(publisher, framing, pixels, stage)
 
     def run_frame(self, work: Callable[[], None], timing: FrameTiming | None = None) -> None:
         """
@@ -389,7 +262,7 @@ class VisionNode(Node):
 
     def _process(self, work: Callable[[], None], timing: FrameTiming) -> None:
         timing.waited()
-        self.timing = timing
+        self.port.timing = timing
         try:
             work()
         except CLVisionError as exc:
@@ -515,124 +388,3 @@ def diagnostic_status(report: FrameReport) -> tuple[bytes, str]:
     level = (DiagnosticStatus.ERROR if share > MISSED_ERROR_SHARE
              else DiagnosticStatus.WARN if parts else DiagnosticStatus.OK)
     return level, '; '.join(parts) or 'ok'
-
-
-def spin_node(node_class: type[VisionNode], args: list[str] | None = None,
-              stop: StopSignals | None = None) -> int:
-    """
-    Run one node until Ctrl-C, SIGTERM or shutdown; return the exit code.
-
-    A start-up failure is one FATAL line, under the node's name, and exit code 2. SIGINT and
-    SIGTERM, once or several times at any moment (``StopSignals``, installed here unless
-    ``stop`` was), end the node with exit code 0: the frame in progress is finished and
-    published, the publishing thread is drained, the node destroyed and rclpy shut down, in that
-    order, within ``STOP_DEADLINE_S``.
-    """
-    logger = rclpy.logging.get_logger(node_class.SCHEMA.node_name)
-    if stop is None:
-        stop = StopSignals(logger.warning)
-        stop.install()
-    if stop.requested:  # while the node's modules loaded (``executables``)
-        stop.finished()
-        return 0
-    use_large_image_profile()
-    allocator = configure_allocator()
-    try:
-        check_params_files(args or [])
-        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    except (ParameterError, RCLError) as exc:  # bad ROS arguments, e.g. a YAML file's syntax
-        reason = rcl_reason(exc) if isinstance(exc, RCLError) else str(exc)
-        logger.fatal(f'cannot start: {reason}')
-        return EXIT_CANNOT_START
-    node = node_class()
-    code = None
-    try:
-        code = start_and_spin(node, stop, allocator.line())
-    finally:
-        stop.phase = "the node's clean-up"
-        node.destroy_node()
-        rclpy.try_shutdown()
-        stop.finished()
-        if code is not None and node.left_running:
-            # Python's finalization would stop that thread inside the device call it is in,
-            # which aborts the process ("terminate called without an active exception")
-            exit_at_once(code)
-    return code
-
-
-def start_and_spin(node: VisionNode, stop: StopSignals, allocator_line: str) -> int:
-    """Build the node's kernels and serve it until a stop signal; return the exit code."""
-    stop.phase = 'the OpenCL kernel build'
-    try:
-        node.start()
-    except CLVisionError as exc:
-        if stop.requested:  # e.g. LLVM deletes a build's temporary files on SIGINT
-            node.get_logger().info('stopped while starting')
-            node.get_logger().debug(f'start-up cut short: {exc}')
-            return 0
-        node.get_logger().fatal(f'cannot start: {exc}')
-        return EXIT_CANNOT_START
-    node.get_logger().debug(allocator_line)
-    stop.phase = 'the frame in progress'
-    spin_until_stopped(node, stop)
-    return 0
-
-
-def spin_until_stopped(node: VisionNode, stop: StopSignals) -> None:
-    """
-    Serve the node's callbacks until a stop signal; raise what a frame raised (a bug).
-
-    The stop request and a failed frame wake the executor, so an idle node stops at once; the
-    frame in progress ends in ``destroy_node``. (The EventsExecutor returns from a spin for
-    neither ``wake()`` nor a guard condition: spins are bounded, so it stops within
-    ``SPIN_BOUND_S``.)
-    """
-    executor = new_executor(node.executor_kind)
-    executor.add_node(node)
-    stopping = threading.Event()
-
-    def wake() -> None:
-        stopping.set()
-        executor.wake()
-    node.wake_executor = wake
-    try:
-        with stop.calling(wake):
-            while not stopping.is_set():
-                executor.spin_once(timeout_sec=SPIN_BOUND_S)
-        if node.failure is not None:
-            raise node.failure
-    finally:
-        node.wake_executor = nothing_more
-        executor.shutdown()
-
-
-def check_params_files(args: list[str]) -> None:
-    """
-    Raise ParameterError for a ``--params-file`` that cannot be read.
-
-    rcl would log an extra ERROR line of its own and a reason without the file's name.
-    """
-    for option, path in zip(args, args[1:]):
-        if option == '--params-file' and not os.access(path, os.R_OK):
-            raise ParameterError(f'--params-file {path}: no such file or not readable')
-
-
-def rcl_reason(exc: RCLError) -> str:
-    """
-    Return rcl's message on one line, without the C source locations it appends.
-
-    They read like ", at /src/file.c:123".
-    """
-    return ' '.join(re.sub(r', at \S+:\d+', '', str(exc)).split())
-
-
-def main_for(node_class: type[VisionNode], stop: StopSignals | None = None) -> None:
-    """
-    Run a node executable: print ``--help``, or run the node.
-
-    ``stop``: the stop signals its console script took before loading it (``executables``).
-    """
-    if wants_help(sys.argv):
-        print(usage(node_class))
-        sys.exit(0)
-    sys.exit(spin_node(node_class, sys.argv, stop))

@@ -21,8 +21,8 @@ from typing import Any, Callable, Mapping, MutableMapping, Sequence
 from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.params import COMMON_NAMES, ParameterSchema, ParamSpec, Value
 from cl_vision_nodes.ros.rclpy_compat import add_set_parameters_callbacks
-from cl_vision_nodes.ros.start_parameters import (file_parameters, override_sources,
-                                                  section_files, SectionFile, split_arguments)
+from cl_vision_nodes.ros.start_parameters import (file_parameters, override_sources, section_files,
+                                                  SectionFile, split_arguments)
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType, SetParametersResult)
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException

@@ -38,7 +38,9 @@ from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.camera.schema import RECTIFY_SCHEMA
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.camera_info import calibration_from_msg
-from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
+from cl_vision_nodes.ros.node_base import VisionNode
+from cl_vision_nodes.ros.node_port import ImageFrame
+from cl_vision_nodes.ros.node_process import main_for
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import image_input, NodeTopics, Topic
 from cl_vision_nodes.ros.warm_up import warm_camera_infos, warm_pair
@@ -58,7 +60,7 @@ class RectifyNode(VisionNode):
         self.rectifier = Rectifier(self.runtime)
 
     def connect(self) -> None:
-        self.rect_pub, = (self.output_publisher(t.msg_type, t.name) for t in self.OUTPUTS)
+        self.rect_pub, = (self.port.output(t) for t in self.OUTPUTS)
         self._info: CameraInfo | None = None
         self.subscribe_stream(CameraInfo, 'camera_info', self.on_camera_info)
         self.subscribe_images('image_raw', self.on_image)
@@ -80,9 +82,9 @@ class RectifyNode(VisionNode):
         calibration = calibration_from_msg(self._info)
         if self.rectifier.set_calibration(calibration):
             self.get_logger().info(f'rectification maps of {calibration.describe()}')
-        with self.device_stage('compute'):
+        with self.port.device_stage('compute'):
             rectified = self.rectifier.rectify(frame.raw, str(self.params['interpolation']))
-        self.publish_raw(self.rect_pub, frame.header, rectified)
+        self.port.publish_raw(self.rect_pub, frame.header, rectified)
 
 
 def main(stop: StopSignals | None = None) -> None:

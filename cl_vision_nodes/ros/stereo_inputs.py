@@ -42,7 +42,8 @@ from typing import Any, Callable, Mapping
 from cl_vision_nodes.errors import CLVisionError
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.frame_stats import FrameTiming, receive_seconds
-from cl_vision_nodes.ros.node_base import ImageFrame, VisionNode
+from cl_vision_nodes.ros.node_base import VisionNode
+from cl_vision_nodes.ros.node_port import ImageFrame
 from cl_vision_nodes.ros.stereo_sync import StereoSynchronizer
 from cl_vision_nodes.ros.topics import image_input, Topic
 import numpy as np

@@ -25,11 +25,13 @@ from __future__ import annotations
 from typing import Mapping
 
 from cl_vision_nodes.imaging.device_image import DeviceGray
+from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.cdr import cloud_framing
 from cl_vision_nodes.ros.keypoint_cloud import point_fields
-from cl_vision_nodes.ros.node_base import (Finish, Followup, ImageFrame, nothing_more,
-                                           VisionNode)
+
+from cl_vision_nodes.ros.node_port import (CapabilityPort, Finish, Followup, ImageFrame,
+                                           nothing_more)
 from cl_vision_nodes.ros.topics import Topic
 from cl_vision_nodes.surf.draw import KeypointPainter
 from cl_vision_nodes.surf.extractor import SurfExtractor
@@ -43,18 +45,18 @@ class SurfCapability:
 
     OUTPUTS = (Topic('keypoints', PointCloud2), Topic('keypoints/image', Image))
 
-    def __init__(self, node: VisionNode, values: Mapping[str, Value], prefix: str = ''):
-        """Build the extractor and painter on the node's runtime; stages named ``prefix*``."""
-        self.node = node
+    def __init__(self, port: CapabilityPort, runtime: ClRuntime, values: Mapping[str, Value],
+                 prefix: str = ''):
+        """Build the extractor and painter on ``runtime``; stages named ``prefix*``."""
+        self.port = port
         self.prefix = prefix
-        self.runtime = runtime = node.capability_runtime()
+        self.runtime = runtime
         self.extractor = SurfExtractor(runtime, values)
         self.painter = KeypointPainter(runtime)
         self.staging = runtime.buffers()
 
     def connect(self) -> None:
-        self.keypoints_pub, self.image_pub = (self.node.output_publisher(t.msg_type, t.name)
-                                              for t in self.OUTPUTS)
+        self.keypoints_pub, self.image_pub = map(self.port.output, self.OUTPUTS)
 
     def configure(self, values: Mapping[str, Value]) -> None:
         """Apply changed parameters from the next frame on (CLVisionError refuses them)."""
@@ -82,27 +84,27 @@ class SurfCapability:
         picture, if subscribed). Start it after capabilities that do not wait, so their device
         work runs meanwhile.
         """
-        node, prefix = self.node, self.prefix
-        with node.device_stage(prefix + 'compute', self.runtime):
+        port, prefix = self.port, self.prefix
+        with port.device_stage(prefix + 'compute', self.runtime):
             count = self.extractor.detect_gray(gray)
 
         def finish() -> Followup:
-            with node.download_stage(prefix + 'download'):
+            with port.download_stage(prefix + 'download'):
                 records = self.extractor.download_keypoints(count).to_structured()
             dtype = point_dtype(self.extractor.settings.descriptor_length)
             framing = cloud_framing(frame.header, 1, len(records), point_fields(dtype),
                                     dtype.itemsize, dtype.itemsize * len(records))
-            node.publish_serialized(self.keypoints_pub, framing, records, prefix + 'publish')
-            if not node.wanted(self.image_pub):
+            port.publish_serialized(self.keypoints_pub, framing, records, prefix + 'publish')
+            if not port.wanted(self.image_pub):
                 return nothing_more
 
             def picture() -> None:
                 shape = (gray.height, gray.width, 3)
-                with node.device_stage(prefix + 'visual', self.runtime):
+                with port.device_stage(prefix + 'visual', self.runtime):
                     drawn = self.painter.draw(
                         *self.extractor.last_device_frame,
                         out=self.staging.pinned('picture', shape, np.uint8))
-                node.publish_image(self.image_pub, frame.header, 'bgr8', drawn,
+                port.publish_image(self.image_pub, frame.header, 'bgr8', drawn,
                                    prefix + 'publish')
             return picture
         return finish

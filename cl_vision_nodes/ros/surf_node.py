@@ -23,7 +23,9 @@ from __future__ import annotations
 from typing import Mapping
 
 from cl_vision_nodes.params import Value
-from cl_vision_nodes.ros.node_base import ImageFrame, main_for, VisionNode
+from cl_vision_nodes.ros.node_base import VisionNode
+from cl_vision_nodes.ros.node_port import ImageFrame
+from cl_vision_nodes.ros.node_process import main_for
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.surf_capability import SurfCapability
 from cl_vision_nodes.ros.topics import image_input, NodeTopics
@@ -39,7 +41,7 @@ class SurfNode(VisionNode):
         return NodeTopics((image_input('image', values),), SurfCapability.OUTPUTS)
 
     def build(self) -> None:
-        self.surf = SurfCapability(self, self.params)
+        self.surf = SurfCapability(self.port, self.capability_runtime(), self.params)
 
     def connect(self) -> None:
         self.surf.connect()

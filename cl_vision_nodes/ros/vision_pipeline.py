@@ -43,7 +43,9 @@ from cl_vision_nodes.imaging.device_image import DeviceGray
 from cl_vision_nodes.params import section, Value
 from cl_vision_nodes.ros.disparity_capability import DisparityCapability
 from cl_vision_nodes.ros.flow_capability import FlowCapability
-from cl_vision_nodes.ros.node_base import Finish, ImageFrame, main_for, VisionNode
+from cl_vision_nodes.ros.node_base import VisionNode
+from cl_vision_nodes.ros.node_port import Finish, ImageFrame
+from cl_vision_nodes.ros.node_process import main_for
 from cl_vision_nodes.ros.stereo_inputs import StereoInputs
 from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.surf_capability import SurfCapability
@@ -70,9 +72,10 @@ class VisionPipeline(VisionNode):
         """Build every capability, enabled or not, so switching one on never compiles."""
         values = self.params
         parts = {name: section(values, name, schema) for name, schema in CAPABILITIES.items()}
-        self.flow = FlowCapability(self, parts['flow'], 'flow.')
-        self.surf = SurfCapability(self, parts['surf'], 'surf.')
-        self.disparity = DisparityCapability(self, parts['disparity'], 'disparity.')
+        self.flow = FlowCapability(self.port, self.capability_runtime(), parts['flow'], 'flow.')
+        self.surf = SurfCapability(self.port, self.capability_runtime(), parts['surf'], 'surf.')
+        self.disparity = DisparityCapability(self.port, self.capability_runtime(), self.images,
+                                             parts['disparity'], 'disparity.')
 
     def ready_lines(self) -> list[str]:
         return [self.flow.method_line()]
@@ -117,7 +120,7 @@ class VisionPipeline(VisionNode):
     def on_stereo(self, left: ImageFrame, right: ImageFrame, left_info: CameraInfo,
                   right_info: CameraInfo) -> None:
         stereo = self.enabled('disparity')
-        with self.device_stage('upload'):
+        with self.port.device_stage('upload'):
             pair = self.disparity.decode_pair(left, right, left_info, right_info) if stereo \
                 else (self.disparity.decode(left, left_info, 0),)
         started = [self.disparity.start(left, pair, left_info, right_info)] if stereo else []
