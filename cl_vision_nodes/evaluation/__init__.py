@@ -16,9 +16,10 @@
 Evaluation: the nodes as ROS processes on a rosbag2, played in lockstep, scored, reported.
 
 By concern: ``frames`` (a bag's frames by stamp), ``cameras`` (which topics are the camera),
-``player`` (lockstep playback and recording), ``scorers`` (accuracy against ground truth),
-``quality`` and ``quality_scorers`` (quality without it), ``strip`` (the picture strip),
-``report`` (report.json, report.md, pictures), ``compare`` (two runs side by side),
-``one_bag`` (one bag's run), ``bag_folder``, ``folder_run`` and ``ray_eval`` (a folder of bags,
-here or on a Ray cluster), ``progress_bar`` (the progress line of eval and tune).
+``wiring`` (which nodes run on it), ``player`` (lockstep playback and recording), ``scorers``
+(accuracy against ground truth), ``quality`` and ``quality_scorers`` (quality without it),
+``strip`` (the picture strip), ``report`` (report.json, report.md, pictures), ``compare`` (two
+runs side by side), ``one_bag`` (one bag's run), ``bag_folder``, ``folder_run`` and ``ray_eval``
+(a folder of bags, here or on a Ray cluster), ``progress_bar`` (the progress line of eval and
+tune).
 """

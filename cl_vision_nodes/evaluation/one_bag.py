@@ -46,10 +46,10 @@ from cl_vision_nodes.evaluation.player import evaluate_bag, NodeRun, Progress
 from cl_vision_nodes.evaluation.quality_scorers import (LibraryAlgorithms, node_scorers,
                                                         SequenceMemory)
 from cl_vision_nodes.evaluation.report import fmt, write_report
+from cl_vision_nodes.evaluation.wiring import wire
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.processes.child_processes import interrupted_exit
-from cl_vision_nodes.processes.nodes import (node_environment, node_parameters, NODE_SPECS,
-                                             SCHEMAS, wire)
+from cl_vision_nodes.processes.nodes import node_environment, node_parameters, NODE_SPECS, SCHEMAS
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_DOMAIN_ID = 232  # the largest ROS_DOMAIN_ID that DDS maps to valid UDP ports
