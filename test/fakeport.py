@@ -77,7 +77,7 @@ class FakePort:
     def publish_message(self, output: str, msg: Any, stage: str = 'publish') -> None:
         self.published.append(Published(output, 'message', msg, stage))
 
-    def log(self, line: str, once: bool = False) -> None:
+    def log(self, line: str, once: str = '') -> None:
         self.lines.append(line)
 
     def take(self) -> list[Published]:

@@ -74,7 +74,8 @@ def imports(folder: Path) -> dict[Path, set[str]]:
     Left out: the standard library and the test helpers, which tests import by file name. The
     package's own modules stay, for following what the nodes load.
     """
-    skip = {*sys.stdlib_module_names, *(path.stem for path in (REPO / 'test').glob('*.py'))}
+    skip = {*sys.stdlib_module_names, *(path.stem for path in (REPO / 'test').glob('*.py')),
+            *(path.parent.name for path in (REPO / 'test').glob('*/__init__.py'))}
     found = {}
     for path in sorted(folder.rglob('*.py')):
         names = set()

@@ -177,7 +177,7 @@ class FlowCapability:
             self.port.log(
                 f'flow history reset: {gap_ns / NS_PER_S:.2f} s since the previous frame is '
                 f'more than max_span {self.spans.max_span_s:g} s (logged once; counted in '
-                'diagnostics)', once=True)
+                'diagnostics)', once='max_span reset')
             self.spans.history_reset()
             self.estimator.reset()
         self._stream, self._last_stamp = stream, frame.stamp_ns

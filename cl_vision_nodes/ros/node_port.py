@@ -98,8 +98,8 @@ class CapabilityPort(Protocol):
     def publish_message(self, output: Any, msg: Any, stage: str = 'publish') -> None:
         """Publish a small message object."""
 
-    def log(self, line: str, once: bool = False) -> None:
-        """Log ``line`` at info level (``once``: the first time only)."""
+    def log(self, line: str, once: str = '') -> None:
+        """Log ``line`` at info level; a line with a ``once`` key only the first time."""
 
 
 class NodePort:
@@ -118,6 +118,7 @@ class NodePort:
         self.queues = queues
         self.depth = depth
         self.timing = FrameTiming()
+        self._logged_once: set[str] = set()
 
     def output(self, topic: Topic) -> Publisher:
         """Return a reliable publisher of ``topic`` with the depth of ``output_queue_size``."""
@@ -197,6 +198,13 @@ class NodePort:
                 output.publish(message())
         self.outputs.submit(send)
 
-    def log(self, line: str, once: bool = False) -> None:
-        """Log ``line`` at info level under the node's name."""
-        self.node.get_logger().info(line, once=once)
+    def log(self, line: str, once: str = '') -> None:
+        """
+        Log ``line`` at info level under the node's name; with ``once``, the key's first only.
+
+        (rclpy's own ``once`` is per call site, and every capability's lines come through here.)
+        """
+        if once and once in self._logged_once:
+            return
+        self._logged_once.add(once)
+        self.node.get_logger().info(line)
