@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """The span bookkeeping behind flow/span diagnostics and max_span: period, long spans, resets."""
-from cl_vision_nodes.ros.flow_span import FlowSpans, PERIOD_SPANS
+from cl_vision_nodes.capabilities.flow_span import FlowSpans, PERIOD_SPANS
 
 MS = 1_000_000
 

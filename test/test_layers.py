@@ -49,7 +49,8 @@ ROS = (r'rclpy|rcl_\w+|rmw\w*|rosidl\w*|rpyutils|ament_\w+|launch|launch_ros|cv_
        r'|message_filters|builtin_interfaces|\w+_msgs|\w+_srvs|\w+_interfaces')
 """Top-level module names of ROS 2 (client library, middleware, message packages, launch)."""
 OPENCV = 'cv2'
-ALGORITHM_PACKAGES = ('opencl', 'imaging', 'flow', 'surf', 'elas', 'camera', 'stereo', 'dataio')
+ALGORITHM_PACKAGES = ('opencl', 'imaging', 'flow', 'surf', 'elas', 'camera', 'stereo', 'dataio',
+                      'capabilities')
 ALGORITHM_THIRD_PARTY = {'numpy', 'pyopencl', 'yaml'}
 LIBRARY_PACKAGES = ('bags', 'evaluation', 'processes', 'benchmarks', 'tuning')
 FLOORS = ('algorithm', 'ros', 'bags', 'processes', ('evaluation', 'benchmarks'), 'tuning', 'tools')
@@ -64,6 +65,7 @@ NEEDS_OPENCV = {
     'cl_vision_nodes.dataio.synthetic',  # generated scenes: blur, shapes, Lanczos warps
     'cl_vision_nodes.elas.colormap',     # disparity/color: the jet colour map
     'cl_vision_nodes.surf.draw',         # keypoints/image: circles and lines
+    'cl_vision_nodes.capabilities.surf',  # its picture's painter is surf.draw's
 }
 ROS_TOOLS: set[str] = set()  # none: every tools module imports ROS inside its functions
 

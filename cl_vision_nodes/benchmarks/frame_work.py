@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-One frame's device work of each capability, prepared on a runtime, as the benches time it.
+One frame's device work of each node kind, prepared on a runtime, as the benches time it.
 
 Each function returns ``prepare(runtime) -> call``: what ``timing.device_stages`` and
 ``timing.time_ms`` take, so a bench builds its programs once and times the calls alone.
@@ -23,21 +23,37 @@ from __future__ import annotations
 import itertools
 from typing import Callable, Mapping
 
+from cl_vision_nodes.capabilities.flow import FlowFrames
+from cl_vision_nodes.capabilities.stages import StageTimes
+from cl_vision_nodes.capabilities.surf import SurfFrames
 from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.elas.presets import PRESETS
-from cl_vision_nodes.flow.estimator import FlowEstimator
+from cl_vision_nodes.flow.schema import FLOW_SCHEMA
+from cl_vision_nodes.imaging.device_image import DeviceImages
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
-from cl_vision_nodes.surf.extractor import SurfExtractor
+from cl_vision_nodes.surf.schema import SURF_SCHEMA
 
 
 def streaming(method: str, raws: list, params: Mapping[str, Value] | None = None):
-    """For a runtime: an estimator fed alternately with the two frames, one ``push`` a call."""
+    """
+    For a runtime: flow_node's frame work, fed the two frames in turn, one frame a call.
+
+    Decode on the device, then ``capabilities.flow``'s frame (pyramid, flow, download).
+    """
     def prepare(runtime: ClRuntime) -> Callable[[], object]:
-        estimator = FlowEstimator(runtime, {**(params or {}), 'method': method})
+        values = FLOW_SCHEMA.validate(FLOW_SCHEMA.defaults(), {**(params or {}), 'method': method})
+        flow = FlowFrames(runtime, values, StageTimes())
+        images = DeviceImages(runtime)
         frames = itertools.cycle(raws)
-        estimator.push(next(frames))
-        return lambda: estimator.push(next(frames), copy=False)  # as flow_node calls it
+        stamps = itertools.count(1)
+
+        def step() -> object:
+            raw = next(frames)
+            return flow.start(images.decode(raw), next(stamps), (raw.encoding, raw.width,
+                                                                 raw.height))()
+        step()
+        return step
     return prepare
 
 
@@ -50,8 +66,10 @@ def matching(preset: str, left, right):
 
 
 def extraction(params: dict, raw):
-    """For ``device_stages``: an extractor on the given runtime and its per-frame call."""
+    """For a runtime: surf_node's frame work (decode, then ``capabilities.surf``'s frame)."""
     def prepare(runtime: ClRuntime):
-        extractor = SurfExtractor(runtime, params)
-        return lambda: extractor.detect_and_describe(raw)
+        surf = SurfFrames(runtime, SURF_SCHEMA.validate(SURF_SCHEMA.defaults(), params),
+                          StageTimes())
+        images = DeviceImages(runtime)
+        return lambda: surf.start(images.decode(raw))()
     return prepare

@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-What surf_node does with a decoded frame, for surf_node and the pipeline node alike.
+surf_node's outputs, for surf_node and the pipeline node alike: ``capabilities.surf`` published.
 
 Publishes ``keypoints`` (sensor_msgs/PointCloud2, one point per keypoint, strongest first; an
 empty cloud when a frame has none; layout in ``keypoint_cloud``) and ``keypoints/image`` (the
@@ -24,19 +24,15 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from cl_vision_nodes.capabilities.surf import SurfFrames
 from cl_vision_nodes.imaging.device_image import DeviceGray
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.cdr import cloud_framing
 from cl_vision_nodes.ros.keypoint_cloud import point_fields
-
 from cl_vision_nodes.ros.node_port import (CapabilityPort, Finish, Followup, ImageFrame,
                                            nothing_more)
 from cl_vision_nodes.ros.topics import Topic
-from cl_vision_nodes.surf.draw import KeypointPainter
-from cl_vision_nodes.surf.extractor import SurfExtractor
-from cl_vision_nodes.surf.keypoints import point_dtype
-import numpy as np
 from sensor_msgs.msg import Image, PointCloud2
 
 
@@ -47,30 +43,21 @@ class SurfCapability:
 
     def __init__(self, port: CapabilityPort, runtime: ClRuntime, values: Mapping[str, Value],
                  prefix: str = ''):
-        """Build the extractor and painter on ``runtime``; stages named ``prefix*``."""
+        """Build the frame-level SURF on ``runtime``, timed on the port; stages ``prefix*``."""
         self.port = port
         self.prefix = prefix
-        self.runtime = runtime
-        self.extractor = SurfExtractor(runtime, values)
-        self.painter = KeypointPainter(runtime)
-        self.staging = runtime.buffers()
+        self.frames = SurfFrames(runtime, values, port, prefix)
 
     def connect(self) -> None:
         self.keypoints_pub, self.image_pub = map(self.port.output, self.OUTPUTS)
 
     def configure(self, values: Mapping[str, Value]) -> None:
         """Apply changed parameters from the next frame on (CLVisionError refuses them)."""
-        self.extractor.configure(values)
+        self.frames.configure(values)
 
     def warm(self, gray: DeviceGray) -> None:
-        """
-        Run every kernel of the current settings on ``gray`` (keypoints and picture).
-
-        The picture goes to an array of its own: the previous frame's may be on its way out.
-        """
-        count = self.extractor.detect_gray(gray)
-        self.extractor.download_keypoints(count)
-        self.painter.draw(*self.extractor.last_device_frame)
+        """Run every kernel of the current settings on ``gray`` (``SurfFrames.warm``)."""
+        self.frames.warm(gray)
 
     def process(self, frame: ImageFrame, gray: DeviceGray) -> Followup:
         """Detect and describe the keypoints of a decoded frame and publish them."""
@@ -84,27 +71,20 @@ class SurfCapability:
         picture, if subscribed). Start it after capabilities that do not wait, so their device
         work runs meanwhile.
         """
-        port, prefix = self.port, self.prefix
-        with port.device_stage(prefix + 'compute', self.runtime):
-            count = self.extractor.detect_gray(gray)
+        done = self.frames.start(gray)
+        port, stage = self.port, self.prefix + 'publish'
 
         def finish() -> Followup:
-            with port.download_stage(prefix + 'download'):
-                records = self.extractor.download_keypoints(count).to_structured()
-            dtype = point_dtype(self.extractor.settings.descriptor_length)
+            records = done()
+            dtype = self.frames.point_dtype
             framing = cloud_framing(frame.header, 1, len(records), point_fields(dtype),
                                     dtype.itemsize, dtype.itemsize * len(records))
-            port.publish_serialized(self.keypoints_pub, framing, records, prefix + 'publish')
+            port.publish_serialized(self.keypoints_pub, framing, records, stage)
             if not port.wanted(self.image_pub):
                 return nothing_more
 
             def picture() -> None:
-                shape = (gray.height, gray.width, 3)
-                with port.device_stage(prefix + 'visual', self.runtime):
-                    drawn = self.painter.draw(
-                        *self.extractor.last_device_frame,
-                        out=self.staging.pinned('picture', shape, np.uint8))
-                port.publish_image(self.image_pub, frame.header, 'bgr8', drawn,
-                                   prefix + 'publish')
+                port.publish_image(self.image_pub, frame.header, 'bgr8',
+                                   self.frames.picture(gray), stage)
             return picture
         return finish

@@ -15,8 +15,9 @@
 """
 One parameter set scored and timed on one OpenCL device, over one half of a tune's frames.
 
-The frames are decoded onto the device once (``DeviceImages``); the node's algorithm objects
-(``ElasMatcher``, ``FlowEstimator``, ``SurfExtractor``) are built once and each evaluation
+The frames are decoded onto the device once (``DeviceImages``); the node's frame-level
+capabilities (``capabilities.flow``, ``capabilities.surf``: what the nodes run) and
+``ElasMatcher`` are built once and each evaluation
 ``configure``s them with the full parameter set (their validation refuses a bad value:
 ParameterError), runs one untimed frame (kernel builds and buffers for new values), then every
 frame of the part, timed from the first launch to the last answer on the host.
@@ -39,6 +40,9 @@ import math
 import time
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
+from cl_vision_nodes.capabilities.flow import FlowFrames
+from cl_vision_nodes.capabilities.stages import StageTimes
+from cl_vision_nodes.capabilities.surf import SurfFrames
 from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.errors import CLVisionError, ParameterError
@@ -54,7 +58,6 @@ from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, section, Value
 from cl_vision_nodes.schemas import CAPABILITIES
 from cl_vision_nodes.surf.evaluation import pair_scores
-from cl_vision_nodes.surf.extractor import SurfExtractor
 from cl_vision_nodes.surf.keypoints import Keypoints
 from cl_vision_nodes.tuning.frames import Frame, TuneFrames
 from cl_vision_nodes.tuning.space import node_schema
@@ -163,28 +166,18 @@ class _Disparity:
                       _means(scorer.rows, DisparityQuality.FIGURES))
 
 
-def stream_flows(estimator: FlowEstimator,
-                 grays: list[DeviceGray]) -> list[np.ndarray | None]:
-    """Return the flow into each frame from the one before (None for the first), downloaded."""
-    estimator.reset()
-    flows = []
-    for gray in grays:
-        flow = estimator.push_gray(gray)
-        flows.append(None if flow is None else estimator.download(flow).copy())
-    return flows
-
-
 class _Flow:
     schema = CAPABILITIES['flow']
 
     def __init__(self, runtime: ClRuntime, library: _Library):
-        self.estimator = library.estimator = FlowEstimator(runtime)
+        self.frames = FlowFrames(runtime, self.schema.defaults(), StageTimes())
+        library.estimator = self.frames.estimator
 
     def configure(self, values: Mapping[str, Value]) -> None:
-        self.estimator.configure(values)
+        self.frames.configure(values)
 
     def run(self, lefts: list[DeviceGray], rights: list[DeviceGray]) -> list[np.ndarray | None]:
-        return stream_flows(self.estimator, lefts)
+        return self.frames.flows(lefts)
 
     def score(self, frames: list[Frame], outputs: list[np.ndarray | None], truth: bool,
               memory: Memory) -> _Score:
@@ -213,14 +206,13 @@ class _Surf:
     schema = CAPABILITIES['surf']
 
     def __init__(self, runtime: ClRuntime, library: _Library):
-        self.extractor = SurfExtractor(runtime)
+        self.frames = SurfFrames(runtime, self.schema.defaults(), StageTimes())
 
     def configure(self, values: Mapping[str, Value]) -> None:
-        self.extractor.configure(values)
+        self.frames.configure(values)
 
     def run(self, lefts: list[DeviceGray], rights: list[DeviceGray]) -> list[Keypoints]:
-        return [self.extractor.download_keypoints(self.extractor.detect_gray(gray))
-                for gray in lefts]
+        return self.frames.keypoints(lefts)
 
     def score(self, frames: list[Frame], outputs: list[Keypoints], truth: bool,
               memory: Memory) -> _Score:
@@ -326,8 +318,8 @@ class Evaluator:
     def _memory(self, part: str) -> SequenceMemory:
         """Return a fresh memory of the part's frames holding the default-parameter flows."""
         if part not in self._motion:
-            self._motion[part] = stream_flows(FlowEstimator(self.runtime),
-                                              self._device[part][0])
+            default_flow = FlowFrames(self.runtime, CAPABILITIES['flow'].defaults(), StageTimes())
+            self._motion[part] = default_flow.flows(self._device[part][0])
         memory = SequenceMemory(self._library)
         for index, flow in enumerate(self._motion[part]):
             if flow is not None:

@@ -1,0 +1,183 @@
+# Copyright 2026 cl_vision_nodes maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Dense optical flow of a stream of frames: what flow_node (and the pipeline) does, without ROS.
+
+Each frame's flow runs from the previous frame of its stream to it, with the span between their
+stamps. A frame of another stream (size or encoding changed), a stamp going backwards (a bag
+loop) or a gap over ``max_span`` seconds restarts the stream, so no flow is estimated across
+it: the node, tune and the benches get the same flows from the same frames. The colour picture
+(the Middlebury wheel, drawn on the device) is drawn only when asked for.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from cl_vision_nodes.capabilities.flow_span import FlowSpans, NS_PER_S
+from cl_vision_nodes.capabilities.stages import StageClock
+from cl_vision_nodes.flow.colorwheel import FlowColorizer
+from cl_vision_nodes.flow.estimator import FlowEstimator
+from cl_vision_nodes.imaging.device_image import DeviceGray
+from cl_vision_nodes.opencl.runtime import ClRuntime
+from cl_vision_nodes.params import Value
+import numpy as np
+import pyopencl as cl
+
+Stream = tuple[str, int, int]
+"""What a stream's frames share: encoding, width, height."""
+Log = Callable[..., None]
+"""An info line: ``log(line)``, or ``log(line, once=KEY)`` for a line logged the first time."""
+
+
+def no_log(line: str, once: str = '') -> None:
+    """Log nothing (tune and the benches)."""
+
+
+@dataclass(frozen=True)
+class FlowAnswer:
+    """One frame's flow, from the frame stamped ``previous_ns``; valid until the next frame."""
+
+    flow: np.ndarray  # HxWx2 float32 (u, v) in a pinned staging array
+    previous_ns: int
+    device: cl.Buffer  # the same flow on the device (for the picture)
+    height: int
+    width: int
+
+
+class FlowFrames:
+    """The flows of a stream of decoded frames, their spans and their pictures."""
+
+    def __init__(self, runtime: ClRuntime, values: Mapping[str, Value], clock: StageClock,
+                 log: Log = no_log, prefix: str = ''):
+        """Build the estimator and colour wheel on ``runtime``; stages named ``prefix*``."""
+        self.runtime = runtime
+        self.clock = clock
+        self.log = log
+        self.prefix = prefix
+        self.estimator = FlowEstimator(runtime, values)
+        self.colorizer = FlowColorizer(runtime)
+        self.staging = runtime.buffers()
+        self.max_flow = float(values['max_flow'])
+        self.spans = FlowSpans(float(values['max_span']))
+        self._stream: Stream | None = None
+        self._last_stamp = 0
+        self._announced = ''
+
+    def configure(self, values: Mapping[str, Value]) -> None:
+        """Apply changed parameters from the next frame on (CLVisionError refuses them)."""
+        self.estimator.configure(values)
+        self.max_flow = float(values['max_flow'])
+        self.spans.max_span_s = float(values['max_span'])
+        if self.estimator.method != self._announced:
+            self.log(self.method_line())
+
+    def method_line(self) -> str:
+        """Return the log line naming the method that runs (and why, for auto)."""
+        method = self._announced = self.estimator.method
+        why = ''
+        if self.estimator.settings.method == 'auto':
+            device = 'a GPU' if self.runtime.limits.is_gpu else 'a CPU device'
+            why = f' (method auto on {device}; set method to choose another)'
+        return f'flow method: {method}{why}'
+
+    def reset(self) -> None:
+        """Forget the previous frame (the pipeline switched flow off and on)."""
+        self.estimator.reset()
+        self._stream = None
+
+    def warm(self, gray: DeviceGray) -> None:
+        """
+        Run every kernel of the current settings on ``gray`` (flows and their picture).
+
+        Before the first frame, on the estimator that will serve (its buffers written once:
+        ``FlowEstimator.warm``); in a stream, on an estimator of its own (the same programs and
+        kernels), so the stream keeps its previous frame. The picture in an array of its own, as
+        the previous frame's may still be on its way out.
+        """
+        estimator = self.estimator if not self.estimator.streaming else \
+            FlowEstimator(self.runtime, self.estimator.values)
+        flow = estimator.warm(gray)
+        self.colorizer.draw(flow, gray.height, gray.width, self.max_flow)
+
+    def diagnostic_values(self) -> dict[str, str]:
+        """Return the span counts of the diagnostics window, and start a new one."""
+        return self.spans.key_values()
+
+    def start(self, gray: DeviceGray, stamp_ns: int,
+              stream: Stream) -> Callable[[], FlowAnswer | None]:
+        """
+        Enqueue the flow from the stream's previous frame to ``gray``, without waiting.
+
+        Returns its finish: wait, download and return the answer (None for the first frame of
+        a stream).
+        """
+        previous_ns = self._last_stamp
+        self._follow_stream(stamp_ns, stream)
+        with self.clock.stage(self.prefix + 'compute'):
+            flow = self.estimator.push_gray(gray)
+
+        def finish() -> FlowAnswer | None:
+            with self.clock.device_stage(self.prefix + 'compute', self.runtime):
+                pass  # the device work enqueued above
+            if flow is None:
+                return None
+            with self.clock.download_stage(self.prefix + 'download'):
+                host = self.estimator.download(flow)
+            self.spans.flow_published(stamp_ns - previous_ns)
+            return FlowAnswer(host, previous_ns, flow, gray.height, gray.width)
+        return finish
+
+    def picture(self, answer: FlowAnswer) -> np.ndarray:
+        """Draw the answer's colour picture on the device; return it (bgr8, pinned staging)."""
+        shape = (answer.height, answer.width, 3)
+        with self.clock.device_stage(self.prefix + 'visual', self.runtime):
+            return self.colorizer.draw(answer.device, answer.height, answer.width,
+                                       self.max_flow,
+                                       out=self.staging.pinned('color', shape, np.uint8))
+
+    def flows(self, grays: list[DeviceGray],
+              stamps_ns: list[int] | None = None) -> list[np.ndarray | None]:
+        """
+        Return each frame's flow as a copy (None where a stream starts), from a new stream.
+
+        ``stamps_ns``: the frames' stamps (a bag's), so that gaps and loops restart the stream as
+        in the node; without them the frames are consecutive.
+        """
+        self.reset()
+        stamps_ns = stamps_ns or list(range(1, len(grays) + 1))
+        answers = []
+        for gray, stamp in zip(grays, stamps_ns):
+            answer = self.start(gray, stamp, ('mono8', gray.width, gray.height))()
+            answers.append(None if answer is None else answer.flow.copy())
+        return answers
+
+    def _follow_stream(self, stamp_ns: int, stream: Stream) -> None:
+        """Start a new history where the frame does not continue the previous frame's."""
+        gap_ns = stamp_ns - self._last_stamp
+        if self._stream is not None and (stream != self._stream or gap_ns < 0):
+            why = 'time went backwards' if stream == self._stream else \
+                f'{self._stream[0]} {self._stream[1]}x{self._stream[2]} -> ' \
+                f'{stream[0]} {stream[1]}x{stream[2]}'
+            self.log(f'flow history reset ({why})')
+            self.estimator.reset()
+        elif self._stream is not None and self.spans.beyond_limit(gap_ns):
+            # Every such gap is counted; a log line each would flood a lossy link.
+            self.log(f'flow history reset: {gap_ns / NS_PER_S:.2f} s since the previous frame '
+                     f'is more than max_span {self.spans.max_span_s:g} s (logged once; counted '
+                     'in diagnostics)', once='max_span reset')
+            self.spans.history_reset()
+            self.estimator.reset()
+        self._stream, self._last_stamp = stream, stamp_ns
