@@ -66,6 +66,7 @@ NEEDS_OPENCV = {
     'cl_vision_nodes.elas.colormap',     # disparity/color: the jet colour map
     'cl_vision_nodes.surf.draw',         # keypoints/image: circles and lines
     'cl_vision_nodes.capabilities.surf',  # its picture's painter is surf.draw's
+    'cl_vision_nodes.capabilities.disparity',  # its picture's colours are elas.colormap's
 }
 ROS_TOOLS: set[str] = set()  # none: every tools module imports ROS inside its functions
 

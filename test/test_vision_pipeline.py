@@ -27,8 +27,12 @@ import itertools
 import threading
 import time
 
+from cl_vision_nodes.bags.datasets import Dataset, Frame, write_bag
+from cl_vision_nodes.bags.layout import StereoCamera
 from cl_vision_nodes.dataio.synthetic import stereo_pair
 from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
+from cl_vision_nodes.tuning.evaluator import Evaluator
+from cl_vision_nodes.tuning.frames import load_frames
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 from plane_scene import Clock
@@ -184,6 +188,33 @@ def test_outputs_equal_the_separate_nodes(setup):
     for topic in ('flow/color', 'keypoints/image', 'disparity/color'):
         picture = got[('pipe', topic)]
         assert (picture.encoding, picture.height, picture.width) == ('bgr8', H, W)
+
+
+def test_the_tune_evaluator_answers_as_the_pipeline_does(setup, tmp_path):
+    """
+    cl-vision tune's evaluator (no ROS) and the running pipeline, on the same frames: one answer.
+
+    Frames 2-5 go to the pipeline in order, each answered before the next; the same frames as a
+    bag are tune's (2-3 its tuning half, 4-5 held out). Each half starts a flow stream, so the
+    flows compared are those into frames 3 and 5.
+    """
+    keys = [('pipe', 'flow'), ('pipe', 'keypoints'), ('pipe', 'disparity')]
+    node = [send(setup, f'tune-{index}', index, keys) for index in (2, 3, 4, 5)]
+    frames = [Frame(*FRAMES[index]) for index in (2, 3, 4, 5)]
+    write_bag(Dataset('test', StereoCamera(FX, BASELINE), frames), tmp_path / 'bag', 'mcap', 1.0)
+    evaluator = Evaluator('auto', load_frames(tmp_path / 'bag', 'vision_pipeline', None))
+    tune = [evaluator.answers({'disparity.disp_max': 32}, part) for part in ('tuning', 'held_out')]
+    for got, (part, index) in zip(node, [(0, 0), (0, 1), (1, 0), (1, 1)]):
+        answers = tune[part]
+        np.testing.assert_array_equal(image_to_numpy(got[('pipe', 'disparity')].image),
+                                      answers['disparity'][index])
+        assert cloud_to_array(got[('pipe', 'keypoints')]).tobytes() == \
+            answers['surf'][index].to_structured().tobytes()
+        if index == 1:
+            np.testing.assert_array_equal(image_to_numpy(got[('pipe', 'flow')]),
+                                          answers['flow'][index])
+        else:
+            assert answers['flow'][index] is None  # tune's stream starts at each half
 
 
 def test_capabilities_switch_off_and_on_while_running(ros, setup):

@@ -42,12 +42,12 @@ from typing import Any
 from cl_vision_nodes.bags import layout
 from cl_vision_nodes.bags.storage import open_reader, TRANSPORT
 from cl_vision_nodes.camera.calibration import CalibrationError, CameraCalibration
+from cl_vision_nodes.camera.camera_info import calibration_from_msg
 from cl_vision_nodes.dataio.compressed import parse_format
 from cl_vision_nodes.errors import DataFormatError, ImageFormatError, ParameterError
 from cl_vision_nodes.evaluation.frames import (CAMERA_INFO_TYPE, COMPRESSED_TYPE, deserialize,
                                                IMAGE_TYPES, Selection, Streams)
 from cl_vision_nodes.imaging.encodings import encoding_info
-from cl_vision_nodes.ros.camera_info import calibration_from_msg
 from cl_vision_nodes.ros.cdr import parse_compressed_image, parse_image, read_stamp
 import numpy as np
 

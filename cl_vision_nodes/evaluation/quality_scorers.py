@@ -83,17 +83,20 @@ class LibraryAlgorithms:
     """
     The library's flow and stereo matcher in the evaluator's process, built on first use.
 
-    A run whose answers need neither (one node, one frame) opens no OpenCL context.
+    A run whose answers need neither (one node, one frame) opens no OpenCL context. Tune passes
+    its own runtime and the trial's estimator and matcher (configured with the trial's values).
     """
 
     def __init__(self, device: str = 'auto', flow_params: Mapping[str, Value] | None = None,
-                 disparity_params: Mapping[str, Value] | None = None):
+                 disparity_params: Mapping[str, Value] | None = None, *,
+                 runtime: ClRuntime | None = None, estimator: FlowEstimator | None = None,
+                 matcher: ElasMatcher | None = None):
         self.device = device
         self.flow_values = _algorithm_values(FLOW_SCHEMA, flow_params or {})
         self.disparity_values = _algorithm_values(ELAS_SCHEMA, disparity_params or {})
-        self._runtime: ClRuntime | None = None
-        self._estimator: FlowEstimator | None = None
-        self._matcher: ElasMatcher | None = None
+        self._runtime = runtime
+        self._estimator = estimator
+        self._matcher = matcher
 
     def _opened(self) -> ClRuntime:
         if self._runtime is None:

@@ -34,10 +34,10 @@ from __future__ import annotations
 from typing import Mapping
 
 from cl_vision_nodes.camera.calibration import CalibrationError
+from cl_vision_nodes.camera.camera_info import calibration_from_msg
 from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.camera.schema import RECTIFY_SCHEMA
 from cl_vision_nodes.params import Value
-from cl_vision_nodes.ros.camera_info import calibration_from_msg
 from cl_vision_nodes.ros.node_base import VisionNode
 from cl_vision_nodes.ros.node_port import ImageFrame
 from cl_vision_nodes.ros.node_process import main_for

@@ -15,12 +15,11 @@
 """
 One parameter set scored and timed on one OpenCL device, over one half of a tune's frames.
 
-The frames are decoded onto the device once (``DeviceImages``); the node's frame-level
-capabilities (``capabilities.flow``, ``capabilities.surf``: what the nodes run) and
-``ElasMatcher`` are built once and each evaluation
-``configure``s them with the full parameter set (their validation refuses a bad value:
-ParameterError), runs one untimed frame (kernel builds and buffers for new values), then every
-frame of the part, timed from the first launch to the last answer on the host.
+The frames are decoded onto the device once (``DeviceImages``); the node kinds' frame-level
+capabilities (``capabilities``: what the nodes run, their answers the nodes' own) are built once
+and each evaluation ``configure``s them with the full parameter set (their validation refuses a
+bad value: ParameterError), runs one untimed frame (kernel builds and buffers for new values),
+then every frame of the part, timed from the first launch to the last answer on the host.
 
 Scores are eval's, lower is better. With the bag's ground truth: D1 (``evaluation.scorers``'
 ``disparity_errors``), EPE (``flow.metrics``), ``repeatability_loss`` = 1 - repeatability
@@ -40,20 +39,19 @@ import math
 import time
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
+from cl_vision_nodes.capabilities.disparity import DisparityFrames
 from cl_vision_nodes.capabilities.flow import FlowFrames
 from cl_vision_nodes.capabilities.stages import StageTimes
 from cl_vision_nodes.capabilities.surf import SurfFrames
-from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.evaluation.player import mean
 from cl_vision_nodes.evaluation.quality_scorers import (DisparityQuality, FlowQuality,
-                                                        SequenceMemory, SurfQuality)
+                                                        LibraryAlgorithms, SequenceMemory,
+                                                        SurfQuality)
 from cl_vision_nodes.evaluation.scorers import disparity_errors
-from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.flow.metrics import flow_errors
 from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages
-from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, section, Value
 from cl_vision_nodes.schemas import CAPABILITIES
@@ -100,21 +98,6 @@ Memory = Callable[[], SequenceMemory]
 """Makes the quality scorers' memory of a part (its motion computed once, on first need)."""
 
 
-class _Library:
-    """The quality scorers' second opinions (backward flow, right map) with the trial's values."""
-
-    def __init__(self) -> None:
-        self.estimator: FlowEstimator | None = None
-        self.matcher: ElasMatcher | None = None
-
-    def flow(self, gray0: np.ndarray, gray1: np.ndarray) -> np.ndarray:
-        return self.estimator.estimate(gray0, gray1)
-
-    def disparity_both(self, left: np.ndarray,
-                       right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.matcher.compute_both(gray_to_raw(left), gray_to_raw(right))
-
-
 class _Capability(Protocol):
     schema: ParameterSchema
 
@@ -129,23 +112,19 @@ class _Capability(Protocol):
 class _Disparity:
     schema = ELAS_SCHEMA
 
-    def __init__(self, runtime: ClRuntime, library: _Library):
-        self.matcher = library.matcher = ElasMatcher(runtime)
+    def __init__(self, runtime: ClRuntime):
+        self.frames = DisparityFrames(runtime, DeviceImages(runtime), self.schema.defaults(),
+                                      StageTimes())
 
     def configure(self, values: Mapping[str, Value]) -> None:
-        self.matcher.configure(values)
+        self.frames.configure(values)
 
     def run(self, lefts: list[DeviceGray], rights: list[DeviceGray]) -> list[np.ndarray]:
-        maps = []
-        for left, right in zip(lefts, rights):
-            buffer = self.matcher.match(left, right)
-            shape = self.matcher.output_shape(left.width, left.height)
-            maps.append(self.matcher.images.download(buffer, shape, np.dtype(np.float32)))
-        return maps
+        return self.frames.maps(lefts, rights)
 
     def score(self, frames: list[Frame], outputs: list[np.ndarray], truth: bool,
               memory: Memory) -> _Score:
-        d_min = float(self.matcher.values['disp_min'])
+        d_min = float(self.frames.values['disp_min'])
         if truth:
             rows = []
             for frame, estimate in zip(frames, outputs):
@@ -169,9 +148,8 @@ class _Disparity:
 class _Flow:
     schema = CAPABILITIES['flow']
 
-    def __init__(self, runtime: ClRuntime, library: _Library):
+    def __init__(self, runtime: ClRuntime):
         self.frames = FlowFrames(runtime, self.schema.defaults(), StageTimes())
-        library.estimator = self.frames.estimator
 
     def configure(self, values: Mapping[str, Value]) -> None:
         self.frames.configure(values)
@@ -205,7 +183,7 @@ class _Flow:
 class _Surf:
     schema = CAPABILITIES['surf']
 
-    def __init__(self, runtime: ClRuntime, library: _Library):
+    def __init__(self, runtime: ClRuntime):
         self.frames = SurfFrames(runtime, self.schema.defaults(), StageTimes())
 
     def configure(self, values: Mapping[str, Value]) -> None:
@@ -251,9 +229,12 @@ class Evaluator:
         keys = ('flow', 'surf', 'disparity') if frames.node == 'vision_pipeline' \
             else (frames.node,)
         keys = tuple(k for k in keys if k != 'disparity' or frames.stereo)
-        self._library = _Library()
         self._capabilities: dict[str, _Capability] = {
-            key: _CAPABILITIES[key](self.runtime, self._library) for key in keys}
+            key: _CAPABILITIES[key](self.runtime) for key in keys}
+        flow, disparity = self._capabilities.get('flow'), self._capabilities.get('disparity')
+        self._library = LibraryAlgorithms(  # second opinions with the trial's values
+            runtime=self.runtime, estimator=flow and flow.frames.estimator,
+            matcher=disparity and disparity.frames.matcher)
         images = DeviceImages(self.runtime)
         self._device: dict[str, tuple[list[DeviceGray], list[DeviceGray]]] = {}
         for part in PARTS:

@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-sensor_msgs/CameraInfo -> the algorithm layer's calibration.
+sensor_msgs/CameraInfo -> the calibration, read field by field: rclpy's messages or a bag's.
 
 ``CameraCalibration`` validates K, D, R and P; what it cannot express is refused here: binning
 and a region of interest (image_geometry rescales and shifts K and P for them; a node that
@@ -21,12 +21,12 @@ ignored them would rectify with the wrong maps).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from cl_vision_nodes.camera.calibration import CalibrationError, CameraCalibration
 
-if TYPE_CHECKING:  # eval and tune read camera infos from bags without ROS (rosbags' messages)
-    from sensor_msgs.msg import CameraInfo
+CameraInfo = Any
+"""A sensor_msgs/CameraInfo: rclpy's in the nodes, rosbags' in eval and tune (no ROS there)."""
 
 
 def _full_frame(info: CameraInfo) -> bool:
