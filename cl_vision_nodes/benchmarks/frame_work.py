@@ -23,13 +23,15 @@ from __future__ import annotations
 import itertools
 from typing import Callable, Mapping
 
+from cl_vision_nodes.capabilities.disparity import DisparityFrames
 from cl_vision_nodes.capabilities.flow import FlowFrames
 from cl_vision_nodes.capabilities.stages import StageTimes
 from cl_vision_nodes.capabilities.surf import SurfFrames
-from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.elas.presets import PRESETS
+from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.imaging.device_image import DeviceImages
+from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.surf.schema import SURF_SCHEMA
@@ -58,10 +60,14 @@ def streaming(method: str, raws: list, params: Mapping[str, Value] | None = None
 
 
 def matching(preset: str, left, right):
-    """For ``device_stages``: a matcher on the given runtime and its per-frame call."""
+    """For a runtime: disparity_node's frame work on a rectified gray pair (decode, match, map)."""
     def prepare(runtime: ClRuntime):
-        matcher = ElasMatcher(runtime, PRESETS[preset])
-        return lambda: matcher.compute_gray(left, right)
+        values = ELAS_SCHEMA.validate(ELAS_SCHEMA.defaults(), PRESETS[preset],
+                                      allow_read_only=True)
+        disparity = DisparityFrames(runtime, DeviceImages(runtime), values, StageTimes())
+        raws = (gray_to_raw(left), gray_to_raw(right))
+        return lambda: disparity.start(disparity.decode_pair(*raws, None, None), None, None,
+                                       None)().published
     return prepare
 
 

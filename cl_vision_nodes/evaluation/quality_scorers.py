@@ -44,14 +44,17 @@ import math
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
+from cl_vision_nodes.capabilities.flow import FlowFrames
+from cl_vision_nodes.capabilities.stages import StageTimes
 from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
+from cl_vision_nodes.errors import ImageFormatError
 from cl_vision_nodes.evaluation import quality
 from cl_vision_nodes.evaluation.frames import BagFrame, deserialize, image_array, message_image
 from cl_vision_nodes.evaluation.player import mean, Scorer
 from cl_vision_nodes.evaluation.scorers import CLOUD_TYPE, DISPARITY_TYPE, SCORERS
-from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA
+from cl_vision_nodes.imaging.device_image import DeviceImages
 from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, Value
@@ -83,20 +86,22 @@ class LibraryAlgorithms:
     """
     The library's flow and stereo matcher in the evaluator's process, built on first use.
 
-    A run whose answers need neither (one node, one frame) opens no OpenCL context. Tune passes
-    its own runtime and the trial's estimator and matcher (configured with the trial's values).
+    A run whose answers need neither (one node, one frame) opens no OpenCL context. The flow is
+    flow_node's (``capabilities.flow``, a stream of the two frames). Tune passes its own runtime
+    and the trial's flow and matcher (configured with the trial's values).
     """
 
     def __init__(self, device: str = 'auto', flow_params: Mapping[str, Value] | None = None,
                  disparity_params: Mapping[str, Value] | None = None, *,
-                 runtime: ClRuntime | None = None, estimator: FlowEstimator | None = None,
+                 runtime: ClRuntime | None = None, flow: FlowFrames | None = None,
                  matcher: ElasMatcher | None = None):
         self.device = device
         self.flow_values = _algorithm_values(FLOW_SCHEMA, flow_params or {})
         self.disparity_values = _algorithm_values(ELAS_SCHEMA, disparity_params or {})
         self._runtime = runtime
-        self._estimator = estimator
+        self._flow = flow
         self._matcher = matcher
+        self._images: DeviceImages | None = None
 
     def _opened(self) -> ClRuntime:
         if self._runtime is None:
@@ -105,9 +110,17 @@ class LibraryAlgorithms:
 
     def flow(self, gray0: np.ndarray, gray1: np.ndarray) -> np.ndarray:
         """Return the flow from ``gray0`` to ``gray1`` (HxWx2 float32) with the flow parameters."""
-        if self._estimator is None:
-            self._estimator = FlowEstimator(self._opened(), self.flow_values)
-        return self._estimator.estimate(gray0, gray1)
+        if gray0.shape != gray1.shape:
+            raise ImageFormatError(f'frames differ in size: {gray0.shape} vs {gray1.shape}')
+        if self._flow is None:
+            values = FLOW_SCHEMA.validate(FLOW_SCHEMA.defaults(), self.flow_values,
+                                          allow_read_only=True)
+            self._flow = FlowFrames(self._opened(), values, StageTimes())
+        if self._images is None:
+            self._images = DeviceImages(self._opened())
+        grays = [self._images.decode(gray_to_raw(gray), f'library_{index}')
+                 for index, gray in enumerate((gray0, gray1))]
+        return self._flow.flows(grays)[1]
 
     def disparity_both(self, left: np.ndarray,
                        right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

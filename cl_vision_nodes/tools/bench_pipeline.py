@@ -25,18 +25,22 @@ The same frames in both; their outputs are checked equal.
 from __future__ import annotations
 
 import argparse
+import itertools
 from typing import Callable
 
 from cl_vision_nodes.benchmarks.timing import BenchRow, format_rows, time_ms
+from cl_vision_nodes.capabilities.disparity import DisparityFrames
+from cl_vision_nodes.capabilities.flow import FlowFrames
+from cl_vision_nodes.capabilities.stages import StageTimes
+from cl_vision_nodes.capabilities.surf import SurfFrames
 from cl_vision_nodes.dataio.synthetic import stereo_pair
-from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.elas.presets import PRESETS
-from cl_vision_nodes.flow.estimator import FlowEstimator
+from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.imaging.device_image import DeviceImages
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
-from cl_vision_nodes.surf.extractor import SurfExtractor
+from cl_vision_nodes.surf.schema import SURF_SCHEMA
 import numpy as np
 
 Outputs = tuple[np.ndarray, np.ndarray, np.ndarray]  # disparity, flow, keypoint records
@@ -44,29 +48,29 @@ Outputs = tuple[np.ndarray, np.ndarray, np.ndarray]  # disparity, flow, keypoint
 
 def pipeline_frame(runtime: ClRuntime, concurrent: bool, left: np.ndarray,
                    right: np.ndarray, preset: str) -> Callable[[], Outputs]:
-    """Return one frame of the pipeline's device work (built here, on ``runtime``)."""
+    """Return one frame of the pipeline's device work (its capabilities, built on ``runtime``)."""
     queues = [runtime.sibling() for _ in range(3)] if concurrent else [runtime] * 3
-    images = DeviceImages(runtime)
-    matcher = ElasMatcher(queues[0], PRESETS[preset])
-    estimator = FlowEstimator(queues[1], FLOW_SCHEMA.defaults())
-    extractor = SurfExtractor(queues[2])
+    images, clock = DeviceImages(runtime), StageTimes()
+    elas = ELAS_SCHEMA.validate(ELAS_SCHEMA.defaults(), PRESETS[preset], allow_read_only=True)
+    disparity = DisparityFrames(queues[0], images, elas, clock)
+    flow = FlowFrames(queues[1], FLOW_SCHEMA.defaults(), clock)
+    surf = SurfFrames(queues[2], SURF_SCHEMA.defaults(), clock)
     raws = [array_to_raw(image, 'mono8') for image in (left, right)]
-    rows, cols = matcher.output_shape(left.shape[1], left.shape[0])
+    stamps = itertools.count(1)
 
     def frame() -> Outputs:
-        pair = [images.decode(raw, role) for raw, role in zip(raws, ('left', 'right'))]
+        pair = tuple(images.decode(raw, role) for raw, role in zip(raws, ('left', 'right')))
         runtime.finish()
-        disparity_map = matcher.match(*pair)
+        matched = disparity.start(pair, None, None, None)
         if not concurrent:
             queues[0].finish()
-        flow = estimator.push_gray(pair[0])
+        flowed = flow.start(pair[0], next(stamps), ('mono8', pair[0].width, pair[0].height))
         if not concurrent:
             queues[1].finish()
-        count = extractor.detect_gray(pair[0])  # waits for its count on its queue
-        disparity = matcher.images.download(disparity_map, (rows, cols), np.dtype(np.float32))
-        motion = estimator.download(flow) if flow is not None else np.zeros(0, np.float32)
-        keypoints = extractor.download_keypoints(count).to_structured()
-        return disparity, motion, keypoints
+        described = surf.start(pair[0])  # waits for its count on its queue
+        motion = flowed()
+        return (matched().published.pixels,
+                motion.flow if motion is not None else np.zeros(0, np.float32), described())
     return frame
 
 

@@ -233,7 +233,7 @@ class Evaluator:
             key: _CAPABILITIES[key](self.runtime) for key in keys}
         flow, disparity = self._capabilities.get('flow'), self._capabilities.get('disparity')
         self._library = LibraryAlgorithms(  # second opinions with the trial's values
-            runtime=self.runtime, estimator=flow and flow.frames.estimator,
+            runtime=self.runtime, flow=flow and flow.frames,
             matcher=disparity and disparity.frames.matcher)
         images = DeviceImages(self.runtime)
         self._device: dict[str, tuple[list[DeviceGray], list[DeviceGray]]] = {}
