@@ -21,7 +21,6 @@ for; ``download_stage`` a download into a staging array.
 """
 from __future__ import annotations
 
-from collections import defaultdict
 import contextlib
 import time
 from typing import ContextManager, Iterator, Protocol
@@ -43,18 +42,19 @@ class StageClock(Protocol):
 
 
 class StageTimes:
-    """Milliseconds per stage name, summed over every frame timed (tune, the benches)."""
+    """Host seconds per stage name, summed over every block timed (a frame, tune, the benches)."""
 
     def __init__(self) -> None:
-        self.ms: dict[str, float] = defaultdict(float)
+        self.stages: dict[str, float] = {}
 
     @contextlib.contextmanager
     def stage(self, name: str) -> Iterator[None]:
+        """Add the time spent in the ``with`` block to stage ``name``."""
         start = time.perf_counter()
         try:
             yield
         finally:
-            self.ms[name] += (time.perf_counter() - start) * 1e3
+            self.stages[name] = self.stages.get(name, 0.0) + time.perf_counter() - start
 
     @contextlib.contextmanager
     def device_stage(self, name: str, runtime: ClRuntime) -> Iterator[None]:

@@ -28,12 +28,11 @@ A window holds sums and a bounded sample of recent latencies, never one entry pe
 from __future__ import annotations
 
 from collections import deque
-import contextlib
 from dataclasses import dataclass, field
 import threading
 import time
-from typing import Iterator
 
+from cl_vision_nodes.capabilities.stages import StageTimes
 import numpy as np
 
 LATENCY_SAMPLES = 1000
@@ -45,21 +44,13 @@ SHORT_LINE_CHARS = 120
 """The most characters of the periodic INFO line (``FrameReport.line``) for any counts."""
 
 
-class FrameTiming:
+class FrameTiming(StageTimes):
     """The stages of one frame: host seconds each, measured as the frame goes through the node."""
 
     def __init__(self, receive_s: float = 0.0):
+        super().__init__()
         self.started = time.perf_counter()
-        self.stages: dict[str, float] = {'receive': max(receive_s, 0.0)}
-
-    @contextlib.contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        """Add the time spent in the ``with`` block to stage ``name``."""
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.stages[name] = self.stages.get(name, 0.0) + time.perf_counter() - start
+        self.stages['receive'] = max(receive_s, 0.0)
 
     def waited(self) -> None:
         """Count the time since the frame arrived as ``receive``: its work starts now."""
