@@ -48,15 +48,15 @@ COMMON = {**{name: ('ros/node_base.py',) for name in COMMON_NAMES},
           **{name: ('ros/warm_up.py',) for name in ('warm_up_width', 'warm_up_height')}}
 # node -> parameter -> the modules (under cl_vision_nodes/) that read it by name
 NODE_LEVEL = {
-    'flow_node': {**COMMON, 'max_flow': ('ros/flow_capability.py', 'tools/flow_cli.py'),
-                  'max_span': ('ros/flow_capability.py',)},
+    'flow_node': {**COMMON, 'max_flow': ('capabilities/flow.py', 'tools/flow_cli.py'),
+                  'max_span': ('capabilities/flow.py',)},
     'surf_node': COMMON,
     'disparity_node': {**COMMON, **{name: ('ros/stereo_inputs.py',) for name in (
         'approximate_sync', 'queue_size', 'approximate_sync_tolerance_seconds')},
-        **{name: ('ros/disparity_capability.py',) for name in (
+        **{name: ('capabilities/disparity.py',) for name in (
             'use_color', 'avoid_point_cloud_padding', 'dense_points')},
-        'rectify': ('ros/stereo_inputs.py', 'ros/disparity_capability.py'),
-        'interpolation': ('ros/disparity_capability.py', 'tools/disparity_cli.py'),
+        'rectify': ('ros/stereo_inputs.py', 'capabilities/disparity.py'),
+        'interpolation': ('capabilities/disparity.py', 'tools/disparity_cli.py'),
         **{name: ('elas/colormap.py',) for name in ('color_min', 'color_max')}},
     'convert_node': {**COMMON, 'output_encoding': ('ros/convert_node.py',),
                      'gain': ('ros/convert_node.py',)},

@@ -18,7 +18,7 @@
 Per node and frame size, with and without its visual topics subscribed: a publisher process
 sends generated frames (a synthetic stereo scene, two frames alternating, so flow sees motion)
 to the node process, node defaults, and a subscriber process takes its answers raw
-(tools/transport_link.py). Frames go in lockstep: the next one once every subscribed output of
+(processes/transport_link.py). Frames go in lockstep: the next one once every subscribed output of
 the previous one arrived, so nothing queues; warm-up frames (kernel builds, a flow node's first
 frame of a size) are not counted. Latency: the publish of a frame's first input message to the
 subscriber's callback for its last answer.
