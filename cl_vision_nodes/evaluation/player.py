@@ -283,7 +283,7 @@ def nodes(runs: list[NodeRun]) -> str:
 
 class Progress:
     """
-    Progress on the terminal: a bar on stderr (evaluation/progress_bar.py), or status lines on stdout.
+    Progress on the terminal: a bar on stderr (progress_bar.py), or status lines on stdout.
 
     With ``lines``, one status line a second on stdout with every node's rate and accuracy so far
     (the demo's view). ``total`` is an estimate when frames are selected by time.
