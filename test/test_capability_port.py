@@ -20,13 +20,16 @@ pictures against whether their output is wanted.
 """
 from __future__ import annotations
 
-from cl_vision_nodes.dataio.synthetic import flow_pair, texture
+from cl_vision_nodes.dataio.synthetic import flow_pair, stereo_pair, texture
+from cl_vision_nodes.elas.matcher import ElasMatcher
+from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.flow.estimator import FlowEstimator
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.imaging.device_image import DeviceImages
 from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.ros.cdr import parse_image
+from cl_vision_nodes.ros.disparity_capability import DisparityCapability
 from cl_vision_nodes.ros.flow_capability import FlowCapability
 from cl_vision_nodes.ros.frame_stats import FrameTiming
 from cl_vision_nodes.ros.keypoint_cloud import cloud_to_keypoints
@@ -38,7 +41,8 @@ from fakeport import FakePort
 import numpy as np
 import pytest
 from rclpy.serialization import deserialize_message, serialize_message
-from sensor_msgs.msg import Image, PointCloud2
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from stereo_msgs.msg import DisparityImage
 
 pytestmark = pytest.mark.ros
 
@@ -117,3 +121,39 @@ def test_surf_capability_publishes_the_extractors_keypoints(runtime, wanted):
     assert len(got) == len(want) > 10
     np.testing.assert_array_equal(got.to_structured(), want.to_structured())
     assert cloud.header.stamp.sec == 5 and cloud.header.frame_id == 'camera'
+
+
+def camera_info(width: int, height: int, right: bool) -> CameraInfo:
+    """Return a rectified camera's info: fx 100 px, baseline 0.25 m on the right."""
+    msg = CameraInfo(width=width, height=height)
+    msg.p = [100.0, 0.0, width / 2, -25.0 if right else 0.0,
+             0.0, 100.0, height / 2, 0.0, 0.0, 0.0, 1.0, 0.0]
+    msg.k = [100.0, 0.0, width / 2, 0.0, 100.0, height / 2, 0.0, 0.0, 1.0]
+    return msg
+
+
+@pytest.mark.parametrize('wanted', [set(), {'depth', 'disparity/color'}])
+def test_disparity_capability_publishes_the_matchers_map(runtime, wanted):
+    sample = stereo_pair(64, 96, seed=6, max_disparity=12.0)
+    values = ELAS_SCHEMA.validate(ELAS_SCHEMA.defaults(), {'disp_max': 32})
+    port = FakePort(wanted)
+    disparity = DisparityCapability(port, runtime, DeviceImages(runtime), values)
+    disparity.connect()
+    left, right = frame(sample.left, 7), frame(sample.right, 7)
+    infos = camera_info(96, 64, False), camera_info(96, 64, True)
+    pair = disparity.decode_pair(left, right, *infos)
+    disparity.process(left, pair, *infos)()
+    published = port.take()
+    extras = [topic for topic in ('disparity/color', 'depth') if topic in wanted]
+    assert [p.topic for p in published] == ['disparity', *extras]  # the picture first
+    msg = deserialize_message(published[0].value, DisparityImage)
+    got = np.frombuffer(bytes(msg.image.data), np.float32).reshape(64, 96)
+    raw = ElasMatcher(runtime, values).compute_gray(sample.left, sample.right)
+    d_min = float(values['disp_min'])
+    want = np.where(np.isnan(raw) | (raw < d_min), d_min - 1, raw).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+    assert (msg.f, msg.t, msg.header.stamp.sec) == (100.0, 0.25, 7)
+    if wanted:
+        depth = next(p for p in published if p.topic == 'depth')
+        assert depth.value[0] == '32FC1' and depth.value[1].shape == (64, 96)
+        assert {'depth', 'visual'} <= set(port.stages)
