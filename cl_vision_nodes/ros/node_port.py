@@ -204,7 +204,8 @@ class NodePort:
 
         (rclpy's own ``once`` is per call site, and every capability's lines come through here.)
         """
-        if once and once in self._logged_once:
-            return
-        self._logged_once.add(once)
+        if once:
+            if once in self._logged_once:
+                return
+            self._logged_once.add(once)
         self.node.get_logger().info(line)
