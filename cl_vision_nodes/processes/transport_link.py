@@ -60,6 +60,7 @@ import numpy as np
 
 MATCH_SETTLE_S = 0.3  # the other side of a DDS match lands right after ours
 POLL_S = 0.05
+PRIME_WAIT_S = 5.0  # for one priming set's answers before the next is sent
 STOP_TIMEOUT_S = 15.0
 INTERRUPTED_WAIT_S = 1.0  # for the end of input to end a process, once the tool is interrupted
 FIRST_STAMP_NS = 1_000_000_000  # a zero stamp reads as "unset" to many tools
@@ -413,6 +414,26 @@ class Link:
                 process.check_alive()
             self._take(min(POLL_S, remaining))
         return True
+
+    def prime(self, names: Sequence[str], outputs: set[str], timeout_s: float,
+              alive: Sequence = ()) -> None:
+        """
+        Send the sets in turn, one at a time, until every output answered one of them.
+
+        A set sent as the match completes can be lost (volatile durability), and a node's first
+        frame of a size builds kernels: counting starts once every node answered.
+        """
+        deadline = time.monotonic() + timeout_s
+        answered: set[str] = set()
+        sent = 0
+        while answered < outputs:
+            if time.monotonic() > deadline:
+                raise CLVisionError(f'no answer on {", ".join(sorted(outputs - answered))} '
+                                    f'within {timeout_s:g} s of frames')
+            stamp, _ = self.send(names[sent % len(names)])
+            sent += 1
+            self.wait_for(stamp, outputs, PRIME_WAIT_S, alive)
+            answered |= {arrival.topic for arrival in self.arrivals.pop(stamp, [])}
 
     def record(self, series: Series, stamp: int, sent_ns: int, expected: set[str]) -> None:
         got = [a for a in self.arrivals.pop(stamp, []) if a.topic in expected]

@@ -62,7 +62,6 @@ WARMUP_S = 300.0
 first sample after a sixth of the duration."""
 POLL_S = 0.05
 LINGER_S = 2.0  # after the last frame, for the answers still on their way
-PRIME_WAIT_S = 5.0  # for one priming frame's answers before the next is sent
 MIB_KB = 1024
 
 
@@ -196,7 +195,7 @@ def soak(specs: list[NodeSpec], args: argparse.Namespace, workdir: Path) -> list
     link = Link(sets, outputs, workdir / 'camera', env)
     try:
         link.wait_ready(args.timeout, nodes)
-        prime(link, {spec.main_output for spec in specs}, args.timeout, nodes)
+        link.prime(['0', '1'], {spec.main_output for spec in specs}, args.timeout, nodes)
         count = round(args.duration * args.rate)
         counter = AnswerCounter(link, specs, rows, link.stamp)
         link.publisher.command(f'pace 0,1 {count} {round(1e9 / args.rate)} {link.stamp}')
@@ -205,21 +204,6 @@ def soak(specs: list[NodeSpec], args: argparse.Namespace, workdir: Path) -> list
         link.close()
         stop_nodes(nodes)
     return list(rows.values())
-
-
-def prime(link: Link, outputs: set[str], timeout_s: float, nodes: list[NodeProcess]) -> None:
-    """Send the two frames in turn, one at a time, until every output answered one of them."""
-    deadline = time.monotonic() + timeout_s
-    answered: set[str] = set()
-    frame = 0
-    while answered < outputs:
-        if time.monotonic() > deadline:
-            raise CLVisionError(f'no answer on {", ".join(sorted(outputs - answered))} within '
-                                f'{timeout_s:g} s of frames')
-        stamp, _ = link.send(str(frame % 2))
-        frame += 1
-        link.wait_for(stamp, outputs, PRIME_WAIT_S, nodes)
-        answered |= {arrival.topic for arrival in link.arrivals.pop(stamp, [])}
 
 
 def run_loop(nodes: list[NodeProcess], rows: dict[str, SoakRow], counter: AnswerCounter,
