@@ -20,9 +20,9 @@ subcommands' tests it carries no marker, so it runs with ``-m "not ros and not s
 """
 import json
 
+from cl_vision_nodes.benchmarks.flow_speed import our_cases
 from cl_vision_nodes.flow.presets import DIS_PRESETS
 from cl_vision_nodes.flow.schema import METHODS
-from cl_vision_nodes.tools.bench_flow import our_cases
 from cliutil import cl_vision
 
 KEYS = {'method', 'preset', 'size', 'ms', 'ms_best', 'device'}

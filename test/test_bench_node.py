@@ -25,8 +25,8 @@ from pathlib import Path
 import subprocess
 import sys
 
+from cl_vision_nodes.benchmarks.transport import Variant, VARIANTS
 from cl_vision_nodes.ros.dds_profile import profile_environment, profile_path
-from cl_vision_nodes.tools.bench_transport import Variant, VARIANTS
 from cliutil import assert_one_line_error, cl_vision
 import pytest
 

@@ -13,9 +13,9 @@
 # limitations under the License.
 
 """`cl-vision bench pipeline`: one queue against a queue per capability, same outputs."""
+from cl_vision_nodes.benchmarks.pipeline_speed import pipeline_frame
 from cl_vision_nodes.dataio.synthetic import stereo_pair
 from cl_vision_nodes.opencl.runtime import ClRuntime
-from cl_vision_nodes.tools.bench_pipeline import pipeline_frame
 from cliutil import cl_vision
 
 

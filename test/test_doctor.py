@@ -15,8 +15,8 @@
 """`cl-vision doctor` as a user runs it: every device examined, the findings parseable."""
 import json
 
+from cl_vision_nodes.benchmarks.device_check import INSTALL_ROUTES
 from cl_vision_nodes.opencl.devices import list_devices
-from cl_vision_nodes.tools.doctor import INSTALL_ROUTES
 from cliutil import cl_vision
 
 

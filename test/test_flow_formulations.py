@@ -25,6 +25,7 @@ frame as the host code enqueues them. Run also under POCL_MAX_WORK_GROUP_SIZE=64
 import math
 import os
 
+from cl_vision_nodes.benchmarks import flow_speed
 from cl_vision_nodes.flow import block_matching, FlowEstimator
 from cl_vision_nodes.flow import horn_schunck as hs
 from cl_vision_nodes.flow import lucas_kanade as lk
@@ -34,7 +35,6 @@ from cl_vision_nodes.flow.pyramid import level_shapes
 from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.profiling import StageProfiler
 from cl_vision_nodes.opencl.runtime import ClRuntime
-from cl_vision_nodes.tools import bench_flow
 from cliutil import cl_vision
 import cv2
 from deviceutil import download, upload
@@ -296,7 +296,7 @@ def test_profiler_counts_launches_per_kernel_name():
 def test_kernel_profile_counts_the_launches_the_host_enqueues(formulation):
     width, height = 61, 45
     settings = {'pyramid_levels': 3, 'warps': 2, 'iterations': 20}
-    times = bench_flow.kernel_times(DEVICE, 'hs', (width, height), 2, formulation, settings)
+    times = flow_speed.kernel_times(DEVICE, 'hs', (width, height), 2, formulation, settings)
     levels = min(3, len(level_shapes(height, width)))
     steps = levels * settings['warps']
     suffix = '' if formulation == 'gpu' else '_cpu'
@@ -306,10 +306,10 @@ def test_kernel_profile_counts_the_launches_the_host_enqueues(formulation):
     assert launches['hs_warp' + suffix] == launches[update] == steps
     assert launches['flow_upsample'] == levels - 1
     assert all(t.ms >= 0 for t in times.values())
-    lk_times = bench_flow.kernel_times(DEVICE, 'lk', (width, height), 1, formulation,
+    lk_times = flow_speed.kernel_times(DEVICE, 'lk', (width, height), 1, formulation,
                                        {'pyramid_levels': 3})
     assert lk_times['lk_level' + suffix].launches == 3
-    bm = bench_flow.kernel_times(DEVICE, 'bm', (width, height), 1, formulation)
+    bm = flow_speed.kernel_times(DEVICE, 'bm', (width, height), 1, formulation)
     assert bm['bm_search' + suffix].launches == 1
 
 

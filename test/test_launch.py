@@ -29,8 +29,8 @@ import xml.etree.ElementTree as ET
 from cl_vision_nodes.ros.allocator import SETTINGS
 from cl_vision_nodes.ros.dds_profile import profile_path, PROFILE_VARIABLES
 from cl_vision_nodes.ros.topics import node_topics
+from cl_vision_nodes.schema_files import config_files
 from cl_vision_nodes.schemas import NODE_SCHEMAS
-from cl_vision_nodes.tools.gen_config import config_files
 from packageutil import flat, setup_executables
 import pytest
 import yaml

@@ -62,6 +62,7 @@ DISPATCHERS = {'cl_vision_nodes.tools.cli': 'every subcommand',
 NEEDS_OPENCV = {
     'cl_vision_nodes.dataio.compressed',  # CompressedImage payloads: JPEG/PNG decoding
     'cl_vision_nodes.dataio.formats',    # image files: PNG/PFM decoding and encoding
+    'cl_vision_nodes.dataio.stereo_files',  # disparity and depth PNGs are formats' PNGs
     'cl_vision_nodes.dataio.synthetic',  # generated scenes: blur, shapes, Lanczos warps
     'cl_vision_nodes.elas.colormap',     # disparity/color: the jet colour map
     'cl_vision_nodes.surf.draw',         # keypoints/image: circles and lines
@@ -304,3 +305,78 @@ def test_circles_are_found() -> None:
 
 def test_no_modules_import_each_other_in_a_loop() -> None:
     assert circles(IMPORTS) == []
+
+
+OPTIONAL = {'matplotlib', 'optuna', 'ray', 'elas', 'skimage'}
+"""Optional dependencies: imported where used, so that everything else runs without them."""
+FACE_LINES = 220
+"""At most this many lines in one command face (cli.py, the longest, has 215)."""
+
+
+def _imports_in(tree: ast.AST, path: Path) -> list[tuple[int, str]]:
+    """Return (line, dotted name) of each import in ``tree`` (relative ones resolved)."""
+    here = module_name(path).split('.')
+    package = here if path.name == '__init__.py' else here[:-1]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ''
+            if node.level:
+                base = '.'.join(package[:len(package) - node.level + 1] + ([base] if base else []))
+            found += [(node.lineno, f'{base}.{alias.name}' if f'{base}.{alias.name}' in MODULES
+                       else base) for alias in node.names]
+    return found
+
+
+def _module_level_tops(name: str, seen: set[str]) -> set[str]:
+    """Return the third-party top-level names ``name`` loads at import, through the package."""
+    if name in seen:
+        return set()
+    seen.add(name)
+    path = PACKAGE.parent / (name.replace('.', '/') + '.py')
+    if not path.exists():
+        path = PACKAGE.parent / name.replace('.', '/') / '__init__.py'
+    tree = ast.parse(path.read_text())
+    level = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    tops: set[str] = set()
+    for _, imported in _imports_in(ast.Module(body=level, type_ignores=[]), path):
+        if imported in MODULES:
+            tops |= _module_level_tops(imported, seen)
+        else:
+            tops.add(imported.partition('.')[0])
+    return tops
+
+
+def _deferrable(imported: str, importer: str) -> bool:
+    """Whether an import may wait inside a function: ROS, an optional package, lazy dispatch."""
+    if importer in DISPATCHERS and layer(imported) == 'tools':
+        return True
+    tops = _module_level_tops(imported, set()) if imported in MODULES \
+        else {imported.partition('.')[0]}
+    return any(re.fullmatch(ROS, top) or top in OPTIONAL for top in tops)
+
+
+@pytest.mark.parametrize('path', sorted(PACKAGE.rglob('*.py')),
+                         ids=lambda path: str(path.relative_to(PACKAGE)))
+def test_imports_inside_functions_only_for_ros_optional_packages_and_dispatch(path: Path) -> None:
+    tree = ast.parse(path.read_text(), str(path))
+    late = [(line, imported) for function in ast.walk(tree)
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for line, imported in _imports_in(function, path)]
+    needless = sorted({f'{path.relative_to(REPO)}:{line} {imported}' for line, imported in late
+                       if not _deferrable(imported, module_name(path))})
+    assert not needless, f'imports inside functions that can go to the top: {needless}'
+
+
+@pytest.mark.parametrize('path', sorted((PACKAGE / 'tools').glob('*.py')),
+                         ids=lambda path: path.name)
+def test_tools_are_command_faces(path: Path) -> None:
+    """Argument parsing and printing over the library: its types and work live below tools/."""
+    tree = ast.parse(path.read_text(), str(path))
+    classes = [node.name for node in tree.body if isinstance(node, ast.ClassDef)
+               and not any(getattr(base, 'attr', '') == 'ArgumentParser' for base in node.bases)]
+    assert not classes, f'{path.name} defines {classes}: move them into a library package'
+    lines = len(path.read_text().splitlines())
+    assert lines <= FACE_LINES, f'{path.name} has {lines} lines: move its work below tools/'

@@ -18,8 +18,8 @@ from pathlib import Path
 import subprocess
 import sys
 
+from cl_vision_nodes.schema_files import config_files, expected_files
 from cl_vision_nodes.schemas import NODE_SCHEMAS
-from cl_vision_nodes.tools.gen_config import config_files, expected_files
 from packageutil import flat, REPO, setup_executables
 import pytest
 import yaml

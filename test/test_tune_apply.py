@@ -115,7 +115,7 @@ def test_a_value_no_parameter_can_hold(tmp_path, value):
 
 @pytest.mark.parametrize('text, problem', [
     (None, 'cannot read it'),
-    ('a: [unclosed', 'not a YAML file'),
+    ('a: [unclosed', 'not a parameter file'),
     ('/other_node:\n  ros__parameters:\n    disp_max: 64\n', 'no ros__parameters for /x'),
 ])
 def test_unusable_parameter_files(tmp_path, text, problem):

@@ -13,8 +13,9 @@
 # limitations under the License.
 
 """
-rosbag2 files: reading and writing stored CDR, the dataset layout, data sets written as bags.
+rosbag2 files: reading and writing stored CDR, the dataset layout, data sets, replay over DDS.
 
 ``storage`` (open, read, write with rosbags), ``layout`` (topics, frames and cameras of the
-dataset bags), ``datasets`` (data sets with ground truth recognised and written as bags).
+dataset bags), ``datasets`` (data sets with ground truth recognised and written as bags),
+``replay`` (a bag published at its recorded pace, for machines without ros2 bag).
 """

@@ -13,8 +13,12 @@
 # limitations under the License.
 
 """
-What the benches share, below their commands.
+The benchmarks: what `cl-vision bench` measures, below its command faces.
 
-``timing`` (warm-up, repeats, device stages), ``frame_work`` (one frame's device work of each
-capability) and ``scene`` (the synthetic stereo scene a camera process sends).
+In process: ``flow_speed``, ``surf_speed``, ``elas_speed``, ``pipeline_speed`` (ms per frame
+against OpenCV and libelas). Through DDS: ``node_latency`` (a node against its compute and the
+transport floor), ``transport`` (the floor under allocator and profile variants), ``soak``
+(memory and files over a long run). Shared: ``timing`` (warm-up, repeats, device stages),
+``frame_work`` (one frame's device work of each capability), ``scene`` (the synthetic stereo
+scene a camera process sends).
 """

@@ -26,7 +26,7 @@ The stamp is a sequence number, not the send time itself: writing the time into 
 put a copy of it inside the measured interval. Nodes keep their input's stamp on their outputs,
 so `cl-vision bench node` matches a node's answers to the frame sent the same way, with a node
 between the two processes instead of nothing; with nothing between, the link measures the
-transport floor (`cl-vision bench transport`, bench_transport.py).
+transport floor (`cl-vision bench transport`, benchmarks/transport.py).
 
 Both processes configure the allocator (unless told to keep glibc's defaults) and apply the
 package's Fast DDS profile unless the environment names one, as the nodes do. A publisher on

@@ -120,3 +120,24 @@ def unpack_rgb(rgb: np.ndarray) -> np.ndarray:
     """(..., 3) uint8 red, green, blue of packed ``rgb`` float32 values (bits 0x00RRGGBB)."""
     bits = np.ascontiguousarray(rgb, dtype=np.float32).view(np.uint32)
     return np.stack([(bits >> shift) & 0xFF for shift in (16, 8, 0)], axis=-1).astype(np.uint8)
+
+
+def point_table(cloud: PointCloud) -> np.ndarray:
+    """
+    Return the cloud as a structured array: the columns of a PLY file or a .npy of points.
+
+    Fields x, y, z float32 [, red, green, blue uint8], of the cloud's shape (N for a dense cloud).
+    """
+    points = cloud.points()
+    if cloud.is_dense:
+        points = points.reshape(-1)
+    color = cloud.layout.use_color
+    table = np.empty(points.shape, [(name, '<f4') for name in 'xyz']
+                     + ([(name, 'u1') for name in ('red', 'green', 'blue')] if color else []))
+    for name in 'xyz':
+        table[name] = points[name]
+    if color:
+        rgb = unpack_rgb(points['rgb'])
+        for channel, name in enumerate(('red', 'green', 'blue')):
+            table[name] = rgb[..., channel]
+    return table

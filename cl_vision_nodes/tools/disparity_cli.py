@@ -26,8 +26,10 @@ import time
 
 from cl_vision_nodes.camera.calibration import CameraCalibration, read_calibration_yaml
 from cl_vision_nodes.camera.rectify import Rectifier
-from cl_vision_nodes.dataio.formats import (read_image, write_depth_png, write_kitti_disparity,
-                                            write_pfm, write_ply, write_png)
+from cl_vision_nodes.dataio.formats import read_image, write_png
+from cl_vision_nodes.dataio.stereo_files import (DEPTH_SUFFIXES, DISPARITY_SUFFIXES,
+                                                 POINTS_SUFFIXES, write_depth, write_disparity,
+                                                 write_points)
 from cl_vision_nodes.elas.colormap import disparity_to_color
 from cl_vision_nodes.elas.matcher import ElasMatcher
 from cl_vision_nodes.elas.presets import PRESETS
@@ -35,15 +37,11 @@ from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.errors import DataFormatError, ImageFormatError
 from cl_vision_nodes.imaging.encodings import array_to_raw, raw_to_array
 from cl_vision_nodes.stereo.geometry import StereoGeometry
-from cl_vision_nodes.stereo.point_cloud import CloudLayout, PointCloud, unpack_rgb
+from cl_vision_nodes.stereo.point_cloud import CloudLayout
 from cl_vision_nodes.stereo.reproject import Reprojector
 from cl_vision_nodes.tools.cli_common import (add_algorithm_options, algorithm_params, output_file,
                                               print_profile, runtime_for)
 import numpy as np
-
-DISPARITY_SUFFIXES = ('.pfm', '.png', '.npy')
-DEPTH_SUFFIXES = ('.npy', '.pfm', '.png')
-POINTS_SUFFIXES = ('.ply', '.npy')
 
 
 def _check_outputs(args: argparse.Namespace, rectify: bool) -> None:
@@ -80,62 +78,6 @@ def _rectified(rectifier: Rectifier, calibration: CameraCalibration, image: np.n
     return raw_to_array(rectifier.rectify(raw, interpolation))
 
 
-def _write_disparity(out: Path, disparity: np.ndarray) -> None:
-    valid = disparity >= 0
-    if out.suffix == '.png':
-        write_kitti_disparity(out, np.where(valid, disparity, np.nan))
-    else:
-        stored = np.where(valid, disparity, np.inf).astype(np.float32)
-        write_pfm(out, stored) if out.suffix == '.pfm' else np.save(out, stored)
-
-
-def _write_depth(out: Path, depth: np.ndarray) -> str:
-    """Write the depth image; a summary for the report line."""
-    if out.suffix == '.png':
-        write_depth_png(out, depth)
-    else:
-        write_pfm(out, depth) if out.suffix == '.pfm' else np.save(out, depth)
-    finite = np.isfinite(depth)
-    median = f', median {np.median(depth[finite]):.2f} m' if finite.any() else ''
-    return f'depth {100 * finite.mean():.1f} % finite{median} -> {out}'
-
-
-def _point_table(cloud: PointCloud) -> np.ndarray:
-    """
-    Return the cloud as a structured array, the columns of the PLY and .npy outputs.
-
-    Fields x, y, z float32 [, red, green, blue uint8], of the cloud's shape (N for a dense cloud).
-    """
-    points = cloud.points()
-    if cloud.is_dense:
-        points = points.reshape(-1)
-    color = cloud.layout.use_color
-    table = np.empty(points.shape, [(name, '<f4') for name in 'xyz']
-                     + ([(name, 'u1') for name in ('red', 'green', 'blue')] if color else []))
-    for name in 'xyz':
-        table[name] = points[name]
-    if color:
-        rgb = unpack_rgb(points['rgb'])
-        for channel, name in enumerate(('red', 'green', 'blue')):
-            table[name] = rgb[..., channel]
-    return table
-
-
-def _write_points(out: Path, cloud: PointCloud, ascii_ply: bool) -> str:
-    """Write the cloud (.ply: its points; .npy: the table, organised or dense as computed)."""
-    table = _point_table(cloud)
-    if out.suffix == '.ply':
-        flat = table.reshape(-1)
-        xyz = np.stack([flat[name] for name in 'xyz'], axis=1)
-        rgb = np.stack([flat[name] for name in ('red', 'green', 'blue')], axis=1) \
-            if cloud.layout.use_color else None
-        write_ply(out, xyz, rgb, binary=not ascii_ply)
-    else:
-        np.save(out, table)
-    count = int(np.isfinite(table['z']).sum())
-    return f'{count} points ({"dense" if cloud.is_dense else "organised"}) -> {out}'
-
-
 def run(args: argparse.Namespace) -> int:
     values = algorithm_params(ELAS_SCHEMA, args, PRESETS[args.preset])
     rectify = args.rectify or bool(values['rectify'])
@@ -165,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     valid = disparity >= 0
     reports = [f'{100 * valid.mean():.1f} % valid']
     if args.out:
-        _write_disparity(args.out, disparity)
+        write_disparity(args.out, disparity)
         reports[0] += f' -> {args.out}'
     if args.color:
         write_png(args.color, disparity_to_color(np.where(valid, disparity, np.nan),
@@ -175,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         device_map = reprojector.upload(disparity, float(values['disp_min']),
                                         bool(values['subsampling']))
         if args.depth:
-            reports.append(_write_depth(args.depth, reprojector.depth(device_map, geometry)))
+            reports.append(write_depth(args.depth, reprojector.depth(device_map, geometry)))
         if args.points:
             layout = CloudLayout(use_color=use_color, avoid_padding=True)
             color = None
@@ -187,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
             cloud = reprojector.points(device_map, geometry, layout,
                                        dense=args.points.suffix == '.ply' or dense,
                                        color=color)
-            reports.append(_write_points(args.points, cloud, args.ply_ascii))
+            reports.append(write_points(args.points, cloud, args.ply_ascii))
     print(f'{args.preset}: {left.shape[1]}x{left.shape[0]} on {runtime.entry.name}, '
           f'{elapsed_ms:.0f} ms (first call includes kernel builds), ' + '; '.join(reports))
     print_profile(runtime)

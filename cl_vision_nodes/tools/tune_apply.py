@@ -17,23 +17,23 @@
 
 The values come from the parameter file a tune wrote (``--from FILE``, by default
 ``<--out>/<--node>.yaml``): its ``/**`` section and any section for this node's name, nested
-namespaces flattened (``flow: {method: hs}`` is ``flow.method``), as ``ros2 param load`` reads
-it. They are sent through the node's parameter services (ros/remote_parameters.py); every value
-the node refuses is named with its reason. Exit 0 when the node took every value (or had it
-already), 1 when it refused some (the others stay set), 2 when it does not answer or the file is
-unusable (also for a value no ROS parameter can hold, e.g. a list of mixed types).
+namespaces flattened (``flow: {method: hs}`` is ``flow.method``), read as the node reads its
+own files (ros/start_parameters.py). They are sent through the node's parameter services
+(ros/remote_parameters.py); every value the node refuses is named with its reason. Exit 0 when
+the node took every value (or had it already), 1 when it refused some (the others stay set), 2
+when it does not answer or the file is unusable (also for a value no ROS parameter can hold,
+e.g. a list of mixed types).
 """
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 import sys
-from typing import Any, Mapping
 
-from cl_vision_nodes.errors import DataFormatError
+from cl_vision_nodes.errors import DataFormatError, ParameterError
 from cl_vision_nodes.params import Value
+from cl_vision_nodes.ros.start_parameters import file_parameters
 from cl_vision_nodes.tools.cli_common import positive_number
-import yaml
 
 DEFAULT_TIMEOUT_S = 10.0
 EXIT_REFUSED = 1
@@ -53,36 +53,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                          f'(default {DEFAULT_TIMEOUT_S:g})')
 
 
-def _flattened(params: Mapping[str, Any], prefix: str = '') -> dict[str, Value]:
-    flat: dict[str, Value] = {}
-    for key, value in params.items():
-        name = f'{prefix}{key}'
-        flat.update(_flattened(value, f'{name}.') if isinstance(value, dict) else {name: value})
-    return flat
-
-
-def _sections(node_name: str) -> tuple[str, ...]:
-    """Return the keys of a parameter file that apply to ``node_name`` (with or without /)."""
-    full = '/' + node_name.lstrip('/')
-    base = full.rsplit('/', 1)[1]
-    return ('/**', f'/**/{base}', full, full.lstrip('/'), base)
-
-
 def parameter_file_values(path: Path, node_name: str) -> dict[str, Value]:
-    """Return the values a parameter file sets on ``node_name``; DataFormatError if it has none."""
+    """
+    Return the values a parameter file sets on ``node_name``, its node keys read as rcl does.
+
+    DataFormatError if the file is unusable or sets nothing for the node.
+    """
     try:
-        document = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise DataFormatError(f'{path}: cannot read it ({exc.strerror})') from None
-    except yaml.YAMLError as exc:
-        raise DataFormatError(f'{path}: not a YAML file ({getattr(exc, "problem", exc)})') \
-            from None
-    values: dict[str, Value] = {}
-    if isinstance(document, dict):
-        for key in dict.fromkeys(_sections(node_name)):
-            section = document.get(key)
-            if isinstance(section, dict) and isinstance(section.get('ros__parameters'), dict):
-                values.update(_flattened(section['ros__parameters']))
+        values = file_parameters(str(path), '/' + node_name.lstrip('/'))
+    except ParameterError as exc:
+        raise DataFormatError(str(exc)) from None
     if not values:
         raise DataFormatError(f'{path}: no ros__parameters for {node_name} (expected a /** or '
                               'node-name section, as cl-vision tune writes)')

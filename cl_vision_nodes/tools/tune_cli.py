@@ -15,14 +15,8 @@
 """
 `cl-vision tune BAG --node NODE --out DIR`: search the node's parameters on a bag's frames.
 
-The algorithms run in this process (or ``--workers`` processes, or the workers of the Ray
-cluster at ``--ray ADDRESS``: tuning/ray_pool.py) on the OpenCL device over the bag's frames
-(cl_vision_nodes.tuning says how). The first half of the frames tunes, the second is held out:
-the start values (the schema's defaults with ``--param``) and the tuned ones are compared there.
-The tuned values are those of the Pareto trial (score against ms per frame) with the best score
-within 1.5x the start values' ms per frame; they are written as ``DIR/<node>.yaml``, the node's
-parameter file. The study is stored in ``DIR/<node>.journal``:
-``--resume`` continues it after an interruption.
+The face of tuning/session.py (which says how the search runs and what it writes) and, with
+``--apply``, of tune_apply.py.
 """
 from __future__ import annotations
 
@@ -30,45 +24,13 @@ import argparse
 from pathlib import Path
 import shlex
 import sys
-from typing import Any, Mapping
+from typing import Any
 
 from cl_vision_nodes.errors import ParameterError
-from cl_vision_nodes.flow.schema import resolve_method
-from cl_vision_nodes.opencl.devices import list_devices, resolve_spec, select_device
 from cl_vision_nodes.tools import tune_apply
 from cl_vision_nodes.tools.cli_common import add_device_option, integer_in, output_folder
-from cl_vision_nodes.tuning.frames import load_frames
-from cl_vision_nodes.tuning.pictures import strip_answers
 
 EXIT_INTERRUPTED = 130
-
-
-def worker_devices(device: str, workers: int) -> list[str]:
-    """
-    Return one device (``P:D``) per worker, checked here: a bad one is one line, not N crashes.
-
-    ``auto`` spreads them over the machine's GPUs (several workers share one when there are
-    fewer GPUs); anything else (or a machine without a GPU) puts every worker on that device.
-    """
-    request = resolve_spec(device)
-    gpus = [e.index for e in list_devices() if e.is_gpu] if request == 'auto' else []
-    if not gpus:
-        return [select_device(request).index] * workers
-    return [gpus[i % len(gpus)] for i in range(workers)]
-
-
-def flow_method(node: str, start: Mapping[str, Any], device: str) -> str | None:
-    """Return the flow method the trials run (``auto`` resolved on ``device``), None without."""
-    key = {'flow': 'method', 'vision_pipeline': 'flow.method'}.get(node)
-    if key is None:
-        return None
-    return resolve_method(str(start[key]), select_device(resolve_spec(device)).is_gpu)
-
-
-def _changed(start: Mapping[str, Any], tuned: Mapping[str, Any]) -> str:
-    changes = [f'{name} {start[name]!r} -> {value!r}' for name, value in tuned.items()
-               if start.get(name) != value]
-    return ', '.join(changes) or 'none'
 
 
 def _trial_line(trials: int) -> Any:
@@ -84,33 +46,9 @@ def _trial_line(trials: int) -> Any:
     return show
 
 
-def summary(outcome: Any, held_out_frames: int) -> list[str]:
-    """Return the lines that say what the search found and how it did on the held-out frames."""
-    from cl_vision_nodes.tuning.study import TIME_BUDGET
-    from optuna.trial import TrialState
-    states = [t.state for t in outcome.study.trials]
-    failed = sum('error' in t.user_attrs for t in outcome.study.trials
-                 if t.state == TrialState.FAIL)
-    reference, before, after = outcome.reference, outcome.start_held_out, outcome.tuned_held_out
-    budget = f"within {TIME_BUDGET:g}x the start values' {reference.ms_per_frame:.1f} ms per frame"
-    if outcome.chosen is None:
-        choice = f'no Pareto trial {budget}: the start values are kept'
-    else:
-        choice = (f'tuned = trial {outcome.chosen.number}, the Pareto trial with the best '
-                  f'{reference.metric} {budget}')
-    ratio = after.score / before.score if before.score else float('nan')
-    return [f'{len(states)} trials: {states.count(TrialState.COMPLETE)} complete, {failed} '
-            f'failed, {states.count(TrialState.FAIL) - failed} interrupted; Pareto front of '
-            f'{len(outcome.study.best_trials)}', choice,
-            f'held-out frames ({held_out_frames}): {reference.metric} {before.score:.4g} -> '
-            f'{after.score:.4g} ({ratio:.2f}x), ms per frame {before.ms_per_frame:.1f} -> '
-            f'{after.ms_per_frame:.1f}',
-            f'changed: {_changed(outcome.start, outcome.tuned)}']
-
-
 def _on_trial(trials: int) -> tuple[Any, Any]:
     """
-    Return run_study's callback and the progress line it feeds (to finish at the end).
+    Return the trials' callback and the progress line it feeds (to finish at the end).
 
     The progress line goes to stderr; a line per trial goes to stdout as well unless stdout is a
     terminal, where it would break the line rewritten in place.
@@ -127,66 +65,34 @@ def _on_trial(trials: int) -> tuple[Any, Any]:
     return both, progress
 
 
-def evaluator_pool(args: argparse.Namespace, frames: Any) -> Any:
-    """Return where the trials run: on the Ray cluster, in worker processes or in this one."""
-    from cl_vision_nodes.tuning.pool import InProcessPool, ProcessPool
-    if args.ray:
-        from cl_vision_nodes.tuning.ray_pool import RayPool
-        return RayPool(args.ray, Path(args.bag), args.node, args.frames, args.workers)
-    if args.workers is None or args.workers == 1:
-        return InProcessPool(args.device, frames)
-    return ProcessPool(worker_devices(args.device, args.workers), Path(args.bag), args.node,
-                       args.frames)
-
-
 def run(args: argparse.Namespace) -> int:
-    """Search, compare on the held-out frames, write the parameter file and say what happened."""
+    """Tune (or apply a tune's values); say what happened."""
     if args.apply:
         return tune_apply.run(args)
     if args.bag is None or args.node is None or args.out is None:
         raise ParameterError('tune needs BAG, --node and --out (or --apply NODE_NAME to set a '
                              "tune's values on a running node)")
-    # optuna (optional: `cl-vision` runs without it) comes in with these
-    from cl_vision_nodes.tuning.evaluator import Evaluator
-    from cl_vision_nodes.tuning.output import write_params
-    from cl_vision_nodes.tuning.pool import InProcessPool
-    from cl_vision_nodes.tuning.report import write_report
-    from cl_vision_nodes.tuning.space import node_schema, parse_params, search_space
-    from cl_vision_nodes.tuning.study import held_out_comparison, run_study
-    schema = node_schema(args.node)
-    start = schema.parse_assignments(args.param)
-    names, ranges = parse_params(args.params) if args.params else (None, {})
-    space = search_space(args.node, names, ranges, flow_method(args.node, start, args.device))
-    frames = load_frames(Path(args.bag), args.node, args.frames)
-    print(f'cl-vision tune: {frames.description}; {len(frames.tuning)} frames to tune on, '
-          f'{len(frames.held_out)} held out; searching {", ".join(space)}', flush=True)
-    pool = evaluator_pool(args, frames)
+    # optuna (optional: `cl-vision` runs without it) comes in with the session
+    from cl_vision_nodes.tuning.session import TuneOptions, TuneSession
+    options = TuneOptions(Path(args.bag), args.node, Path(args.out), args.params,
+                          tuple(args.param), args.trials, args.frames, args.workers, args.ray,
+                          args.seed, args.resume, args.device)
+    session = TuneSession(options)
+    print(f'cl-vision tune: {session.description}', flush=True)
     on_trial, progress = _on_trial(args.trials)
-    out = Path(args.out)
-    storage = out / f'{args.node}.journal'
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        study = run_study(pool, space, storage, args.trials, args.seed, args.resume,
-                          on_trial, base=start)
-        outcome = held_out_comparison(pool, study, start)
+        result = session.search(on_trial)
     except KeyboardInterrupt:
-        again = shlex.join(['cl-vision', *(a for a in sys.argv[1:] if a != '--resume'),
-                            '--resume'])
-        print(f'cl-vision tune: interrupted; the finished trials are kept in {storage}: '
-              f'resume with {again}', file=sys.stderr, flush=True)
-        return EXIT_INTERRUPTED
+        result = None
     finally:
         progress.finish()
-        pool.close()
-    lines = summary(outcome, len(frames.held_out))
-    path = write_params(out, args.node, outcome.tuned, str(args.bag), lines[2])
-    evaluator = pool.evaluator if isinstance(pool, InProcessPool) else \
-        Evaluator(args.device, frames)
-    strip = strip_answers(lambda values: evaluator.answers(values, 'held_out'),
-                          [frame.left_gray for frame in frames.held_out])
-    report = write_report(out, outcome.study, args.node, outcome.start_held_out,
-                          outcome.tuned_held_out, outcome.tuned, outcome.start, strip)
-    for line in (*lines, f'wrote {path} and {report}'):
+    if result is None:
+        again = shlex.join(['cl-vision', *(a for a in sys.argv[1:] if a != '--resume'),
+                            '--resume'])
+        print(f'cl-vision tune: interrupted; the finished trials are kept in {options.journal}: '
+              f'resume with {again}', file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    for line in (*result.lines, f'wrote {result.parameter_file} and {result.report}'):
         print(f'cl-vision tune: {line}', flush=True)
     return 0
 

@@ -18,6 +18,7 @@
 By concern: ``space`` (what is searched, from the node's schema), ``frames`` (the bag's frames,
 tuning and held-out halves), ``evaluator`` (one parameter set scored and timed on the device),
 ``pool`` (evaluators in this process or in worker processes), ``study`` (the Optuna search, in a
-journal file), ``progress`` (the trials line on stderr), ``output`` (the node's parameter file)
-and ``report`` (report.md and its pictures). No rclpy anywhere in it.
+journal file), ``progress`` (the trials line on stderr), ``output`` (the node's parameter file),
+``report`` (report.md and its pictures) and ``session`` (one tune from start to end). No rclpy
+anywhere in it.
 """
