@@ -37,7 +37,7 @@ from cl_vision_nodes.evaluation.combined import BagResult
 from cl_vision_nodes.evaluation.compare import load_report, REPORT
 from cl_vision_nodes.evaluation.one_bag import EvalOptions
 from cl_vision_nodes.evaluation.report import markdown
-from cl_vision_nodes.processes.ray_cluster import connect, slots
+from cl_vision_nodes.processes.ray_cluster import connect, first_line, slots
 
 WORKER_RETRIES = 1
 
@@ -100,8 +100,7 @@ def evaluate_on_ray(evaluate: Evaluate, options: EvalOptions, bags: dict[str, tu
             try:
                 error, files = ray.get(future)
             except ray.exceptions.RayError as exc:
-                lines = str(exc).strip().splitlines()
-                error, files = f'the Ray worker failed: {lines[0] if lines else exc!r}', {}
+                error, files = f'the Ray worker failed: {first_line(exc)}', {}
                 print(f'cl-vision eval: {name}: {error}', flush=True)
             write_files(bags[name][1], files)
             if error is None:

@@ -15,7 +15,8 @@
 """
 A Ray cluster for ``--ray ADDRESS``: the connection, and the slot each worker takes.
 
-Used by eval over a folder of bags (evaluation/ray_eval.py) and by tuning/ray_pool.py. A
+The one Ray layer: eval over a folder of bags (evaluation/ray_eval.py: a task per bag) and
+tune (tuning/ray_pool.py: an actor per worker, trial after trial) schedule on top of it. A
 worker takes one GPU where the cluster has GPUs (Ray then shows it only that GPU through
 CUDA_VISIBLE_DEVICES, which NVIDIA's OpenCL honours: its ``gpu`` device is its own card), else
 one CPU slot. ``ray.init`` waits minutes for an address where no cluster answers, so the
@@ -62,8 +63,8 @@ def connect(address: str) -> tuple[ModuleType, bool]:
     try:
         ray.init(address=address, logging_level='WARNING', configure_logging=True)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ParameterError(f'--ray {address}: cannot join the Ray cluster ({reason})') from None
+        raise ParameterError(f'--ray {address}: cannot join the Ray cluster '
+                             f'({first_line(exc)})') from None
     return ray, True
 
 
@@ -93,3 +94,9 @@ def slots(ray: ModuleType) -> Slots:
     resources = ray.cluster_resources()
     gpus = int(resources.get('GPU', 0))
     return Slots(gpus > 0, gpus or max(int(resources.get('CPU', 1)), 1))
+
+
+def first_line(exc: BaseException) -> str:
+    """Return the first line of a Ray error (its tracebacks follow), or the error's type."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__

@@ -41,16 +41,15 @@ from cl_vision_nodes.params import ParameterSchema, Value
 from cl_vision_nodes.ros.cdr import parse_compressed_image, parse_image
 from cl_vision_nodes.ros.executor_choice import executor_kind
 from cl_vision_nodes.ros.frame_runner import FrameRunner
-from cl_vision_nodes.ros.frame_stats import FrameReport, FrameStats, FrameTiming, receive_seconds
+from cl_vision_nodes.ros.frame_stats import FrameStats, FrameTiming, receive_seconds
 from cl_vision_nodes.ros.input_qos import Input, InputQos, LOSS_LOG_PERIOD_S
+from cl_vision_nodes.ros.node_diagnostics import NodeDiagnostics
 from cl_vision_nodes.ros.node_port import ImageFrame, NodePort, nothing_more
 from cl_vision_nodes.ros.output_queue import OutputQueue
 from cl_vision_nodes.ros.parameters import ParameterBinding
 from cl_vision_nodes.ros.topics import image_input
 from cl_vision_nodes.ros.warm_up import expected_size, WarmedConfigurations
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
-from rclpy.timer import Timer
 from sensor_msgs.msg import Image
 
 BAD_INPUT_LOG_PERIOD_S = 5.0
@@ -72,7 +71,6 @@ class VisionNode(Node):
         self.left_running = False
         """Whether ``destroy_node`` left the frame or publishing thread running (a device call)."""
         self.wake_executor: Callable[[], None] = nothing_more
-        self._diag_timer: Timer | None = None
         self.last_size: tuple[int, int] | None = None  # of the last frame read
         self._warmed = WarmedConfigurations()
 
@@ -102,8 +100,9 @@ class VisionNode(Node):
         started = time.perf_counter()
         self.build()
         self.warm_up()
-        self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self._schedule_diagnostics(float(self.params['diagnostics_period']))
+        self.diagnostics = NodeDiagnostics(self, self.stats, self.frames.work_lock,
+                                           self.diagnostic_values, self._queues)
+        self.diagnostics.schedule(float(self.params['diagnostics_period']))
         self.input_qos = InputQos(self, message_info=self.executor_kind != 'events')
         self.connect()
         log.info(f'ready in {time.perf_counter() - started:.1f} s on {self.runtime.describe()}, '
@@ -178,7 +177,7 @@ class VisionNode(Node):
 
     def _on_parameters_changed(self, values: dict[str, Value], changed: set[str]) -> None:
         if 'diagnostics_period' in changed:
-            self._schedule_diagnostics(float(values['diagnostics_period']))
+            self.diagnostics.schedule(float(values['diagnostics_period']))
         with self.frames.work_lock:  # between frames
             self.on_parameters_changed(values, changed)
             self.warm_up(values)  # the kernels the change brings, before the next frame
@@ -325,66 +324,10 @@ class VisionNode(Node):
                 throttle_duration_sec=LOSS_LOG_PERIOD_S)
 
     # -- diagnostics ---------------------------------------------------------------------------
-    def _schedule_diagnostics(self, period: float) -> None:
-        if self._diag_timer is not None:
-            self.destroy_timer(self._diag_timer)
-            self._diag_timer = None
-        if period > 0:
-            self._diag_timer = self.create_timer(period, self.publish_diagnostics)
-
     def diagnostic_values(self) -> dict[str, str]:
-        """Return the node's own key/values of the diagnostics window ending now (none here)."""
+        """
+        Return the node's own key/values of the diagnostics window ending now (none here).
+
+        Called between frames (``NodeDiagnostics``).
+        """
         return {}
-
-    def cache_sizes(self) -> dict[str, int]:
-        """Programs and kernels cached on every queue of the node (``ClRuntime.cache_sizes``)."""
-        totals: dict[str, int] = {}
-        for runtime in self._queues:
-            for key, count in runtime.cache_sizes().items():
-                totals[key] = totals.get(key, 0) + count
-        return totals
-
-    def publish_diagnostics(self) -> None:
-        report = self.stats.report()
-        if report.frames or report.dropped:
-            self.get_logger().info(report.line())
-            self.get_logger().debug(report.detail_line())
-        with self.frames.work_lock:  # between frames
-            own = self.diagnostic_values()
-        level, message = diagnostic_status(report)
-        status = DiagnosticStatus(
-            level=level, name=f'{self.get_fully_qualified_name()}: frames', message=message,
-            hardware_id=self.runtime.entry.name,
-            values=[KeyValue(key=k, value=v)
-                    for k, v in {**report.key_values(), **own}.items()]
-            + [KeyValue(key=f'opencl_cached_{k}', value=str(v))  # constant in a steady stream
-               for k, v in self.cache_sizes().items()])
-        msg = DiagnosticArray(status=[status])
-        msg.header.stamp = self.get_clock().now().to_msg()
-        self._diagnostics.publish(msg)
-
-
-MISSED_WARN_SHARE = 0.1
-MISSED_ERROR_SHARE = 0.5
-
-
-def diagnostic_status(report: FrameReport) -> tuple[bytes, str]:
-    """
-    Return the diagnostics level and message of a window's frames.
-
-    WARN when more than 10 % of the frames due (answered and dropped) were lost or skipped, or a
-    frame had bad input; ERROR above half.
-    """
-    due = report.frames + report.dropped
-    missed = report.dropped - report.rejected
-    share = missed / due if due else 0.0
-    parts = []
-    if share > MISSED_WARN_SHARE:
-        parts.append(f'{missed} of {due} frames missed ({report.lost_in_transport} lost before '
-                     f'the node, {report.unmatched} without a stereo partner, {report.skipped} '
-                     'skipped for a newer one)')
-    if report.rejected:
-        parts.append(f'{report.rejected} bad input frames skipped')
-    level = (DiagnosticStatus.ERROR if share > MISSED_ERROR_SHARE
-             else DiagnosticStatus.WARN if parts else DiagnosticStatus.OK)
-    return level, '; '.join(parts) or 'ok'

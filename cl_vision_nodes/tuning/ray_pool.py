@@ -40,7 +40,7 @@ from typing import Any, Mapping
 
 from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.params import Value
-from cl_vision_nodes.processes.ray_cluster import connect, slots
+from cl_vision_nodes.processes.ray_cluster import connect, first_line, slots
 from cl_vision_nodes.tuning.evaluator import Evaluator, TrialResult
 from cl_vision_nodes.tuning.frames import load_frames, TuneFrames
 
@@ -182,5 +182,4 @@ def _cause(exc: Exception) -> Exception:
     cause = getattr(exc, 'cause', None)
     if isinstance(cause, Exception):
         return cause
-    lines = str(exc).strip().splitlines()
-    return WorkerLost(f'the Ray worker died during the trial ({lines[0] if lines else exc!r})')
+    return WorkerLost(f'the Ray worker died during the trial ({first_line(exc)})')
