@@ -29,6 +29,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
 from rclpy.timer import Timer
 
+
 class NodeDiagnostics:
     """The /diagnostics publisher of one node and the timer that publishes its windows."""
 
