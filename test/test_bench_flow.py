@@ -25,7 +25,7 @@ from cl_vision_nodes.flow.presets import DIS_PRESETS
 from cl_vision_nodes.flow.schema import METHODS
 from cliutil import cl_vision
 
-KEYS = {'method', 'preset', 'size', 'ms', 'ms_best', 'device'}
+KEYS = {'method', 'preset', 'size', 'ms', 'ms_best', 'ms_p50', 'ms_p95', 'device'}
 PRESETS = ('ultrafast', 'fast', 'medium')
 OPENCV_CPU = {'opencv-dis-ultrafast': 'ultrafast', 'opencv-dis-fast': 'fast',
               'opencv-dis-medium': 'medium', 'opencv-farneback': None}
@@ -49,6 +49,7 @@ def test_bench_flow_prints_the_table_and_writes_a_row_per_case(tmp_path):
     assert rows and all(set(row) == KEYS for row in rows), rows
     assert {row['method'] for row in rows} <= NAMES
     assert all(0 < row['ms_best'] <= row['ms'] for row in rows), rows
+    assert all(row['ms_best'] <= row['ms_p50'] <= row['ms_p95'] for row in rows), rows
     assert all(isinstance(row['device'], str) and row['device'] for row in rows)
     for size in ('64x48', '80x48'):
         here = [row for row in rows if row['size'] == size]

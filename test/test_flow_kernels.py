@@ -115,8 +115,30 @@ def test_flow_upsample_matches_reference(runtime, h, w):
     coarse = np.random.default_rng(3).normal(0, 2, (ch, cw, 2)).astype(np.float32)
     fine = empty(runtime, (h, w, 2))
     coarse_to_fine.program(runtime).kernel('flow_upsample')(
-        (w, h), (upload(runtime, coarse), i32(cw), i32(ch), fine, i32(w), i32(h)), 'u')
+        *coarse_to_fine.upsample_launch(upload(runtime, coarse), (ch, cw), fine, (h, w), 2), 'u')
     close(download(runtime, fine, (h, w, 2)), ref.flow_upsample(coarse, (h, w)), scale=4.0)
+
+
+@pytest.mark.parametrize('factor', [4, 8])
+@pytest.mark.parametrize('h, w', [(61, 75), (64, 48), (9, 13)])
+def test_flow_upsample_by_more_levels_is_the_levels_steps_at_once(runtime, h, w, factor):
+    """From a pyramid level straight to level 0: the steps of 2 composed, any group size."""
+    shapes = [(h, w)]
+    while len(shapes) < factor.bit_length():
+        shapes.append(((shapes[-1][0] + 1) // 2, (shapes[-1][1] + 1) // 2))
+    coarse = np.random.default_rng(5).normal(0, 2, (*shapes[-1], 2)).astype(np.float32)
+    stepped = coarse.astype(np.float64)
+    for shape in shapes[-2::-1]:
+        stepped = ref.flow_upsample(stepped, shape)
+    want = ref.flow_upsample(coarse, (h, w), factor)
+    np.testing.assert_allclose(want, stepped, atol=1e-9)
+    kernel = coarse_to_fine.program(runtime).kernel('flow_upsample')
+    for local in (None, (8, 8)):
+        fine = upload(runtime, np.full((h, w, 2), np.nan, np.float32))
+        items, args = coarse_to_fine.upsample_launch(upload(runtime, coarse), shapes[-1], fine,
+                                                     (h, w), factor)
+        kernel(items, args, 'u', local)
+        close(download(runtime, fine, (h, w, 2)), want, scale=2.0 * factor)
 
 
 # --- Lucas-Kanade -------------------------------------------------------------------------------

@@ -20,9 +20,10 @@ the flow to the previous frame (whose pyramid stays on the device) and the downl
 HxWx2 result into pinned memory (flow_node then copies it into its message). OpenCV runs on
 the CPU, and through its own OpenCL path (T-API, UMat, download included) when the chosen
 device is a GPU. Our dis and OpenCV's DIS run with each of OpenCV's presets (ultrafast, fast,
-medium; ours with the values of flow/presets.py). ``--json FILE`` writes the rows as a list of
-``{method, preset, size, ms, ms_best, device}`` (``FlowRow.as_dict``) besides the table. No ROS
-imports: it runs on a GPU box with numpy, OpenCV and pyopencl only.
+medium; ours with the values of flow/presets.py). Each case: mean, best, p50 and p95 ms (how
+steady frame to frame). ``--json FILE`` writes the rows as a list of ``{method, preset, size,
+ms, ms_best, ms_p50, ms_p95, device}`` (``FlowRow.as_dict``) besides the table. No ROS imports:
+it runs on a GPU box with numpy, OpenCV and pyopencl only.
 """
 from __future__ import annotations
 
@@ -68,6 +69,8 @@ class FlowRow:
     height: int
     ms: float
     ms_best: float
+    ms_p50: float
+    ms_p95: float
     device: str
     label: str = ''
     stages: str = ''
@@ -76,14 +79,15 @@ class FlowRow:
         """Return the ``--json`` row."""
         return {'method': self.method, 'preset': self.preset,
                 'size': f'{self.width}x{self.height}', 'ms': self.ms, 'ms_best': self.ms_best,
-                'device': self.device}
+                'ms_p50': self.ms_p50, 'ms_p95': self.ms_p95, 'device': self.device}
 
     def table_row(self) -> BenchRow:
         """Return the printed table's row (OpenCV's cases under their OpenCV names)."""
         ocl = self.method.endswith(OCL_SUFFIX)
         return BenchRow(self.label or self.method,
                         f'OpenCV OpenCL ({self.device})' if ocl else self.device,
-                        self.width, self.height, self.ms, self.ms_best, self.stages,
+                        self.width, self.height, self.ms, self.ms_best, self.ms_p50,
+                        self.ms_p95, self.stages,
                         '' if self.label else self.preset or '')
 
 

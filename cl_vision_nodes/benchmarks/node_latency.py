@@ -454,7 +454,8 @@ def measure_compute(bench: BenchNode, scenes: list[Scene], rows: list[NodeRow],
     spec = bench.node_spec
     parameters = {**spec.schema.defaults(), **bench.parameters}
     for scene in scenes:
-        mean_ms, _ = time_ms(bench.compute(parameters, scene.frames)(runtime), COMPUTE_REPEATS)
+        call = bench.compute(parameters, scene.frames)(runtime)
+        mean_ms = time_ms(call, COMPUTE_REPEATS).mean_ms
         for row in rows:
             if row.size == scene.size:
                 row.compute_ms = mean_ms

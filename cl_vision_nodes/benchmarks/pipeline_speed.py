@@ -86,6 +86,6 @@ def run(device: str, sizes: list[tuple[int, int]], repeats: int, preset: str) ->
             if got.tobytes() != want.tobytes():
                 raise AssertionError('the concurrent queues gave other outputs than one queue')
         for name, frame in frames.items():
-            mean, best = time_ms(frame, repeats)
-            rows.append(BenchRow(name, runtime.entry.name, width, height, mean, best))
+            rows.append(BenchRow(name, runtime.entry.name, width, height,
+                                 *time_ms(frame, repeats)))
     return rows

@@ -12,19 +12,29 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Timing helpers shared by the benchmarks: warm-up, repeats, mean and best in milliseconds."""
+"""Timing helpers shared by the benchmarks: warm-up, repeats, mean, best, p50 and p95 in ms."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 import time
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from cl_vision_nodes.opencl.runtime import ClRuntime
+import numpy as np
 
 
-def time_ms(fn: Callable[[], object], repeats: int, budget_s: float = 10.0) -> tuple[float, float]:
+class Timing(NamedTuple):
+    """Ms per call: the mean, the best, and the median and 95th percentile (how steady)."""
+
+    mean_ms: float
+    best_ms: float
+    p50_ms: float
+    p95_ms: float
+
+
+def time_ms(fn: Callable[[], object], repeats: int, budget_s: float = 10.0) -> Timing:
     """
-    Return (mean, best) ms of ``fn`` over up to ``repeats`` calls after one warm-up call.
+    Return the Timing of ``fn`` over up to ``repeats`` calls after one warm-up call.
 
     Stops early once ``budget_s`` seconds are spent (slow baselines on slow devices).
     """
@@ -35,7 +45,9 @@ def time_ms(fn: Callable[[], object], repeats: int, budget_s: float = 10.0) -> t
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return 1e3 * sum(times) / len(times), 1e3 * min(times)
+    ms = 1e3 * np.array(times)
+    return Timing(float(ms.mean()), float(ms.min()), float(np.percentile(ms, 50)),
+                  float(np.percentile(ms, 95)))
 
 
 def device_stages(device: str, prepare: Callable[[ClRuntime], Callable[[], object]]) -> str:
@@ -55,7 +67,7 @@ def device_stages(device: str, prepare: Callable[[ClRuntime], Callable[[], objec
 
 @dataclass(frozen=True)
 class BenchRow:
-    """One measured case: ms per frame (mean and best), where it ran, and device ms per stage."""
+    """One measured case: ms per frame (a Timing's four), where it ran, device ms per stage."""
 
     method: str
     where: str
@@ -63,6 +75,8 @@ class BenchRow:
     height: int
     mean_ms: float
     best_ms: float
+    p50_ms: float
+    p95_ms: float
     stages: str = ''
     note: str = ''
 
@@ -73,14 +87,15 @@ def format_rows(rows: list[BenchRow], label: str, is_baseline: Callable[[BenchRo
 
     The speed ratio to the size's baseline row is the same-run comparison every benchmark prints.
     """
-    lines = [f'{"method":<18} {"size":>9} {"note":>8} {"mean ms":>9} {"best ms":>9} {"fps":>8} '
-             f'{"vs " + label:>18}  where / device ms per stage']
+    lines = [f'{"method":<18} {"size":>9} {"note":>8} {"mean ms":>9} {"best ms":>9} {"p50 ms":>8} '
+             f'{"p95 ms":>8} {"fps":>8} {"vs " + label:>18}  where / device ms per stage']
     for size in sorted({(r.width, r.height) for r in rows}):
         group = [r for r in rows if (r.width, r.height) == size]
         baseline = next(r.mean_ms for r in group if is_baseline(r))
         for r in group:
             lines.append(f'{r.method:<18} {f"{r.width}x{r.height}":>9} {r.note:>8} '
-                         f'{r.mean_ms:>9.2f} {r.best_ms:>9.2f} {1e3 / r.mean_ms:>8.1f} '
+                         f'{r.mean_ms:>9.2f} {r.best_ms:>9.2f} {r.p50_ms:>8.2f} {r.p95_ms:>8.2f} '
+                         f'{1e3 / r.mean_ms:>8.1f} '
                          f'{baseline / r.mean_ms:>17.2f}x  {r.where}'
                          + (f' / {r.stages}' if r.stages else ''))
     return '\n'.join(lines)

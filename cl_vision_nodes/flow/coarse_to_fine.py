@@ -27,7 +27,7 @@ KERNELS = ('flow/common.cl', 'flow/coarse_to_fine.cl')
 
 
 def program(runtime: ClRuntime) -> Program:
-    """Build the prolongation kernel flow_upsample: no build defines."""
+    """Build the prolongation kernel flow_upsample (``upsample_launch``): no build defines."""
     return runtime.program(KERNELS)
 
 
@@ -72,7 +72,17 @@ class FlowField:
 
     def upsample(self, coarse: Shape, fine: Shape) -> None:
         """Prolong the current (coarse) flow to ``fine`` into the spare buffer, then swap."""
-        (ch, cw), (fh, fw) = coarse, fine
-        self._upsample((fw, fh), (self.current, np.int32(cw), np.int32(ch), self.spare,
-                                  np.int32(fw), np.int32(fh)), 'upsample')
+        self._upsample(*upsample_launch(self.current, coarse, self.spare, fine, 2), 'upsample')
         self.swap()
+
+
+def upsample_launch(coarse: cl.Buffer, coarse_shape: Shape, fine: cl.Buffer, fine_shape: Shape,
+                    factor: int) -> tuple[tuple[int, int], tuple[object, ...]]:
+    """
+    Return flow_upsample's global size and arguments: ``coarse`` prolonged by ``factor``.
+
+    A work-item per coarse pixel (it writes factor x factor fine pixels).
+    """
+    (ch, cw), (fh, fw) = coarse_shape, fine_shape
+    return (cw, ch), (coarse, np.int32(cw), np.int32(ch), fine, np.int32(fw), np.int32(fh),
+                      np.int32(factor))

@@ -24,7 +24,8 @@ propagates along rows in sequence; this is its parallel counterpart); the patche
 by averaging, weighted by each patch's photometric error at the pixel; then the variational
 refinement (brightness and gradient constancy, smoothness, OpenCV's weights and normalisation)
 runs ``dis_refine_iterations`` fixed-point iterations of 5 red-black SOR sweeps on tiles. The
-finest level's flow is upsampled to full resolution.
+finest level's flow is upsampled to full resolution in one launch (bilinear by 2^level, as the
+levels' steps of 2 compose).
 
 The kernels are those of kernels/flow/dense_inverse_search.cl; only the solver has two
 formulations, chosen by the ``formulation`` the estimator passes: on a GPU dis_vr_solve (a
@@ -40,7 +41,7 @@ import math
 from typing import Callable
 
 from cl_vision_nodes.flow import coarse_to_fine
-from cl_vision_nodes.flow.coarse_to_fine import flow_buffers
+from cl_vision_nodes.flow.coarse_to_fine import flow_buffers, upsample_launch
 from cl_vision_nodes.flow.pyramid import DevicePyramid, Shape
 from cl_vision_nodes.flow.schema import FlowSettings
 from cl_vision_nodes.opencl.buffers import Buffers
@@ -172,23 +173,22 @@ class DenseInverseSearch:
         steps.zero(prev.shapes[first])
         for level in levels:
             if level < first:
-                steps.add(self._upsample, prev.shapes[level][::-1],
-                          self._upsample_args(prev, level + 1, steps), 'upsample', swap=True)
+                self._prolong(prev, level + 1, level, steps)
             self._search_level(prev, cur, level, named, steps, settings)
             if settings.dis_refine_iterations > 0:
                 self._refine_level(prev, cur, level, named, steps, settings)
-        for level in range(levels.stop + 1 if levels else 0, 0, -1):
-            steps.add(self._upsample, prev.shapes[level - 1][::-1],
-                      self._upsample_args(prev, level, steps), 'upsample', swap=True)
+        finest = levels.stop + 1 if levels else 0
+        if finest > 0:  # straight to full resolution, the levels between skipped
+            self._prolong(prev, finest, 0, steps)
         plan = _Plan(key, buffers, tuple(steps.launches), steps.current)
         self._plans[prev.slot] = plan
         return plan
 
-    @staticmethod
-    def _upsample_args(prev: DevicePyramid, coarse: int, steps: _Steps) -> tuple[object, ...]:
-        (ch, cw), (fh, fw) = prev.shapes[coarse], prev.shapes[coarse - 1]
-        return (steps.current, np.int32(cw), np.int32(ch), steps.spare, np.int32(fw),
-                np.int32(fh))
+    def _prolong(self, prev: DevicePyramid, coarse: int, fine: int, steps: _Steps) -> None:
+        """Prolong the field from level ``coarse`` to level ``fine`` in one launch."""
+        items, args = upsample_launch(steps.current, prev.shapes[coarse], steps.spare,
+                                      prev.shapes[fine], 1 << (coarse - fine))
+        steps.add(self._upsample, items, args, 'upsample', swap=True)
 
     def _search_level(self, prev: DevicePyramid, cur: DevicePyramid, level: int,
                       named: dict[str, cl.Buffer], steps: _Steps,

@@ -71,10 +71,10 @@ def bilinear(img: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return top * (1 - ty) + bottom * ty
 
 
-def flow_upsample(coarse: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    """2 x bilinear sample of the coarse flow at (x/2, y/2) for every fine pixel."""
+def flow_upsample(coarse: np.ndarray, shape: tuple[int, int], factor: int = 2) -> np.ndarray:
+    """Return factor x the bilinear sample of the coarse flow at (x/factor, y/factor)."""
     y, x = np.mgrid[:shape[0], :shape[1]].astype(np.float64)
-    return 2.0 * bilinear(coarse.astype(np.float64), 0.5 * x, 0.5 * y)
+    return factor * bilinear(coarse.astype(np.float64), x / factor, y / factor)
 
 
 def window_filter(img: np.ndarray, taps: np.ndarray) -> np.ndarray:

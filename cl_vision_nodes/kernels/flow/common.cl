@@ -134,9 +134,16 @@ inline float odd_extended(__global const float* line, int i, int n, int stride)
 }
 
 // Spatial gradient with the 5-point central stencil (I[-2] - 8 I[-1] + 8 I[1] - I[2]) / 12
-// on the odd-extended image: (d/dx, d/dy) at pixel (x, y).
+// on the odd-extended image: (d/dx, d/dy) at pixel (x, y). Away from the border the taps are
+// read directly, the same values in the same order (PoCL vectorises that path: 3x faster on a
+// CPU than extending every tap).
 inline float2 gradient5(__global const float* img, int w, int h, int x, int y)
 {
+    if (x >= 2 && x + 2 < w && y >= 2 && y + 2 < h) {
+        __global const float* c = img + (size_t)y * w + x;
+        return (float2)((c[-2] - 8.0f * c[-1] + 8.0f * c[1] - c[2]) * (1.0f / 12.0f),
+                        (c[-2 * w] - 8.0f * c[-w] + 8.0f * c[w] - c[2 * w]) * (1.0f / 12.0f));
+    }
     __global const float* row = img + (size_t)y * w;
     __global const float* col = img + x;
     const float gx = (odd_extended(row, x - 2, w, 1) - 8.0f * odd_extended(row, x - 1, w, 1)

@@ -16,22 +16,29 @@
 
 // One pyramid step, identical to cv2.pyrDown: 5x5 binomial blur ([1 4 6 4 1]/16 per axis, the
 // anti-alias Gaussian of sigma ~1 that a factor-0.5 step needs) sampled at even pixels, so
-// coarse pixel (x, y) sits exactly on fine pixel (2x, 2y) and dst is ((sw+1)/2, (sh+1)/2).
+// coarse pixel (x, y) sits exactly on fine pixel (2x, 2y) and dst is ((sw+1)/2, (sh+1)/2). Away
+// from the border the 25 taps are read directly, in the order the reflected path sums them (the
+// same value bit for bit; PoCL vectorises it, 2.6x faster on a CPU).
+#define PYR_ROW(r) ((r)[0] + 4.0f * (r)[1] + 6.0f * (r)[2] + 4.0f * (r)[3] + (r)[4])
 __kernel void pyr_down(__global const float* src, const int sw, const int sh,
                        __global float* dst, const int dw, const int dh)
 {
     const int2 p = item_pixel(dw, dh);
     const int x = p.x, y = p.y;
-    const float taps[5] = {1.0f, 4.0f, 6.0f, 4.0f, 1.0f};
     float acc = 0.0f;
-#pragma unroll
-    for (int j = 0; j < 5; ++j) {
-        __global const float* row = src + (size_t)mirror(2 * y + j - 2, sh) * sw;
-        float r = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 5; ++i)
-            r += taps[i] * row[mirror(2 * x + i - 2, sw)];
-        acc += taps[j] * r;
+    if (x >= 1 && 2 * x + 2 < sw && y >= 1 && 2 * y + 2 < sh) {
+        __global const float* r = src + (size_t)(2 * y - 2) * sw + 2 * x - 2;
+        acc = PYR_ROW(r) + 4.0f * PYR_ROW(r + sw) + 6.0f * PYR_ROW(r + 2 * sw)
+              + 4.0f * PYR_ROW(r + 3 * sw) + PYR_ROW(r + 4 * sw);
+    } else {
+        const float taps[5] = {1.0f, 4.0f, 6.0f, 4.0f, 1.0f};
+        for (int j = 0; j < 5; ++j) {
+            __global const float* row = src + (size_t)mirror(2 * y + j - 2, sh) * sw;
+            float r = 0.0f;
+            for (int i = 0; i < 5; ++i)
+                r += taps[i] * row[mirror(2 * x + i - 2, sw)];
+            acc += taps[j] * r;
+        }
     }
     dst[(size_t)y * dw + x] = acc * (1.0f / 256.0f);
 }
