@@ -202,18 +202,21 @@ USER_CHANGES = {'convert_node': {'output_encoding': '32FC1'}, 'flow_node': {'met
                 'surf_node': {'hessian_threshold': 400.0}, 'disparity_node': {'disp_max': 128},
                 'rectify_node': {'interpolation': 'cubic'}}
 NAMESPACE = '/camera/left'
+READY_TIMEOUT_S = 120.0  # a bound on kernel builds with cold caches (the ready line's end)
 
 
 def assert_node_holds(ros, node: str, params_file: Path, values: dict) -> None:
     """
     Start ``node`` in NAMESPACE with ``params_file``; check ``values`` through its service.
 
-    The values are read back through its parameter service.
+    The values are read back through its parameter service once the node is ready: it answers
+    no service while it builds its kernels (cold caches: longer than a request's wait).
     """
     from rosutil import NodeProcess
     proc = NodeProcess(f'cl_vision_nodes.ros.{node}',
                        ['-r', f'__ns:={NAMESPACE}', '--params-file', str(params_file)])
     try:
+        assert proc.wait_for_output(' executor\n', READY_TIMEOUT_S), proc.output()
         got = ros.get_parameters(f'{NAMESPACE}/{node}', list(values))
         assert got == values, proc.output()
         assert proc.alive()
