@@ -322,6 +322,7 @@ def test_bench_flow_kernels_prints_a_table_per_method_and_size():
     assert 'bm 40x30' in out and 'hs_sor_cpu' in out and 'hs_update_cpu' in out
     assert 'hs_warp_cpu' in out and 'lk_level_cpu' in out
     assert 'bm_search_cpu' in out
+    assert all(f'dis {preset} 40x30' in out for preset in ('ultrafast', 'fast', 'medium'))
 
 
 @pytest.mark.parametrize('method', ['dis', 'hs', 'lk', 'bm'])

@@ -64,6 +64,8 @@ class DeviceImages:
         self.buffers = runtime.buffers()
         program = runtime.program(KERNELS, opencl_defines())
         self._decode = program.kernel('decode_gray')
+        self._decode_mono8 = program.kernel('decode_mono8')
+        self._decode_rgb8 = program.kernel('decode_rgb8')
         self._to_mono8 = program.kernel('gray_to_mono8')
         self._scale = program.kernel('scale_f32')
         self._repack_rows = program.kernel('repack_rows')
@@ -81,10 +83,16 @@ class DeviceImages:
         info = validate_intensity(raw)
         src = self.upload_raw(raw)
         gray = self.buffers.get(role, raw.width * raw.height * 4)
-        swap = int(bool(raw.is_bigendian) != HOST_IS_BIG_ENDIAN and info.dtype.itemsize > 1)
-        self._decode((raw.width, raw.height),
-                     (src, np.int32(raw.step), np.int32(raw.width), np.int32(raw.height),
-                      np.int32(info.id), np.int32(swap), gray), 'decode')
+        frame = (src, np.int32(raw.step), np.int32(raw.width), np.int32(raw.height))
+        size = (raw.width, raw.height)
+        if info.name == 'mono8':
+            self._decode_mono8(size, (*frame, gray), 'decode')
+        elif info.name in ('bgr8', 'rgb8'):
+            blue = np.int32(0 if info.name == 'bgr8' else 2)
+            self._decode_rgb8(size, (*frame, blue, gray), 'decode')
+        else:
+            swap = int(bool(raw.is_bigendian) != HOST_IS_BIG_ENDIAN and info.dtype.itemsize > 1)
+            self._decode(size, (*frame, np.int32(info.id), np.int32(swap), gray), 'decode')
         return gray
 
     def decode(self, raw: RawImage, role: str = 'gray') -> DeviceGray:

@@ -20,20 +20,20 @@ import itertools
 import json
 from pathlib import Path
 
-from cl_vision_nodes.benchmarks.flow_speed import FlowRow, kernel_times, run
+from cl_vision_nodes.benchmarks.flow_speed import FlowRow, kernel_times, our_cases, run
 from cl_vision_nodes.benchmarks.timing import format_rows
-from cl_vision_nodes.flow.schema import METHODS
 from cl_vision_nodes.opencl.runtime import ClRuntime
 
 
 def print_kernels(device: str, sizes, formulation: str, frames: int) -> None:
-    """Print per method and size: kernel, launches per frame, device ms per frame."""
+    """Print per method (dis per preset) and size: kernel, launches and device ms per frame."""
     formulation = None if formulation == 'device' else formulation
     chosen = formulation or ClRuntime(device).limits.formulation
     print(f'Flow kernels, per frame (mean of {frames} frames), {chosen} formulation')
-    for method, size in itertools.product(METHODS, sizes):
-        times = kernel_times(device, method, size, frames, formulation)
-        print(f'\n{method} {size[0]}x{size[1]}\n{"kernel":<20} {"launches":>9} {"ms":>9}')
+    for (method, preset, params), size in itertools.product(our_cases(), sizes):
+        times = kernel_times(device, method, size, frames, formulation, dict(params))
+        title = f'{method} {preset}' if preset else method
+        print(f'\n{title} {size[0]}x{size[1]}\n{"kernel":<20} {"launches":>9} {"ms":>9}')
         for name, time in sorted(times.items(), key=lambda item: -item[1].ms):
             print(f'{name:<20} {time.launches:>9} {time.ms:>9.2f}')
         print(f'{"total":<20} {sum(t.launches for t in times.values()):>9} '

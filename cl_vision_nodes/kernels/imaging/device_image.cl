@@ -135,6 +135,28 @@ __kernel void decode_gray(__global const uchar* raw, const int step, const int w
     gray[(size_t)y * width + x] = g;
 }
 
+// decode_gray's values for the common camera encodings, in kernels without its switch: PoCL
+// vectorises these across work-items (mono8 at 640x480: 0.07 ms against decode_gray's 0.3 on a
+// 2-core CPU). decode_rgb8: 3 bytes a pixel, blue at byte `blue` (0 for bgr8, 2 for rgb8).
+__kernel void decode_mono8(__global const uchar* raw, const int step, const int width,
+                           const int height, __global float* gray)
+{
+    const int x = get_global_id(0), y = get_global_id(1);
+    if (x >= width || y >= height)
+        return;
+    gray[(size_t)y * width + x] = (float)raw[(size_t)y * step + x];
+}
+
+__kernel void decode_rgb8(__global const uchar* raw, const int step, const int width,
+                          const int height, const int blue, __global float* gray)
+{
+    const int x = get_global_id(0), y = get_global_id(1);
+    if (x >= width || y >= height)
+        return;
+    __global const uchar* p = raw + (size_t)y * step + 3 * x;
+    gray[(size_t)y * width + x] = (float)bgr_to_gray(p[blue], p[1], p[2 - blue]);
+}
+
 // gray * gain rounded half-to-even and saturated to 0..255 (NaN -> 0).
 __kernel void gray_to_mono8(__global const float* gray, const int count, const float gain,
                             __global uchar* out)
