@@ -123,20 +123,47 @@ def test_dis_search_finds_a_translation_and_keeps_textureless_patches_at_their_s
     assert error.max() < 1e-3, error
 
 
-@pytest.mark.parametrize('h, w, patch, stride', CASES)
-def test_dis_densify_matches_reference(runtime, h, w, patch, stride):
+def densify(runtime, formulation: str, i0, i1, sparse, patch: int, stride: int) -> np.ndarray:
+    """The dense flow of dis_densify (gpu) or dis_densify_rows (cpu)."""
+    (h, w), (hs, ws) = i0.shape, sparse.shape[:2]
+    built, _ = program(runtime, patch)
+    out = empty(runtime, (h, w, 2))
+    args = (upload(runtime, i0), upload(runtime, i1), i32(w), i32(h), upload(runtime, sparse),
+            i32(ws), i32(hs), i32(stride), out)
+    if formulation == 'cpu':
+        built.kernel('dis_densify_rows')((-(-w // dis.LANES), h), args, 'test', local=(1, 1))
+    else:
+        built.kernel('dis_densify')((w, h), args, 'test')
+    return download(runtime, out, (h, w, 2))
+
+
+DENSIFY_CASES = [*CASES, (13, 8, 8, 3), (31, 9, 4, 1), (26, 70, 8, 8)]
+
+
+@pytest.mark.parametrize('h, w, patch, stride', DENSIFY_CASES)
+@pytest.mark.parametrize('formulation', ['cpu', 'gpu'])
+def test_dis_densify_matches_reference(runtime, h, w, patch, stride, formulation):
     rng = np.random.default_rng(h + w)
     i0, i1 = textured(rng, h, w), textured(rng, h, w)
     ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
     sparse = rng.normal(0, 2.0, (hs, ws, 2)).astype(np.float32)
-    built, _ = program(runtime, patch)
-    out = empty(runtime, (h, w, 2))
-    built.kernel('dis_densify')((w, h), (
-        upload(runtime, i0), upload(runtime, i1), i32(w), i32(h), upload(runtime, sparse),
-        i32(ws), i32(hs), i32(stride), out), 'test')
-    got = download(runtime, out, (h, w, 2))
+    got = densify(runtime, formulation, i0, i1, sparse, patch, stride)
     np.testing.assert_allclose(got, ref.dis_densify(i0, i1, sparse, patch, stride),
                                atol=1e-4 * np.abs(sparse).max())
+
+
+@pytest.mark.parametrize('h, w, patch, stride', DENSIFY_CASES)
+@pytest.mark.parametrize('scale', [0.4, 30.0])
+def test_dis_densify_formulations_are_equal(runtime, h, w, patch, stride, scale):
+    """Votes as row vectors take the per-pixel votes in their order: the same bits. Small flows
+    keep the samples inside, flows larger than the frame clamp every tap."""
+    rng = np.random.default_rng(h * w + stride)
+    i0, i1 = textured(rng, h, w), textured(rng, h, w)
+    ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
+    sparse = rng.normal(0, scale, (hs, ws, 2)).astype(np.float32)
+    sparse[0, 0] = [0.999999, -1e-7]  # fractions at the edge of [0, 1)
+    np.testing.assert_array_equal(densify(runtime, 'cpu', i0, i1, sparse, patch, stride),
+                                  densify(runtime, 'gpu', i0, i1, sparse, patch, stride))
 
 
 def refinement_inputs(runtime, h: int, w: int, seed: int):

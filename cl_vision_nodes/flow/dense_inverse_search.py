@@ -27,11 +27,12 @@ runs ``dis_refine_iterations`` fixed-point iterations of 5 red-black SOR sweeps 
 finest level's flow is upsampled to full resolution in one launch (bilinear by 2^level, as the
 levels' steps of 2 compose).
 
-The kernels are those of kernels/flow/dense_inverse_search.cl; only the solver has two
-formulations, chosen by the ``formulation`` the estimator passes: on a GPU dis_vr_solve (a
-work-group shares a tile and forms its systems), on a CPU dis_vr_system (every pixel's system,
-which PoCL vectorises across pixels) then dis_vr_solve_rows (a work-item walks a tile, a row of
-one colour as a float8). Frames with a side shorter than the patch get zero flow.
+The kernels are those of kernels/flow/dense_inverse_search.cl; the densification and the solver
+have two formulations, chosen by the ``formulation`` the estimator passes: on a GPU dis_densify
+(a work-item per pixel) and dis_vr_solve (a work-group shares a tile and forms its systems), on
+a CPU dis_densify_rows (a work-item votes for 8 pixels of a row at once, PoCL's vectors) and
+dis_vr_system (every pixel's system, which PoCL vectorises across pixels) then
+dis_vr_solve_rows (a work-item walks a tile, a row of one colour as a float8). Frames with a side shorter than the patch get zero flow.
 """
 from __future__ import annotations
 
@@ -55,6 +56,8 @@ import pyopencl as cl
 KERNELS = ('flow/common.cl', 'flow/dense_inverse_search.cl')
 TILE = 16
 """Side of the dis_vr_solve tiles (DIS_TILE): they shape the result, the work-group does not."""
+LANES = 8
+"""Pixels of a row that a work-item of dis_densify_rows takes (DIS_LANES)."""
 
 
 def solve_group(limits: DeviceLimits, formulation: str) -> tuple[int, int]:
@@ -112,6 +115,7 @@ class DenseInverseSearch:
         built = program(self.runtime, settings.dis_patch_size, self.group)
         self._search = built.kernel('dis_search')
         self._densify = built.kernel('dis_densify')
+        self._densify_rows = built.kernel('dis_densify_rows')
         self._warp = built.kernel('dis_vr_warp')
         self._first = built.kernel('dis_vr_first')
         self._second = built.kernel('dis_vr_second')
@@ -206,8 +210,12 @@ class DenseInverseSearch:
             steps.add(self._search, (ws, hs), (*images, *wh, steps.current, source, target, *grid,
                                                np.int32(passes), np.int32(propagate)),
                       'dis_search')
-        steps.add(self._densify, (w, h), (prev.levels[level], cur.levels[level], *wh, sparse[1],
-                                          *grid, steps.spare), 'dis_densify', swap=True)
+        densify = (prev.levels[level], cur.levels[level], *wh, sparse[1], *grid, steps.spare)
+        if self.formulation == 'cpu':
+            steps.add(self._densify_rows, (-(-w // LANES), h), densify, 'dis_densify',
+                      local=(1, 1), swap=True)
+        else:
+            steps.add(self._densify, (w, h), densify, 'dis_densify', swap=True)
 
     def _refine_level(self, prev: DevicePyramid, cur: DevicePyramid, level: int,
                       named: dict[str, cl.Buffer], steps: _Steps,

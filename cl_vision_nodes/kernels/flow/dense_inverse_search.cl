@@ -12,15 +12,18 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-// Dense inverse search (flow/dense_inverse_search.py); after common.cl. Per level: dis_search twice (patches from
-// the dense start, then from the best neighbour), dis_densify, then the variational refinement:
-// dis_vr_warp, dis_vr_first, dis_vr_second and one dis_vr_solve per fixed-point iteration.
+// Dense inverse search (flow/dense_inverse_search.py); after common.cl. Per level: dis_search
+// twice (patches from the dense start, then from the best neighbour), dis_densify (on CPUs
+// dis_densify_rows), then the variational refinement: dis_vr_warp, dis_vr_first, dis_vr_second
+// and one dis_vr_solve per fixed-point iteration.
 //
 // Built with DIS_PATCH (patch side), DIS_TILE (side of the solver's tiles) and DIS_GROUP_W x
-// DIS_GROUP_H (dis_vr_solve's work-group). The solver has two formulations: on a GPU a group of
-// many work-items shares a tile (dis_vr_solve), on a CPU one work-item walks the whole tile
-// (dis_vr_solve_rows, 8 pixels of a row at a time). A half-sweep updates pixels of one colour,
-// which read only pixels of the other, so both give the same numbers.
+// DIS_GROUP_H (dis_vr_solve's work-group). The densification and the solver have two
+// formulations each, with the same numbers: on a GPU a work-item per pixel (dis_densify) and a
+// group of many work-items sharing a tile (dis_vr_solve); on a CPU a work-item takes 8 pixels
+// of a row (dis_densify_rows) or walks a whole tile (dis_vr_solve_rows, a row's 8 pixels of one
+// colour at a time). A half-sweep updates pixels of one colour, which read only pixels of the
+// other, so both solvers give the same numbers.
 #if !defined(DIS_PATCH) || !defined(DIS_TILE) || !defined(DIS_GROUP_W) || !defined(DIS_GROUP_H)
 #error "dense_inverse_search.cl needs -D DIS_PATCH, DIS_TILE, DIS_GROUP_W and DIS_GROUP_H"
 #endif
@@ -35,6 +38,7 @@
 #define DIS_OMEGA 1.6f
 #define DIS_ZETA2 0.01f
 #define DIS_EPS2 1e-6f
+#define DIS_LANES 8  // pixels of a row a CPU work-item takes at once (a float8)
 
 // Origin (left or top pixel) of patch k along an axis of n pixels: k * stride, the last patch
 // moved back to end at the border, so every pixel is covered.
@@ -211,6 +215,101 @@ __kernel void dis_densify(__global const float* i0, __global const float* i1, co
             dis_vote(i1, w, h, x, y, v0, sparse[hs * ws - 1], &num, &den);
     }
     dense[(size_t)y * w + x] = num / den;
+}
+
+// The CPU formulation of dis_densify: a work-item takes 8 neighbouring pixels of a row
+// (DIS_LANES, lane i at x0 + i) and each covering patch votes for all of them at once, its
+// samples of frame 1 at x + f read as two rows of 8 neighbouring values (a vector load each)
+// where no tap is clamped. A lane takes a patch's vote only where dis_densify takes it, in the
+// same order, so the sums are the same bit for bit: a lane's other votes weigh 0. Lanes past the
+// image compute the last pixel and store nothing.
+typedef float8 dis_lanes;
+typedef int8 dis_lane_ints;
+
+// dis_sample_lanes lane by lane, for the rare vote it cannot read as two rows of 8 (a tap
+// clamped, or rounding that moves a lane's floor); a call, so that the common path keeps its
+// values in registers (PoCL: 2x faster with this out of line).
+__attribute__((noinline))
+dis_lanes dis_sample_each(__global const float* i1, int w, int h, dis_lanes sx, float sy)
+{
+    float lanes[DIS_LANES], xs[DIS_LANES];
+    STORE8(sx, xs);
+    for (int i = 0; i < DIS_LANES; ++i)
+        lanes[i] = bilinear1(i1, w, h, xs[i], sy);
+    return LOAD8(lanes);
+}
+
+// The lanes' bilinear samples of i1 at (x + f.x, y + f.y), as bilinear1 computes each.
+__attribute__((always_inline)) inline dis_lanes dis_sample_lanes(__global const float* i1, int w, int h, dis_lane_ints x, int y,
+                                  float2 f)
+{
+    const dis_lanes sx = convert_float8(x) + f.x;
+    const float sy = (float)y + f.y;
+    const int ix0 = floor_int(sx.s0);
+    const dis_lanes tx = sx - convert_float8(ix0 + (dis_lane_ints)(0, 1, 2, 3, 4, 5, 6, 7));
+    // one floor for all lanes while each lane's fraction is in [0, 1): its taps are then 9
+    // neighbouring values of two rows
+    const dis_lane_ints fits = tx >= 0.0f && tx < 1.0f;
+    const int iy = floor_int(sy);
+    if (ix0 < 0 || ix0 + DIS_LANES >= w || iy < 0 || iy + 1 >= h
+        || !(fits.s0 & fits.s1 & fits.s2 & fits.s3 & fits.s4 & fits.s5 & fits.s6 & fits.s7))
+        return dis_sample_each(i1, w, h, sx, sy);
+    const float ty = sy - (float)iy;
+    __global const float* top = i1 + (size_t)iy * w + ix0;
+    __global const float* bottom = top + w;
+    const dis_lanes upper = LOAD8(top) * (1.0f - tx) + LOAD8(top + 1) * tx;
+    const dis_lanes lower = LOAD8(bottom) * (1.0f - tx) + LOAD8(bottom + 1) * tx;
+    return upper * (1.0f - ty) + lower * ty;
+}
+
+__attribute__((always_inline)) inline void dis_vote_lanes(__global const float* i1, int w, int h, dis_lane_ints x, int y,
+                           dis_lanes v0, float2 f, dis_lane_ints takes, dis_lanes* nu,
+                           dis_lanes* nv, dis_lanes* den)
+{
+    const dis_lanes error = dis_sample_lanes(i1, w, h, x, y, f) - v0;
+    const dis_lanes size = error < 0.0f ? -error : error;
+    const dis_lanes weight = takes ? 1.0f / (size > 1.0f ? size : 1.0f) : 0.0f;
+    *nu += weight * f.x;
+    *nv += weight * f.y;
+    *den += weight;
+}
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void dis_densify_rows(__global const float* i0, __global const float* i1, const int w,
+                               const int h, __global const float2* sparse, const int ws,
+                               const int hs, const int stride, __global float2* dense)
+{
+    const int x0 = (int)get_global_id(0) * DIS_LANES, y = (int)get_global_id(1);
+    if (x0 >= w || y >= h)
+        return;
+    const dis_lane_ints lane = (dis_lane_ints)(0, 1, 2, 3, 4, 5, 6, 7);
+    const dis_lane_ints x = x0 + lane < w ? x0 + lane : w - 1;
+    float base[DIS_LANES];
+    for (int i = 0; i < DIS_LANES; ++i)
+        base[i] = i0[(size_t)y * w + (x0 + i < w ? x0 + i : w - 1)];
+    const dis_lanes v0 = LOAD8(base);
+    // dis_covering per lane: the columns of patches (before the last) covering each pixel
+    const dis_lane_ints first = x < DIS_PATCH ? 0 : (x - DIS_PATCH + stride) / stride;
+    const dis_lane_ints end = x / stride < ws - 2 ? x / stride : ws - 2;
+    const dis_lane_ints last_col = x >= w - DIS_PATCH;
+    const int2 rows = dis_covering(y, h, hs, stride);
+    const int last_row = y >= h - DIS_PATCH;
+    int lo = first.s0, hi = end.s7;
+    dis_lanes nu = 0.0f, nv = 0.0f, den = 0.0f;
+    for (int a = rows.x; a <= rows.y + last_row; ++a) {
+        const int k = a <= rows.y ? a : hs - 1;  // after the covering rows: the last one
+        for (int b = lo; b <= hi; ++b)
+            dis_vote_lanes(i1, w, h, x, y, v0, sparse[k * ws + b], first <= b && b <= end,
+                           &nu, &nv, &den);
+        if (last_col.s7)  // the lanes grow along the row: the last is past w - DIS_PATCH first
+            dis_vote_lanes(i1, w, h, x, y, v0, sparse[k * ws + ws - 1], last_col, &nu, &nv,
+                           &den);
+    }
+    float u[DIS_LANES], v[DIS_LANES];
+    STORE8(nu / den, u);
+    STORE8(nv / den, v);
+    for (int i = 0; i < DIS_LANES && x0 + i < w; ++i)
+        dense[(size_t)y * w + x0 + i] = (float2)(u[i], v[i]);
 }
 
 // Refinement, start: frame 1 warped by the flow (bilinear, replicated border); out (average of
@@ -503,7 +602,6 @@ inline float8 dis_stored_system(__global const float* sys, size_t g, size_t plan
 // The tile pixel's coefficients are stored by (row, plane, lane) in the same order. Lanes
 // outside the image get a system that leaves them alone for the image (no weights).
 #define DIS_HALF (DIS_SPAN / 2)
-#define DIS_LANES 8
 #define DIS_PLANE(row, odd) (((row) * 2 + (odd)) * DIS_HALF)
 #define DIS_COEF(ty, odd) (((ty) * 2 + (odd)) * DIS_LANES)
 
