@@ -20,7 +20,9 @@ launch with its arguments set once, for stages that run the same launch every fr
 Scalars are NumPy scalars of the kernel's types: the first call fixes the scalar types and
 pyopencl then packs arguments through a generated invoker (about 4 us per launch instead of
 tens). With an explicit ``local`` size the global size is rounded up to whole work-groups (the
-kernels check their bounds).
+kernels check their bounds). Without one, a GPU's driver chooses; on a CPU the launch takes
+``spread_groups``: PoCL's own choice is the largest group that divides the size, so a 39 x 29
+patch grid ran as one work-group on one core (dis_search: 2x slower than spread).
 """
 from __future__ import annotations
 
@@ -41,6 +43,22 @@ def whole_groups(items: Sequence[int], local: Sequence[int] | None) -> tuple[int
     return tuple(-(-max(int(n), 1) // int(g)) * int(g) for n, g in zip(items, local))
 
 
+SPREAD_WIDTH = 64
+"""Widest row of work-items ``spread_groups`` gives a CPU work-group (PoCL's vectors run along
+the first dimension)."""
+
+
+def spread_groups(items: Sequence[int]) -> tuple[int, ...]:
+    """
+    Return a CPU work-group of one row for ``items``, its width the largest divisor of the
+    first size up to SPREAD_WIDTH: every other row or column is a work-group of its own for
+    the device's cores, and the global size stays exactly ``items``.
+    """
+    width = max(int(items[0]), 1)
+    group = next(g for g in range(min(width, SPREAD_WIDTH), 0, -1) if width % g == 0)
+    return (group,) + (1,) * (len(items) - 1)
+
+
 class BoundLaunch:
     """One launch with its arguments set: ``launch()`` enqueues it again."""
 
@@ -59,6 +77,12 @@ class BoundLaunch:
         return event
 
 
+def kernel_work_group(kernel: cl.Kernel, device: cl.Device) -> tuple[int, ...]:
+    """The kernel's reqd_work_group_size, or zeros where it has none."""
+    return tuple(kernel.get_work_group_info(
+        cl.kernel_work_group_info.COMPILE_WORK_GROUP_SIZE, device))
+
+
 class Kernel:
     """A kernel of a built program on one queue."""
 
@@ -72,6 +96,8 @@ class Kernel:
         self._profiler = profiler
         self._typed = False
         self._allowed: set[tuple[int, ...]] = set()
+        required = kernel_work_group(self._kernel, entry.device)
+        self._spread = not entry.is_gpu and not any(required)
 
     @functools.cached_property
     def max_group(self) -> int:
@@ -94,10 +120,17 @@ class Kernel:
                 shape[dim] //= 2
         return tuple(shape)
 
-    def _check(self, local: Sequence[int] | None) -> tuple[int, ...] | None:
-        """``local`` as a tuple; DeviceError (naming both sizes) if the device forbids it."""
-        if local is None:
+    def _local(self, items: Sequence[int], local: Sequence[int] | None) -> tuple[int, ...] | None:
+        """The launch's work-group: ``local``, or on a CPU ``spread_groups`` where it fits."""
+        if local is not None:
+            return self._check(local)
+        if not self._spread:
             return None
+        group = spread_groups(items)
+        return group if int(np.prod(group)) <= self.max_group else None
+
+    def _check(self, local: Sequence[int]) -> tuple[int, ...]:
+        """``local`` as a tuple; DeviceError (naming both sizes) if the device forbids it."""
         local = tuple(int(n) for n in local)
         if local not in self._allowed:
             total = int(np.prod(local))
@@ -109,7 +142,7 @@ class Kernel:
 
     def __call__(self, items: Sequence[int], args: Sequence[Any], stage: str,
                  local: Sequence[int] | None = None) -> cl.Event:
-        local = self._check(local)
+        local = self._local(items, local)
         if not self._typed:
             self._kernel.set_scalar_arg_dtypes(
                 [a.dtype if isinstance(a, np.generic) else None for a in args])
@@ -125,7 +158,7 @@ class Kernel:
 
         It has its own kernel object, so the same kernel can be bound to other buffers too.
         """
-        local = self._check(local)
+        local = self._local(items, local)
         kernel = cl.Kernel(self._program, self.name)
         kernel.set_args(*args)
         return BoundLaunch(kernel, self._queue, whole_groups(items, local), local, stage,
