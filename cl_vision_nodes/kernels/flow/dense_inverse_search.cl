@@ -109,7 +109,8 @@ inline float dis_patch_cost(__global const float* i0, __global const float2* g0,
 // ties keep the earlier of own, left, right, up, down). Then inverse-compositional LK: the
 // template's Hessian (mean-normalised) is formed once, each iteration is one warp and one
 // update f -= H^-1 b, and the descent stops (keeping the better point) once the cost stops
-// falling. A result further than DIS_PATCH from its start is dropped for the start.
+// falling (a propagating pass starts from its best candidate's cost, already computed). A result
+// further than DIS_PATCH from its start is dropped for the start.
 __kernel void dis_search(__global const float* i0, __global const float2* g0,
                          __global const float* i1, const int w, const int h,
                          __global const float2* dense, __global const float2* sparse_in,
@@ -136,29 +137,35 @@ __kernel void dis_search(__global const float* i0, __global const float2* g0,
     const float raw_det = sxx * syy - sxy * sxy;
     const float det = raw_det > DIS_DET_MIN ? raw_det : DIS_DET_MIN;
     const int k = ky * ws + kx;
+    // the cost (and b) at the start: known after the candidates of a propagating pass
     float2 start, b;
+    float cost = INFINITY;
     if (!propagate) {
         start = dense[(size_t)(oy + DIS_PATCH / 2) * w + ox + DIS_PATCH / 2];
     } else {
         start = sparse_in[k];
-        float best = dis_patch_cost(i0, g0, i1, w, h, ox, oy, start, gsum, &b);
+        cost = dis_patch_cost(i0, g0, i1, w, h, ox, oy, start, gsum, &b);
         const int nx[4] = {kx - 1, kx + 1, kx, kx};
         const int ny[4] = {ky, ky, ky - 1, ky + 1};
         for (int n = 0; n < 4; ++n) {
             if (nx[n] < 0 || nx[n] >= ws || ny[n] < 0 || ny[n] >= hs)
                 continue;
             const float2 other = sparse_in[ny[n] * ws + nx[n]];
-            const float cost = dis_patch_cost(i0, g0, i1, w, h, ox, oy, other, gsum, &b);
-            if (cost < best) {
-                best = cost;
+            float2 other_b;
+            const float other_cost = dis_patch_cost(i0, g0, i1, w, h, ox, oy, other, gsum,
+                                                    &other_b);
+            if (other_cost < cost) {
+                cost = other_cost;
                 start = other;
+                b = other_b;
             }
         }
     }
     float2 f = start, previous = start;
     float last = INFINITY;
     for (int t = 0; t < iterations; ++t) {
-        const float cost = dis_patch_cost(i0, g0, i1, w, h, ox, oy, f, gsum, &b);
+        if (t > 0 || !propagate)
+            cost = dis_patch_cost(i0, g0, i1, w, h, ox, oy, f, gsum, &b);
         if (!(cost < last)) {
             f = previous;
             break;
