@@ -125,3 +125,18 @@ def test_every_profile_variant_is_read_by_fast_dds(tmp_path, name):
                             text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert 'Error' not in result.stderr, result.stderr
+
+
+def test_the_in_process_compute_runs_the_node_parameters_given(runtime):
+    """--node-param reaches the compute column as it reaches the node (a dis preset, say)."""
+    from cl_vision_nodes.bags.datasets import Frame
+    from cl_vision_nodes.benchmarks.node_latency import flow_compute, node_param_values
+    from cl_vision_nodes.errors import ParameterError
+    from cl_vision_nodes.processes.nodes import NODE_SPECS
+    import numpy as np
+    values = node_param_values(NODE_SPECS['flow'], ('method=dis', 'dis_patch_stride=5'))
+    assert values == {'method': 'dis', 'dis_patch_stride': 5}
+    frames = [Frame(np.zeros((24, 32), np.uint8))] * 2
+    flow_compute({**values, 'dis_patch_size': 8}, frames)(runtime)()
+    with pytest.raises(ParameterError, match='larger than dis_patch_size'):
+        flow_compute({**values, 'dis_patch_size': 4}, frames)(runtime)

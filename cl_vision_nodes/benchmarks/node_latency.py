@@ -69,6 +69,7 @@ from cl_vision_nodes.benchmarks.frame_work import extraction, matching, streamin
 from cl_vision_nodes.benchmarks.scene import Scene
 from cl_vision_nodes.benchmarks.timing import time_ms
 from cl_vision_nodes.errors import CLVisionError, ParameterError
+from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
@@ -96,7 +97,9 @@ Prepare = Callable[[ClRuntime], Callable[[], object]]
 
 
 def flow_compute(parameters: dict[str, Value], frames: list[Frame]) -> Prepare:
-    return streaming(str(parameters['method']), [gray_to_raw(f.left) for f in frames])
+    """flow_node's frame work with the node's flow parameters (the dis preset's, say)."""
+    flow = {name: value for name, value in parameters.items() if name in FLOW_SCHEMA.specs}
+    return streaming(str(parameters['method']), [gray_to_raw(f.left) for f in frames], flow)
 
 
 def surf_compute(parameters: dict[str, Value], frames: list[Frame]) -> Prepare:
@@ -289,10 +292,8 @@ def run_node(bench: BenchNode, scenes: list[Scene],
     spec = bench.node_spec
     assignments = [f'{spec.key}.{name}={value}' for name, value in bench.parameters.items()]
     parameters = node_parameters(bench.node_specs, assignments, settings.device)
-    names = [a.partition('=')[0] for a in settings.node_params]
     for s in bench.node_specs:  # --node-param: every process, checked against its own schema
-        values = s.schema.parse_assignments(list(settings.node_params))
-        parameters[s.key].update({name: values[name] for name in names})
+        parameters[s.key].update(node_param_values(s, settings.node_params))
     logs = settings.workdir / f'{bench.key}_{settings.inputs}'
     logs.mkdir(parents=True)
     nodes = [start_node(s, {'diagnostics_period': DIAGNOSTICS_PERIOD_S, **parameters[s.key],
@@ -448,11 +449,18 @@ def measure_floor(bench: BenchNode, scenes: list[Scene], rows: list[NodeRow],
         row.floor_out_ms = floor[f'{row.size} out {row.visuals}']
 
 
+def node_param_values(spec: NodeSpec, node_params: tuple[str, ...]) -> dict[str, Value]:
+    """The --node-param values (NAME=VALUE) as ``spec``'s schema reads them."""
+    values = spec.schema.parse_assignments(list(node_params))
+    return {name: values[name] for name in (a.partition('=')[0] for a in node_params)}
+
+
 def measure_compute(bench: BenchNode, scenes: list[Scene], rows: list[NodeRow],
-                    runtime: ClRuntime) -> None:
-    """Time the node's algorithm in this process; fill the rows' compute (mean ms)."""
+                    runtime: ClRuntime, node_params: tuple[str, ...]) -> None:
+    """Time the node's algorithm in this process, as the node ran (``node_params`` too)."""
     spec = bench.node_spec
-    parameters = {**spec.schema.defaults(), **bench.parameters}
+    parameters = {**spec.schema.defaults(), **bench.parameters,
+                  **node_param_values(spec, node_params)}
     for scene in scenes:
         call = bench.compute(parameters, scene.frames)(runtime)
         mean_ms = time_ms(call, COMPUTE_REPEATS).mean_ms
@@ -497,6 +505,6 @@ def bench_nodes(benches: list[BenchNode], scenes: list[Scene], settings: Setting
             answers.update(mode_answers)
         if answers:  # the floor needs answers: a best_effort run alone saves none
             measure_floor(bench, scenes, node_rows, answers, settings)
-        measure_compute(bench, scenes, node_rows, runtime)
+        measure_compute(bench, scenes, node_rows, runtime, settings.node_params)
         rows += node_rows
     return rows
