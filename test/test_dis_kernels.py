@@ -124,7 +124,7 @@ def test_dis_search_finds_a_translation_and_keeps_textureless_patches_at_their_s
 
 
 def densify(runtime, formulation: str, i0, i1, sparse, patch: int, stride: int) -> np.ndarray:
-    """The dense flow of dis_densify (gpu) or dis_densify_rows (cpu)."""
+    """Return the dense flow of dis_densify (gpu) or dis_densify_rows (cpu)."""
     (h, w), (hs, ws) = i0.shape, sparse.shape[:2]
     built, _ = program(runtime, patch)
     out = empty(runtime, (h, w, 2))
@@ -155,8 +155,11 @@ def test_dis_densify_matches_reference(runtime, h, w, patch, stride, formulation
 @pytest.mark.parametrize('h, w, patch, stride', DENSIFY_CASES)
 @pytest.mark.parametrize('scale', [0.4, 30.0])
 def test_dis_densify_formulations_are_equal(runtime, h, w, patch, stride, scale):
-    """Votes as row vectors take the per-pixel votes in their order: the same bits. Small flows
-    keep the samples inside, flows larger than the frame clamp every tap."""
+    """
+    Votes as row vectors take the per-pixel votes in their order: the same bits.
+
+    Small flows keep the samples inside, flows larger than the frame clamp every tap.
+    """
     rng = np.random.default_rng(h * w + stride)
     i0, i1 = textured(rng, h, w), textured(rng, h, w)
     ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)

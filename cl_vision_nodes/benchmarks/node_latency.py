@@ -450,7 +450,7 @@ def measure_floor(bench: BenchNode, scenes: list[Scene], rows: list[NodeRow],
 
 
 def node_param_values(spec: NodeSpec, node_params: tuple[str, ...]) -> dict[str, Value]:
-    """The --node-param values (NAME=VALUE) as ``spec``'s schema reads them."""
+    """Return the --node-param values (NAME=VALUE) as ``spec``'s schema reads them."""
     values = spec.schema.parse_assignments(list(node_params))
     return {name: values[name] for name in (a.partition('=')[0] for a in node_params)}
 

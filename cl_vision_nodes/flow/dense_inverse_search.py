@@ -32,7 +32,8 @@ have two formulations, chosen by the ``formulation`` the estimator passes: on a 
 (a work-item per pixel) and dis_vr_solve (a work-group shares a tile and forms its systems), on
 a CPU dis_densify_rows (a work-item votes for 8 pixels of a row at once, PoCL's vectors) and
 dis_vr_system (every pixel's system, which PoCL vectorises across pixels) then
-dis_vr_solve_rows (a work-item walks a tile, a row of one colour as a float8). Frames with a side shorter than the patch get zero flow.
+dis_vr_solve_rows (a work-item walks a tile, a row of one colour as a float8). Frames with a
+side shorter than the patch get zero flow.
 """
 from __future__ import annotations
 

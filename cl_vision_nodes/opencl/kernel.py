@@ -50,9 +50,11 @@ the first dimension)."""
 
 def spread_groups(items: Sequence[int]) -> tuple[int, ...]:
     """
-    Return a CPU work-group of one row for ``items``, its width the largest divisor of the
-    first size up to SPREAD_WIDTH: every other row or column is a work-group of its own for
-    the device's cores, and the global size stays exactly ``items``.
+    Return a CPU work-group of one row for ``items``.
+
+    Its width is the largest divisor of the first size up to SPREAD_WIDTH: every other row or
+    column is a work-group of its own for the device's cores, and the global size stays
+    exactly ``items``.
     """
     width = max(int(items[0]), 1)
     group = next(g for g in range(min(width, SPREAD_WIDTH), 0, -1) if width % g == 0)
@@ -78,7 +80,7 @@ class BoundLaunch:
 
 
 def kernel_work_group(kernel: cl.Kernel, device: cl.Device) -> tuple[int, ...]:
-    """The kernel's reqd_work_group_size, or zeros where it has none."""
+    """Return the kernel's reqd_work_group_size, or zeros where it has none."""
     return tuple(kernel.get_work_group_info(
         cl.kernel_work_group_info.COMPILE_WORK_GROUP_SIZE, device))
 
@@ -121,7 +123,7 @@ class Kernel:
         return tuple(shape)
 
     def _local(self, items: Sequence[int], local: Sequence[int] | None) -> tuple[int, ...] | None:
-        """The launch's work-group: ``local``, or on a CPU ``spread_groups`` where it fits."""
+        """Return the launch's work-group: ``local``, or on a CPU ``spread_groups`` that fits."""
         if local is not None:
             return self._check(local)
         if not self._spread:
