@@ -124,7 +124,7 @@ def test_dis_search_finds_a_translation_and_keeps_textureless_patches_at_their_s
 
 
 def densify(runtime, formulation: str, i0, i1, sparse, patch: int, stride: int) -> np.ndarray:
-    """Return the dense flow of dis_densify (gpu) or dis_densify_rows (cpu)."""
+    """Return the dense flow of the formulation's kernel, dis_densify_rows on a CPU."""
     (h, w), (hs, ws) = i0.shape, sparse.shape[:2]
     built, _ = program(runtime, patch)
     out = empty(runtime, (h, w, 2))
