@@ -72,27 +72,63 @@ def program(runtime, patch: int, formulation: str = 'cpu'):
 CASES = [(29, 37, 8, 3), (37, 29, 8, 4), (23, 41, 4, 3), (41, 33, 12, 5), (19, 17, 16, 16)]
 
 
-@pytest.mark.parametrize('h, w, patch, stride', CASES)
-@pytest.mark.parametrize('propagate', [0, 1])
-def test_dis_search_matches_reference(runtime, h, w, patch, stride, propagate):
-    rng = np.random.default_rng(h * w + patch + propagate)
+def search(runtime, formulation: str, i0, i1, dense, sparse, patch: int, stride: int,
+           iterations: int, propagate: int) -> np.ndarray:
+    """Return a search pass's patch flows from the formulation's kernel."""
+    h, w = i0.shape
+    ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
+    built, _ = program(runtime, patch)
+    out = empty(runtime, (hs, ws, 2))
+    args = (upload(runtime, i0), upload(runtime, ref.gradient(i0).astype(np.float32)),
+            upload(runtime, i1), i32(w), i32(h), upload(runtime, dense),
+            upload(runtime, sparse), out, i32(ws), i32(hs), i32(stride), i32(iterations),
+            i32(propagate))
+    if formulation == 'cpu':
+        built.kernel('dis_search')((ws, hs), args, 'test')
+    else:
+        slots = dis.search_slots(runtime.limits, patch)
+        built.kernel('dis_search_group')((patch, -(-ws * hs // slots) * slots), args, 'test',
+                                         local=(patch, slots))
+    return download(runtime, out, (hs, ws, 2))
+
+
+def search_inputs(h: int, w: int, patch: int, stride: int, seed: int):
+    """Frames of a translation with a textureless block, a smooth dense start, patch starts."""
+    rng = np.random.default_rng(seed)
     i0 = textured(rng, h, w, flat=h > 25)
     i1 = shifted(i0, 1.3, -0.6)
-    g0 = ref.gradient(i0).astype(np.float32)
     dense = smooth_flow(rng, h, w, 1.5)
     ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
     sparse = (rng.normal(0, 1.0, (hs, ws, 2)) + [1.3, -0.6]).astype(np.float32)
-    built, _ = program(runtime, patch)
-    out = empty(runtime, (hs, ws, 2))
-    built.kernel('dis_search')((ws, hs), (
-        upload(runtime, i0), upload(runtime, g0), upload(runtime, i1), i32(w), i32(h),
-        upload(runtime, dense), upload(runtime, sparse), out, i32(ws), i32(hs), i32(stride),
-        i32(8), i32(propagate)), 'test')
-    got = download(runtime, out, (hs, ws, 2))
+    return i0, i1, dense, sparse
+
+
+@pytest.mark.parametrize('h, w, patch, stride', CASES)
+@pytest.mark.parametrize('propagate', [0, 1])
+@pytest.mark.parametrize('formulation', ['cpu', 'gpu'])
+def test_dis_search_matches_reference(runtime, h, w, patch, stride, propagate, formulation):
+    i0, i1, dense, sparse = search_inputs(h, w, patch, stride, h * w + patch + propagate)
+    got = search(runtime, formulation, i0, i1, dense, sparse, patch, stride, 8, propagate)
+    g0 = ref.gradient(i0).astype(np.float32)
     want = ref.dis_search(i0, g0, i1, dense, sparse if propagate else None, patch, stride, 8)
     agree = np.abs(got - want).max(axis=-1) <= 1e-3
     assert agree.mean() >= 0.97, (agree.mean(), np.abs(got - want).max())
     assert np.isfinite(got).all()
+
+
+@pytest.mark.parametrize('h, w, patch, stride', [*CASES, (53, 61, 8, 3), (9, 70, 8, 2)])
+@pytest.mark.parametrize('propagate', [0, 1])
+def test_dis_search_formulations_are_equal(runtime, h, w, patch, stride, propagate):
+    """
+    A work-item per patch row adds the rows' sums in the order one per patch does: the same bits.
+
+    Whatever the grid leaves of the last work-group.
+    """
+    i0, i1, dense, sparse = search_inputs(h, w, patch, stride, 7 * h + w)
+    sparse[::3, ::2] += 9.0  # starts far off: clamped taps and descents stopped early
+    flows = [search(runtime, f, i0, i1, dense, sparse, patch, stride, 12, propagate)
+             for f in ('cpu', 'gpu')]
+    np.testing.assert_array_equal(flows[0], flows[1])
 
 
 def test_dis_search_finds_a_translation_and_keeps_textureless_patches_at_their_start(runtime):

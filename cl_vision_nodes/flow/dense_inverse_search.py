@@ -27,13 +27,15 @@ runs ``dis_refine_iterations`` fixed-point iterations of 5 red-black SOR sweeps 
 finest level's flow is upsampled to full resolution in one launch (bilinear by 2^level, as the
 levels' steps of 2 compose).
 
-The kernels are those of kernels/flow/dense_inverse_search.cl; the densification and the solver
-have two formulations, chosen by the ``formulation`` the estimator passes: on a GPU dis_densify
-(a work-item per pixel) and dis_vr_solve (a work-group shares a tile and forms its systems), on
-a CPU dis_densify_rows (a work-item votes for 8 pixels of a row at once, PoCL's vectors) and
-dis_vr_system (every pixel's system, which PoCL vectorises across pixels) then
-dis_vr_solve_rows (a work-item walks a tile, a row of one colour as a float8). Frames with a
-side shorter than the patch get zero flow.
+The kernels are those of kernels/flow/dense_inverse_search.cl; the search, the densification and
+the solver have two formulations, chosen by the ``formulation`` the estimator passes: on a GPU
+dis_search_group (a work-item per patch row, a group of patches a work-group), dis_densify (a
+work-item per pixel) and dis_vr_solve (a work-group shares a tile and forms its systems), on a
+CPU dis_search (a work-item per patch), dis_densify_rows (a work-item votes for 8 pixels of a
+row at once, PoCL's vectors) and dis_vr_system (every pixel's system, which PoCL vectorises
+across pixels) then dis_vr_solve_rows (a work-item walks a tile, a row of one colour as a
+float8). Both formulations compute the same numbers in the same order. Frames with a side
+shorter than the patch get zero flow.
 """
 from __future__ import annotations
 
@@ -59,6 +61,8 @@ TILE = 16
 """Side of the dis_vr_solve tiles (DIS_TILE): they shape the result, the work-group does not."""
 LANES = 8
 """Pixels of a row that a work-item of dis_densify_rows takes (DIS_LANES)."""
+SEARCH_SLOTS = 8
+"""Most patches a work-group of dis_search_group takes (a work-item per patch row)."""
 
 
 def solve_group(limits: DeviceLimits, formulation: str) -> tuple[int, int]:
@@ -68,10 +72,16 @@ def solve_group(limits: DeviceLimits, formulation: str) -> tuple[int, int]:
     return limits.group_2d((TILE, TILE), min_width=1)
 
 
+def search_slots(limits: DeviceLimits, patch: int) -> int:
+    """Patches a work-group of dis_search_group takes (DIS_SLOTS): up to 8, a row each item."""
+    return max(1, min(SEARCH_SLOTS, limits.max_group // patch))
+
+
 def program(runtime: ClRuntime, patch: int, group: tuple[int, int]) -> Program:
     """Build the dis kernels for a patch side and a dis_vr_solve work-group."""
     return runtime.program(KERNELS, {'DIS_PATCH': patch, 'DIS_TILE': TILE,
-                                     'DIS_GROUP_W': group[0], 'DIS_GROUP_H': group[1]})
+                                     'DIS_GROUP_W': group[0], 'DIS_GROUP_H': group[1],
+                                     'DIS_SLOTS': search_slots(runtime.limits, patch)})
 
 
 def grid_count(n: int, patch: int, stride: int) -> int:
@@ -115,6 +125,7 @@ class DenseInverseSearch:
         """Build (or find) the program of the patch size of ``settings``."""
         built = program(self.runtime, settings.dis_patch_size, self.group)
         self._search = built.kernel('dis_search')
+        self._search_group = built.kernel('dis_search_group')
         self._densify = built.kernel('dis_densify')
         self._densify_rows = built.kernel('dis_densify_rows')
         self._warp = built.kernel('dis_vr_warp')
@@ -207,10 +218,15 @@ class DenseInverseSearch:
         grid = (np.int32(ws), np.int32(hs), np.int32(stride))
         images = (prev.levels[level], prev.gradient(level), cur.levels[level])
         passes = settings.dis_iterations // 2
+        slots = search_slots(self.runtime.limits, patch)
         for propagate, source, target in ((0, sparse[1], sparse[0]), (1, sparse[0], sparse[1])):
-            steps.add(self._search, (ws, hs), (*images, *wh, steps.current, source, target, *grid,
-                                               np.int32(passes), np.int32(propagate)),
-                      'dis_search')
+            args = (*images, *wh, steps.current, source, target, *grid, np.int32(passes),
+                    np.int32(propagate))
+            if self.formulation == 'cpu':
+                steps.add(self._search, (ws, hs), args, 'dis_search')
+            else:
+                steps.add(self._search_group, (patch, -(-ws * hs // slots) * slots), args,
+                          'dis_search', local=(patch, slots))
         densify = (prev.levels[level], cur.levels[level], *wh, sparse[1], *grid, steps.spare)
         if self.formulation == 'cpu':
             steps.add(self._densify_rows, (-(-w // LANES), h), densify, 'dis_densify',

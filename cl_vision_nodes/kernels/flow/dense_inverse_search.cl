@@ -24,8 +24,9 @@
 // of a row (dis_densify_rows) or walks a whole tile (dis_vr_solve_rows, a row's 8 pixels of one
 // colour at a time). A half-sweep updates pixels of one colour, which read only pixels of the
 // other, so both solvers give the same numbers.
-#if !defined(DIS_PATCH) || !defined(DIS_TILE) || !defined(DIS_GROUP_W) || !defined(DIS_GROUP_H)
-#error "dense_inverse_search.cl needs -D DIS_PATCH, DIS_TILE, DIS_GROUP_W and DIS_GROUP_H"
+#if !defined(DIS_PATCH) || !defined(DIS_TILE) || !defined(DIS_GROUP_W) || !defined(DIS_GROUP_H) \
+    || !defined(DIS_SLOTS)
+#error "dense_inverse_search.cl needs -D DIS_PATCH, DIS_TILE, DIS_GROUP_W, DIS_GROUP_H, DIS_SLOTS"
 #endif
 #if DIS_PATCH % 4 != 0
 #error "DIS_PATCH must be a multiple of 4"
@@ -50,62 +51,146 @@ inline int dis_origin(int k, int stride, int n)
 // Mean-normalised SSD between frame 0's patch at (ox, oy) and frame 1 at (ox, oy) + f, and the
 // mean-normalised descent sums b = sum grad I0 * diff - sum diff * gsum / n (gsum: the
 // template's gradient sum). Mean normalisation makes the match blind to a brightness offset.
-// Inside the image a patch row is read as float4s (DIS_PATCH is a multiple of 4), so a CPU
-// computes four pixels an instruction; at the border taps are clamped one by one.
-inline float dis_patch_cost(__global const float* i0, __global const float2* g0,
-                            __global const float* i1, int w, int h, int ox, int oy, float2 f,
-                            float2 gsum, float2* b)
+// The sums are formed a patch row at a time (dis_row_sums) and the rows added in order, so
+// dis_search (a work-item per patch) and dis_search_group (a work-item per patch row) give the
+// same numbers.
+
+// The search's helpers are inlined whatever the compiler's estimate: PoCL left the row sums a
+// call, and dis_search ran 1.5x slower on a CPU.
+#define DIS_INLINE __attribute__((always_inline)) inline
+
+// Where the patch at (ox, oy) samples frame 1 for flow f: the top-left tap (bx, by), the
+// fractions (tx, ty), and whether every tap is inside the image.
+DIS_INLINE int dis_warp(int w, int h, int ox, int oy, float2 f, int* bx, int* by, float* tx,
+                    float* ty)
 {
     const float fx = ox + f.x, fy = oy + f.y;
     const float px = fx < -DIS_PATCH ? -DIS_PATCH : (fx > w ? w : fx);
     const float py = fy < -DIS_PATCH ? -DIS_PATCH : (fy > h ? h : fy);
-    const int bx = floor_int(px), by = floor_int(py);
-    const float tx = px - (float)bx, ty = py - (float)by;
-    float4 sd = 0.0f, sdd = 0.0f, sgx = 0.0f, sgy = 0.0f;
-    if (bx >= 0 && by >= 0 && bx + DIS_PATCH < w && by + DIS_PATCH < h) {
-        for (int r = 0; r < DIS_PATCH; ++r) {
-            __global const float* top = i1 + (size_t)(by + r) * w + bx;
-            __global const float* bottom = top + w;
-            __global const float* tmpl = i0 + (size_t)(oy + r) * w + ox;
-            __global const float* grad = (__global const float*)(g0 + (size_t)(oy + r) * w + ox);
+    *bx = floor_int(px);
+    *by = floor_int(py);
+    *tx = px - (float)*bx;
+    *ty = py - (float)*by;
+    return *bx >= 0 && *by >= 0 && *bx + DIS_PATCH < w && *by + DIS_PATCH < h;
+}
+
+// Row r's sums of d, d^2, d * gx and d * gy (d = warped frame 1 - frame 0) as float4 lanes:
+// inside the image a row is read as float4s (DIS_PATCH is a multiple of 4), so a CPU computes
+// four pixels an instruction; at the border taps are clamped one by one, into lane x.
+DIS_INLINE void dis_row_sums(__global const float* i0, __global const float2* g0,
+                         __global const float* i1, int w, int h, int ox, int oy, int r,
+                         int inside, int bx, int by, float tx, float ty, float4* sd,
+                         float4* sdd, float4* sgx, float4* sgy)
+{
+    *sd = *sdd = *sgx = *sgy = 0.0f;
+    if (inside) {
+        __global const float* top = i1 + (size_t)(by + r) * w + bx;
+        __global const float* bottom = top + w;
+        __global const float* tmpl = i0 + (size_t)(oy + r) * w + ox;
+        __global const float* grad = (__global const float*)(g0 + (size_t)(oy + r) * w + ox);
 #pragma unroll
-            for (int c = 0; c < DIS_PATCH; c += 4) {
-                const float4 upper = LOAD4(top + c) * (1.0f - tx) + LOAD4(top + c + 1) * tx;
-                const float4 lower = LOAD4(bottom + c) * (1.0f - tx) + LOAD4(bottom + c + 1) * tx;
-                const float4 d = upper * (1.0f - ty) + lower * ty - LOAD4(tmpl + c);
-                const float8 g = LOAD8(grad + 2 * c);
-                sd += d;
-                sdd += d * d;
-                sgx += d * g.even;
-                sgy += d * g.odd;
-            }
+        for (int c = 0; c < DIS_PATCH; c += 4) {
+            const float4 upper = LOAD4(top + c) * (1.0f - tx) + LOAD4(top + c + 1) * tx;
+            const float4 lower = LOAD4(bottom + c) * (1.0f - tx) + LOAD4(bottom + c + 1) * tx;
+            const float4 d = upper * (1.0f - ty) + lower * ty - LOAD4(tmpl + c);
+            const float8 g = LOAD8(grad + 2 * c);
+            *sd += d;
+            *sdd += d * d;
+            *sgx += d * g.even;
+            *sgy += d * g.odd;
         }
     } else {
-        for (int r = 0; r < DIS_PATCH; ++r) {
-            const int y0 = clamp_int(by + r, 0, h - 1), y1 = clamp_int(by + r + 1, 0, h - 1);
-            for (int c = 0; c < DIS_PATCH; ++c) {
-                const size_t at = (size_t)(oy + r) * w + ox + c;
-                const int x0 = clamp_int(bx + c, 0, w - 1), x1 = clamp_int(bx + c + 1, 0, w - 1);
-                const float top = i1[y0 * w + x0] * (1.0f - tx) + i1[y0 * w + x1] * tx;
-                const float bottom = i1[y1 * w + x0] * (1.0f - tx) + i1[y1 * w + x1] * tx;
-                const float d = top * (1.0f - ty) + bottom * ty - i0[at];
-                const float2 g = g0[at];
-                sd.x += d;
-                sdd.x += d * d;
-                sgx.x += d * g.x;
-                sgy.x += d * g.y;
-            }
+        const int y0 = clamp_int(by + r, 0, h - 1), y1 = clamp_int(by + r + 1, 0, h - 1);
+        for (int c = 0; c < DIS_PATCH; ++c) {
+            const size_t at = (size_t)(oy + r) * w + ox + c;
+            const int x0 = clamp_int(bx + c, 0, w - 1), x1 = clamp_int(bx + c + 1, 0, w - 1);
+            const float top = i1[y0 * w + x0] * (1.0f - tx) + i1[y0 * w + x1] * tx;
+            const float bottom = i1[y1 * w + x0] * (1.0f - tx) + i1[y1 * w + x1] * tx;
+            const float d = top * (1.0f - ty) + bottom * ty - i0[at];
+            const float2 g = g0[at];
+            (*sd).x += d;
+            (*sdd).x += d * d;
+            (*sgx).x += d * g.x;
+            (*sgy).x += d * g.y;
         }
     }
+}
+
+// The cost and b from a patch's sums.
+DIS_INLINE float dis_cost(float4 sd, float4 sdd, float4 sgx, float4 sgy, float2 gsum, float2* b)
+{
     const float total = sd.x + sd.y + sd.z + sd.w;
     const float2 sg = (float2)(sgx.x + sgx.y + sgx.z + sgx.w, sgy.x + sgy.y + sgy.z + sgy.w);
     *b = sg - total * gsum / DIS_N;
     return sdd.x + sdd.y + sdd.z + sdd.w - total * total / DIS_N;
 }
 
-// One pass of the patch search, a work-item per patch of the ws x hs grid. The start is the
-// dense flow at the patch centre (propagate == 0) or the best, by mean-normalised SSD, of the
-// patch's own result of the previous pass and those of its four neighbours (propagate != 0;
+DIS_INLINE float dis_patch_cost(__global const float* i0, __global const float2* g0,
+                            __global const float* i1, int w, int h, int ox, int oy, float2 f,
+                            float2 gsum, float2* b)
+{
+    int bx, by;
+    float tx, ty;
+    const int inside = dis_warp(w, h, ox, oy, f, &bx, &by, &tx, &ty);
+    float4 sd = 0.0f, sdd = 0.0f, sgx = 0.0f, sgy = 0.0f;
+    for (int r = 0; r < DIS_PATCH; ++r) {
+        float4 a, aa, ax, ay;
+        dis_row_sums(i0, g0, i1, w, h, ox, oy, r, inside, bx, by, tx, ty, &a, &aa, &ax, &ay);
+        sd += a;
+        sdd += aa;
+        sgx += ax;
+        sgy += ay;
+    }
+    return dis_cost(sd, sdd, sgx, sgy, gsum, b);
+}
+
+// Row r's template gradient sums: (sum gx, sum gy, sum gx^2, sum gx gy) and sum gy^2.
+DIS_INLINE float4 dis_row_hessian(__global const float2* g0, int w, int ox, int oy, int r,
+                              float* syy)
+{
+    float2 gsum = 0.0f;
+    float sxx = 0.0f, sxy = 0.0f;
+    *syy = 0.0f;
+    for (int c = 0; c < DIS_PATCH; ++c) {
+        const float2 g = g0[(size_t)(oy + r) * w + ox + c];
+        gsum += g;
+        sxx += g.x * g.x;
+        sxy += g.x * g.y;
+        *syy += g.y * g.y;
+    }
+    return (float4)(gsum, sxx, sxy);
+}
+
+// The template's mean-normalised Hessian (sxx, sxy, syy, det) from its rows' sums, and gsum.
+inline float4 dis_hessian(float4 rows, float syy, float2* gsum)
+{
+    *gsum = rows.xy;
+    const float sxx = rows.z - rows.x * rows.x / DIS_N;
+    const float sxy = rows.w - rows.x * rows.y / DIS_N;
+    const float nyy = syy - rows.y * rows.y / DIS_N;
+    const float raw_det = sxx * nyy - sxy * sxy;
+    return (float4)(sxx, sxy, nyy, raw_det > DIS_DET_MIN ? raw_det : DIS_DET_MIN);
+}
+
+// The descent's step from f: f - H^-1 b.
+inline float2 dis_step(float2 f, float4 hessian, float2 b)
+{
+    return f - (float2)(hessian.z * b.x - hessian.y * b.y, hessian.x * b.y - hessian.y * b.x)
+               / hessian.w;
+}
+
+// Start flow candidate n of patch (kx, ky) in a propagating pass: its own result (n = 0), then
+// its left, right, upper and lower neighbours'; 0 where the neighbour is outside the grid.
+inline int dis_candidate(int n, int kx, int ky, int ws, int hs)
+{
+    const int cx = n == 1 ? kx - 1 : (n == 2 ? kx + 1 : kx);
+    const int cy = n == 3 ? ky - 1 : (n == 4 ? ky + 1 : ky);
+    return cx >= 0 && cx < ws && cy >= 0 && cy < hs ? cy * ws + cx + 1 : 0;
+}
+
+// One pass of the patch search, a work-item per patch of the ws x hs grid (CPUs). The start is
+// the dense flow at the patch centre (propagate == 0) or the best, by mean-normalised SSD, of
+// the patch's own result of the previous pass and those of its four neighbours (propagate != 0;
 // ties keep the earlier of own, left, right, up, down). Then inverse-compositional LK: the
 // template's Hessian (mean-normalised) is formed once, each iteration is one warp and one
 // update f -= H^-1 b, and the descent stops (keeping the better point) once the cost stops
@@ -121,40 +206,30 @@ __kernel void dis_search(__global const float* i0, __global const float2* g0,
     if (kx >= ws || ky >= hs)
         return;
     const int ox = dis_origin(kx, stride, w), oy = dis_origin(ky, stride, h);
-    float2 gsum = 0.0f;
-    float sxx = 0.0f, sxy = 0.0f, syy = 0.0f;
-    for (int r = 0; r < DIS_PATCH; ++r)
-        for (int c = 0; c < DIS_PATCH; ++c) {
-            const float2 g = g0[(size_t)(oy + r) * w + ox + c];
-            gsum += g;
-            sxx += g.x * g.x;
-            sxy += g.x * g.y;
-            syy += g.y * g.y;
-        }
-    sxx -= gsum.x * gsum.x / DIS_N;
-    sxy -= gsum.x * gsum.y / DIS_N;
-    syy -= gsum.y * gsum.y / DIS_N;
-    const float raw_det = sxx * syy - sxy * sxy;
-    const float det = raw_det > DIS_DET_MIN ? raw_det : DIS_DET_MIN;
+    float4 rows = 0.0f;
+    float syy = 0.0f;
+    for (int r = 0; r < DIS_PATCH; ++r) {
+        float row_yy;
+        rows += dis_row_hessian(g0, w, ox, oy, r, &row_yy);
+        syy += row_yy;
+    }
+    float2 gsum;
+    const float4 hessian = dis_hessian(rows, syy, &gsum);
     const int k = ky * ws + kx;
-    // the cost (and b) at the start: known after the candidates of a propagating pass
     float2 start, b;
     float cost = INFINITY;
     if (!propagate) {
         start = dense[(size_t)(oy + DIS_PATCH / 2) * w + ox + DIS_PATCH / 2];
     } else {
-        start = sparse_in[k];
-        cost = dis_patch_cost(i0, g0, i1, w, h, ox, oy, start, gsum, &b);
-        const int nx[4] = {kx - 1, kx + 1, kx, kx};
-        const int ny[4] = {ky, ky, ky - 1, ky + 1};
-        for (int n = 0; n < 4; ++n) {
-            if (nx[n] < 0 || nx[n] >= ws || ny[n] < 0 || ny[n] >= hs)
+        for (int n = 0; n < 5; ++n) {
+            const int at = dis_candidate(n, kx, ky, ws, hs);
+            if (!at)
                 continue;
-            const float2 other = sparse_in[ny[n] * ws + nx[n]];
+            const float2 other = sparse_in[at - 1];
             float2 other_b;
             const float other_cost = dis_patch_cost(i0, g0, i1, w, h, ox, oy, other, gsum,
                                                     &other_b);
-            if (other_cost < cost) {
+            if (n == 0 || other_cost < cost) {
                 cost = other_cost;
                 start = other;
                 b = other_b;
@@ -172,10 +247,131 @@ __kernel void dis_search(__global const float* i0, __global const float2* g0,
         }
         last = cost;
         previous = f;
-        f -= (float2)(syy * b.x - sxy * b.y, sxx * b.y - sxy * b.x) / det;
+        f = dis_step(f, hessian, b);
     }
     const float2 moved = f - start;
     sparse_out[k] = moved.x * moved.x + moved.y * moved.y > DIS_PATCH * DIS_PATCH ? start : f;
+}
+
+// dis_search_group's row r of the patch at (ox, oy) for flow f: its sums into `sums`.
+inline void dis_group_row(__global const float* i0, __global const float2* g0,
+                          __global const float* i1, int w, int h, int ox, int oy, int r,
+                          float2 f, __local float4* sums)
+{
+    int bx, by;
+    float tx, ty;
+    const int inside = dis_warp(w, h, ox, oy, f, &bx, &by, &tx, &ty);
+    float4 sd, sdd, sgx, sgy;
+    dis_row_sums(i0, g0, i1, w, h, ox, oy, r, inside, bx, by, tx, ty, &sd, &sdd, &sgx, &sgy);
+    sums[0] = sd;
+    sums[1] = sdd;
+    sums[2] = sgx;
+    sums[3] = sgy;
+}
+
+// The cost and b from a patch's row sums, added in row order (as dis_patch_cost adds them).
+inline float dis_group_cost(__local const float4 (*rows)[4], float2 gsum, float2* b)
+{
+    float4 sd = 0.0f, sdd = 0.0f, sgx = 0.0f, sgy = 0.0f;
+    for (int row = 0; row < DIS_PATCH; ++row) {
+        sd += rows[row][0];
+        sdd += rows[row][1];
+        sgx += rows[row][2];
+        sgy += rows[row][3];
+    }
+    return dis_cost(sd, sdd, sgx, sgy, gsum, b);
+}
+
+// dis_search on GPUs: a work-item per patch row, DIS_SLOTS patches a work-group (patch k =
+// group * DIS_SLOTS + slot), so a GPU runs DIS_PATCH times more work-items. Each row forms its
+// sums, the slot's first work-item (the lead) adds them in row order and steps the descent, as
+// dis_search; every work-item of the group reaches every barrier (the candidates and
+// iterations are counted alike for all; a finished or absent patch only skips its loads).
+__kernel __attribute__((reqd_work_group_size(DIS_PATCH, DIS_SLOTS, 1)))
+void dis_search_group(__global const float* i0, __global const float2* g0,
+                      __global const float* i1, const int w, const int h,
+                      __global const float2* dense, __global const float2* sparse_in,
+                      __global float2* sparse_out, const int ws, const int hs,
+                      const int stride, const int iterations, const int propagate)
+{
+    __local float4 part[DIS_SLOTS][DIS_PATCH][4];
+    __local float2 slot_f[DIS_SLOTS];
+    __local int slot_done[DIS_SLOTS];
+    const int r = get_local_id(0), slot = get_local_id(1);
+    const int k = (int)get_group_id(1) * DIS_SLOTS + slot;
+    const int active = k < ws * hs, lead = r == 0;
+    const int kx = active ? k % ws : 0, ky = active ? k / ws : 0;
+    const int ox = dis_origin(kx, stride, w), oy = dis_origin(ky, stride, h);
+    float row_yy = 0.0f;
+    part[slot][r][0] = active ? dis_row_hessian(g0, w, ox, oy, r, &row_yy) : 0.0f;
+    part[slot][r][1].x = row_yy;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float4 hessian = 0.0f;
+    float2 gsum = 0.0f, start = 0.0f, b = 0.0f, f = 0.0f, previous = 0.0f;
+    float cost = INFINITY, last = INFINITY;
+    if (lead) {
+        float4 rows = 0.0f;
+        float syy = 0.0f;
+        for (int row = 0; row < DIS_PATCH; ++row) {
+            rows += part[slot][row][0];
+            syy += part[slot][row][1].x;
+        }
+        hessian = dis_hessian(rows, syy, &gsum);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (!propagate) {
+        if (lead && active)
+            start = dense[(size_t)(oy + DIS_PATCH / 2) * w + ox + DIS_PATCH / 2];
+    } else {
+        for (int n = 0; n < 5; ++n) {
+            const int at = active ? dis_candidate(n, kx, ky, ws, hs) : 0;
+            const float2 other = at ? sparse_in[at - 1] : (float2)(0.0f);
+            if (at)
+                dis_group_row(i0, g0, i1, w, h, ox, oy, r, other, part[slot][r]);
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lead && at) {
+                float2 other_b;
+                const float other_cost = dis_group_cost(part[slot], gsum, &other_b);
+                if (n == 0 || other_cost < cost) {
+                    cost = other_cost;
+                    start = other;
+                    b = other_b;
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+    }
+    if (lead) {
+        f = previous = start;
+        slot_f[slot] = start;
+        slot_done[slot] = !active;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int t = 0; t < iterations; ++t) {
+        const int measure = (t > 0 || !propagate) && !slot_done[slot];
+        if (measure)
+            dis_group_row(i0, g0, i1, w, h, ox, oy, r, slot_f[slot], part[slot][r]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lead && !slot_done[slot]) {
+            if (measure) {
+                cost = dis_group_cost(part[slot], gsum, &b);
+            }
+            if (!(cost < last)) {
+                f = previous;
+                slot_done[slot] = 1;
+            } else {
+                last = cost;
+                previous = f;
+                f = dis_step(f, hessian, b);
+                slot_f[slot] = f;
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lead && active) {
+        const float2 moved = f - start;
+        sparse_out[k] = moved.x * moved.x + moved.y * moved.y > DIS_PATCH * DIS_PATCH ? start : f;
+    }
 }
 
 // Dense flow from the patches covering each pixel, weighted by 1 / max(1, |I1(x + f) - I0(x)|)
@@ -247,7 +443,7 @@ dis_lanes dis_sample_each(__global const float* i1, int w, int h, dis_lanes sx, 
 }
 
 // The lanes' bilinear samples of i1 at (x + f.x, y + f.y), as bilinear1 computes each.
-__attribute__((always_inline)) inline dis_lanes dis_sample_lanes(__global const float* i1, int w, int h, dis_lane_ints x, int y,
+DIS_INLINE dis_lanes dis_sample_lanes(__global const float* i1, int w, int h, dis_lane_ints x, int y,
                                   float2 f)
 {
     const dis_lanes sx = convert_float8(x) + f.x;
@@ -269,7 +465,7 @@ __attribute__((always_inline)) inline dis_lanes dis_sample_lanes(__global const 
     return upper * (1.0f - ty) + lower * ty;
 }
 
-__attribute__((always_inline)) inline void dis_vote_lanes(__global const float* i1, int w, int h, dis_lane_ints x, int y,
+DIS_INLINE void dis_vote_lanes(__global const float* i1, int w, int h, dis_lane_ints x, int y,
                            dis_lanes v0, float2 f, dis_lane_ints takes, dis_lanes* nu,
                            dis_lanes* nv, dis_lanes* den)
 {
