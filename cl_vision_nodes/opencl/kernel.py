@@ -21,8 +21,8 @@ Scalars are NumPy scalars of the kernel's types: the first call fixes the scalar
 pyopencl then packs arguments through a generated invoker (about 4 us per launch instead of
 tens). With an explicit ``local`` size the global size is rounded up to whole work-groups (the
 kernels check their bounds). Without one, a GPU's driver chooses; on a CPU the launch takes
-``spread_groups``: PoCL's own choice is the largest group that divides the size, so a 39 x 29
-patch grid ran as one work-group on one core (dis_search: 2x slower than spread).
+``spread_groups``: with PoCL's own choice, dis_search's 39 x 29 patch grid took twice as long
+as in rows of one group each (a grid that small kept one of two cores idle).
 """
 from __future__ import annotations
 

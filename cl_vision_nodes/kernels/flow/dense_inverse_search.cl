@@ -12,18 +12,19 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-// Dense inverse search (flow/dense_inverse_search.py); after common.cl. Per level: dis_search
-// twice (patches from the dense start, then from the best neighbour), dis_densify (on CPUs
-// dis_densify_rows), then the variational refinement: dis_vr_warp, dis_vr_first, dis_vr_second
-// and one dis_vr_solve per fixed-point iteration.
+// Dense inverse search (flow/dense_inverse_search.py); after common.cl. Per level: the patch
+// search twice (patches from the dense start, then from the best neighbour), the densification,
+// then the variational refinement: dis_vr_warp, dis_vr_first, dis_vr_second and one solve per
+// fixed-point iteration.
 //
-// Built with DIS_PATCH (patch side), DIS_TILE (side of the solver's tiles) and DIS_GROUP_W x
-// DIS_GROUP_H (dis_vr_solve's work-group). The densification and the solver have two
-// formulations each, with the same numbers: on a GPU a work-item per pixel (dis_densify) and a
-// group of many work-items sharing a tile (dis_vr_solve); on a CPU a work-item takes 8 pixels
-// of a row (dis_densify_rows) or walks a whole tile (dis_vr_solve_rows, a row's 8 pixels of one
-// colour at a time). A half-sweep updates pixels of one colour, which read only pixels of the
-// other, so both solvers give the same numbers.
+// Built with DIS_PATCH (patch side), DIS_TILE (side of the solver's tiles), DIS_GROUP_W x
+// DIS_GROUP_H (dis_vr_solve's work-group) and DIS_SLOTS (patches a dis_search_group work-group
+// takes). The search, the densification and the solver have two formulations each, with the same
+// numbers in the same order: on a GPU a work-item per patch row (dis_search_group), per pixel
+// (dis_densify) and a group of many work-items sharing a tile (dis_vr_solve); on a CPU a
+// work-item per patch (dis_search), per 8 pixels of a row (dis_densify_rows) and per tile
+// (dis_vr_solve_rows, a row's 8 pixels of one colour at a time). A half-sweep updates pixels of
+// one colour, which read only pixels of the other, so both solvers give the same numbers.
 #if !defined(DIS_PATCH) || !defined(DIS_TILE) || !defined(DIS_GROUP_W) || !defined(DIS_GROUP_H) \
     || !defined(DIS_SLOTS)
 #error "dense_inverse_search.cl needs -D DIS_PATCH, DIS_TILE, DIS_GROUP_W, DIS_GROUP_H, DIS_SLOTS"
@@ -443,8 +444,8 @@ dis_lanes dis_sample_each(__global const float* i1, int w, int h, dis_lanes sx, 
 }
 
 // The lanes' bilinear samples of i1 at (x + f.x, y + f.y), as bilinear1 computes each.
-DIS_INLINE dis_lanes dis_sample_lanes(__global const float* i1, int w, int h, dis_lane_ints x, int y,
-                                  float2 f)
+DIS_INLINE dis_lanes dis_sample_lanes(__global const float* i1, int w, int h, dis_lane_ints x,
+                                      int y, float2 f)
 {
     const dis_lanes sx = convert_float8(x) + f.x;
     const float sy = (float)y + f.y;
@@ -466,8 +467,8 @@ DIS_INLINE dis_lanes dis_sample_lanes(__global const float* i1, int w, int h, di
 }
 
 DIS_INLINE void dis_vote_lanes(__global const float* i1, int w, int h, dis_lane_ints x, int y,
-                           dis_lanes v0, float2 f, dis_lane_ints takes, dis_lanes* nu,
-                           dis_lanes* nv, dis_lanes* den)
+                               dis_lanes v0, float2 f, dis_lane_ints takes, dis_lanes* nu,
+                               dis_lanes* nv, dis_lanes* den)
 {
     const dis_lanes error = dis_sample_lanes(i1, w, h, x, y, f) - v0;
     const dis_lanes size = error < 0.0f ? -error : error;
