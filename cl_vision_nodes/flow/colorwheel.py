@@ -57,19 +57,34 @@ def _wheel() -> np.ndarray:
 WHEEL = _wheel()
 
 
+def _known_motion(flow: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return (known, u, v, magnitude) of HxWx2 ``flow`` in float64, 0 where not finite."""
+    flow = np.asarray(flow, np.float64)
+    known = np.isfinite(flow).all(axis=2)
+    u = np.where(known, flow[..., 0], 0.0)
+    v = np.where(known, flow[..., 1], 0.0)
+    return known, u, v, np.hypot(u, v)
+
+
+def largest_motion(flow: np.ndarray) -> float:
+    """
+    Return the largest finite magnitude of HxWx2 ``flow`` (0 if none), as ``flow_to_color`` scales.
+
+    A scale shared by several pictures must be this number: one in float32 is a rounding away
+    and draws a picture other than ``flow_to_color``'s own.
+    """
+    return float(_known_motion(flow)[3].max(initial=0.0))
+
+
 def flow_to_color(flow: np.ndarray, max_flow: float = 0.0) -> np.ndarray:
     """
     Draw HxWx2 ``flow`` as an HxWx3 bgr8 picture.
 
     ``max_flow`` <= 0 (or NaN) scales by the largest finite magnitude in the frame.
     """
-    flow = np.asarray(flow, np.float64)
-    known = np.isfinite(flow).all(axis=2)
-    u = np.where(known, flow[..., 0], 0.0)
-    v = np.where(known, flow[..., 1], 0.0)
-    radius = np.hypot(u, v)
+    known, u, v, radius = _known_motion(flow)
     if not max_flow > 0:
-        max_flow = float(radius.max()) if known.any() else 0.0
+        max_flow = float(radius.max(initial=0.0))
     scale = max_flow if max_flow > 0 else 1.0
     u, v, radius = u / scale, v / scale, radius / scale
     position = (np.arctan2(-v, -u) / np.pi + 1.0) / 2.0 * (len(WHEEL) - 1)

@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from cl_vision_nodes.elas.colormap import disparity_to_color
 from cl_vision_nodes.evaluation.strip import spread, STRIP_FRAMES
-from cl_vision_nodes.flow.colorwheel import flow_to_color
+from cl_vision_nodes.flow.colorwheel import flow_to_color, largest_motion
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.surf.draw import draw_keypoints
 import numpy as np
@@ -60,8 +60,7 @@ def _disparity(before: np.ndarray, after: np.ndarray, gray: np.ndarray) -> Pair:
 
 
 def _flow(before: np.ndarray | None, after: np.ndarray | None, gray: np.ndarray) -> Pair:
-    answers = [f for f in (before, after) if f is not None]
-    top = _largest([np.hypot(f[..., 0], f[..., 1]) for f in answers])
+    top = max((largest_motion(f) for f in (before, after) if f is not None), default=0.0)
     return (*(None if f is None else flow_to_color(f, top) for f in (before, after)),
             f'max {top:.1f} px')
 
