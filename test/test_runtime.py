@@ -161,6 +161,15 @@ def test_launch_rounds_up_to_whole_groups_and_checks_the_limit(runtime):
                local=(kernel.max_group * 2,))
 
 
+def test_cpu_launches_without_a_group_get_rows_that_divide_the_size():
+    """spread_groups: a row of up to 64 work-items, the global size unchanged."""
+    from cl_vision_nodes.opencl.kernel import spread_groups
+    assert spread_groups((39, 29)) == (39, 1)  # dis_search's grid at 640x480, level 2
+    assert spread_groups((640, 480)) == (64, 1)
+    assert spread_groups((160, 120)) == (40, 1)
+    assert spread_groups((1009,)) == (1,) and spread_groups((0, 5, 3)) == (1, 1, 1)
+
+
 def test_limits_shrink_groups_to_what_the_device_allows():
     small = DeviceLimits(max_group=64, max_item_sizes=(64, 64, 64), local_mem=32768, fp64=False,
                          image_support=False, compute_units=1, is_gpu=True)
