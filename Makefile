@@ -97,10 +97,12 @@ demo: $(STAMP) $(VENV)/.opencl
 	$(VENV)/bin/cl-vision demo
 
 # libelas through pyelas (GPL-3) is an optional test/benchmark oracle, never a runtime
-# dependency: built from source when possible; without it the libelas comparisons skip.
+# dependency: built from source when possible; without it the libelas comparisons skip. Built
+# for each venv without pip's wheel cache: a wheel cached from the apt venv (numpy 1.24) fails
+# to import under the pip stack's numpy 2 (its cache key is the sdist, not the numpy).
 $(VENV)/.oracles: $(VENV)/.requirements
 	CPPFLAGS="-I$$($(PY) -c 'import numpy; print(numpy.get_include())')" CFLAGS="-O3 -msse3" \
-		$(PY) -m pip install --quiet --disable-pip-version-check \
+		$(PY) -m pip install --quiet --disable-pip-version-check --no-cache-dir \
 		pyelas==1.0.1 || echo "pyelas did not build: libelas comparisons will be skipped"
 	touch $@
 
