@@ -95,6 +95,17 @@ class DeviceImages:
             self._decode(size, (*frame, np.int32(info.id), np.int32(swap), gray), 'decode')
         return gray
 
+    def warm(self, width: int, height: int) -> None:
+        """
+        Decode a mono8 and a bgr8 frame of this size once.
+
+        Each has a kernel of its own, and PoCL compiles a kernel for its work-group size when it
+        first runs: without this, a bgr8 camera's first frame.
+        """
+        for encoding, channels in (('mono8', 1), ('bgr8', 3)):
+            self.upload_gray(RawImage(encoding, height, width, width * channels, False,
+                                      bytes(width * height * channels)), 'warm')
+
     def decode(self, raw: RawImage, role: str = 'gray') -> DeviceGray:
         """Upload and decode ``raw`` (``upload_gray``), as a DeviceGray."""
         return DeviceGray(self.upload_gray(raw, role), raw.height, raw.width)

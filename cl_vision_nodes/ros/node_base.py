@@ -158,6 +158,7 @@ class VisionNode(Node):
             return
         self.outputs.drain()  # the previous frame's messages may be read from staging arrays
         self.warm(*size, values)
+        self.images.warm(*size)
         for queue in self._queues:
             queue.finish()
         self.runtime.profiler.collect()
