@@ -22,12 +22,15 @@ from __future__ import annotations
 
 from pathlib import Path
 import re
+import threading
 
 from cl_vision_nodes.elas.schema import ELAS_SCHEMA
 from cl_vision_nodes.errors import DataFormatError, NodeNotFoundError
+from cl_vision_nodes.ros.remote_parameters import answered, ParameterServices
 from cl_vision_nodes.tools import tune_apply
 from cl_vision_nodes.tools.cli import OneLineParser
 import pytest
+import rclpy
 from rosutil import NodeProcess
 import yaml
 
@@ -91,6 +94,29 @@ def test_apply_all_taken_from_the_tune_output_folder(ros, node, tmp_path, capsys
     assert ros.get_parameters(NODE, ['ipol_gap_width', 'filter_median']) == {
         'ipol_gap_width': 7, 'filter_median': True}
     assert capsys.readouterr().err == ''
+
+
+def test_a_read_sent_before_the_node_is_there_is_sent_again(ros):
+    # The first get goes out while no node serves it (lost: services are volatile); the node
+    # appears a second later, and a resent get finds it.
+    services = ParameterServices(ros.node, '/late_node', answered, 30.0)
+    started = []
+
+    def start() -> None:
+        late = rclpy.create_node('late_node', context=ros.context)
+        late.declare_parameter('x', 3)
+        ros.executor.add_node(late)
+        started.append(late)
+
+    timer = threading.Timer(1.0, start)
+    timer.start()
+    try:
+        assert services.values(['x']) == {'x': 3}
+    finally:
+        timer.join()
+        for late in started:
+            ros.executor.remove_node(late)
+            late.destroy_node()
 
 
 def test_a_node_that_does_not_answer(tmp_path):

@@ -27,6 +27,11 @@ reason (the set_parameters service, not the atomic one, so one refusal does not 
 A value refused because of another one sent with it (a check between two parameters, e.g.
 ``disp_min`` below ``disp_max``) is sent again once the others are set, until a round sets
 nothing more.
+
+A read (list, get, describe) unanswered after ``RESEND_S`` is sent again: a request sent
+before the node's request reader matched the client is lost (a node just started under the
+name of one that stopped is still seen ready through the old one's discovery entries). A set
+is sent once: its answer is the node's decision.
 """
 from __future__ import annotations
 
@@ -52,6 +57,8 @@ CLIENT_NODE = 'cl_vision_tune_apply'
 SERVICES = {'list_parameters': ListParameters, 'get_parameters': GetParameters,
             'set_parameters': SetParameters, 'describe_parameters': DescribeParameters}
 INT64 = range(-2**63, 2**63)
+READS = frozenset({'list_parameters', 'get_parameters', 'describe_parameters'})
+RESEND_S = 2.0
 
 Wait = Callable[[Future, float], None]
 """Return once a future is done or the seconds passed: what spins the client node differs."""
@@ -68,6 +75,12 @@ def answered(future: Future, timeout_s: float) -> None:
     done = threading.Event()
     future.add_done_callback(lambda _: done.set())
     done.wait(timeout_s)
+
+
+def first_answer(answer: Future, done: Future) -> None:
+    """Give ``answer`` the result of ``done``, the first of the sent requests answered."""
+    if not answer.done() and not done.cancelled():
+        answer.set_result(done.result())
 
 
 class ParameterServices:
@@ -97,13 +110,21 @@ class ParameterServices:
                     'ROS_DOMAIN_ID?)')
 
     def _call(self, service: str, request: Any) -> Any:
-        future = self._clients[service].call_async(request)
-        self.wait(future, self.timeout_s)
-        if not future.done():
+        client = self._clients[service]
+        answer = Future()
+        sent: list[Future] = []
+        deadline = time.monotonic() + self.timeout_s
+        interval = RESEND_S if service in READS else self.timeout_s
+        while not answer.done() and (left := deadline - time.monotonic()) > 0:
+            sent.append(client.call_async(request))
+            sent[-1].add_done_callback(lambda done: first_answer(answer, done))
+            self.wait(answer, min(interval, left))
+        for future in sent:
             future.cancel()
+        if not answer.done():
             raise NodeNotFoundError(
                 f'node {self.remote} did not answer {service} within {self.timeout_s:g} s')
-        return future.result()
+        return answer.result()
 
     def names(self) -> list[str]:
         """Return the names of every declared parameter (``ros2 param list``)."""
