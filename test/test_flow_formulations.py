@@ -304,7 +304,7 @@ def test_kernel_profile_counts_the_launches_the_host_enqueues(formulation):
     launches = {name: t.launches for name, t in times.items()}
     assert launches[sor] == steps * math.ceil(settings['iterations'] / hs.SWEEPS_PER_LAUNCH)
     assert launches['hs_warp' + suffix] == launches[update] == steps
-    assert launches['flow_upsample'] == levels - 1
+    assert launches['flow_upsample_by2'] == levels - 1
     assert all(t.ms >= 0 for t in times.values())
     lk_times = flow_speed.kernel_times(DEVICE, 'lk', (width, height), 1, formulation,
                                        {'pyramid_levels': 3})

@@ -69,17 +69,37 @@ def close(got: np.ndarray, want: np.ndarray, scale: float = 255.0, rel: float = 
 # --- pyramid, gradients, prolongation ----------------------------------------------------------
 
 
-@pytest.mark.parametrize('h, w', SIZES + [(1, 5)])
-def test_pyr_down_matches_reference_and_opencv(runtime, h, w):
-    img = smooth_image(np.random.default_rng(1), h, w)
+def pyr_down(runtime, kernel: str, img: np.ndarray, local=None) -> np.ndarray:
+    """One pyramid step by ``kernel`` (pyr_down_rows: a work-item per 8 pixels of a row)."""
+    h, w = img.shape
     dh, dw = (h + 1) // 2, (w + 1) // 2
     dst = empty(runtime, (dh, dw))
-    pyramid.program(runtime).kernel('pyr_down')(
-        (dw, dh), (upload(runtime, img), i32(w), i32(h), dst, i32(dw), i32(dh)), 'pyramid')
-    got = download(runtime, dst, (dh, dw))
+    lanes = pyramid.ROW_LANES if kernel == 'pyr_down_rows' else 1
+    pyramid.program(runtime).kernel(kernel)(
+        (-(-dw // lanes), dh), (upload(runtime, img), i32(w), i32(h), dst, i32(dw), i32(dh)),
+        'pyramid', local=local)
+    return download(runtime, dst, (dh, dw))
+
+
+@pytest.mark.parametrize('kernel', ['pyr_down', 'pyr_down_rows'])
+@pytest.mark.parametrize('h, w', SIZES + [(1, 5), (21, 70)])
+def test_pyr_down_matches_reference_and_opencv(runtime, h, w, kernel):
+    img = smooth_image(np.random.default_rng(1), h, w)
+    got = pyr_down(runtime, kernel, img)
     close(got, ref.pyr_down(img))
     if min(h, w) > 2:  # OpenCV's own border rule differs on 1- and 2-pixel sides
         close(got, cv2.pyrDown(img), rel=1e-5 * 10)
+
+
+@pytest.mark.parametrize('local', [None, (1, 1), (3, 2)])
+@pytest.mark.parametrize('h, w', SIZES + [(21, 70), (40, 161), (18, 48)])
+def test_pyr_down_formulations_are_equal_bit_for_bit(runtime, h, w, local):
+    # Rows of 8 whose every lane is inside and whose last is at the border, widths past and at
+    # multiples of 8, groups that cover more or fewer work-items than there are.
+    img = smooth_image(np.random.default_rng(h * w), h, w)
+    want = pyr_down(runtime, 'pyr_down', img)
+    got = pyr_down(runtime, 'pyr_down_rows', img, local)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
 def test_level_shapes_halve_like_pyrdown_and_stop_at_8_pixels():
@@ -109,12 +129,13 @@ def test_gradient_is_exact_on_a_ramp_up_to_the_border(runtime):
     np.testing.assert_allclose(got[..., 1], -2.0, atol=1e-4)
 
 
+@pytest.mark.parametrize('kernel', ['flow_upsample', 'flow_upsample_by2'])
 @pytest.mark.parametrize('h, w', [(29, 37), (30, 38), (5, 3)])
-def test_flow_upsample_matches_reference(runtime, h, w):
+def test_flow_upsample_matches_reference(runtime, h, w, kernel):
     ch, cw = (h + 1) // 2, (w + 1) // 2
     coarse = np.random.default_rng(3).normal(0, 2, (ch, cw, 2)).astype(np.float32)
     fine = empty(runtime, (h, w, 2))
-    coarse_to_fine.program(runtime).kernel('flow_upsample')(
+    coarse_to_fine.program(runtime).kernel(kernel)(
         *coarse_to_fine.upsample_launch(upload(runtime, coarse), (ch, cw), fine, (h, w), 2), 'u')
     close(download(runtime, fine, (h, w, 2)), ref.flow_upsample(coarse, (h, w)), scale=4.0)
 
@@ -132,13 +153,34 @@ def test_flow_upsample_by_more_levels_is_the_levels_steps_at_once(runtime, h, w,
         stepped = ref.flow_upsample(stepped, shape)
     want = ref.flow_upsample(coarse, (h, w), factor)
     np.testing.assert_allclose(want, stepped, atol=1e-9)
-    kernel = coarse_to_fine.program(runtime).kernel('flow_upsample')
-    for local in (None, (8, 8)):
+    for kernel in (coarse_to_fine.program(runtime).kernel('flow_upsample'),
+                   coarse_to_fine.upsample_kernel(runtime, factor)):
+        for local in (None, (8, 8)):
+            fine = upload(runtime, np.full((h, w, 2), np.nan, np.float32))
+            items, args = coarse_to_fine.upsample_launch(upload(runtime, coarse), shapes[-1],
+                                                         fine, (h, w), factor)
+            kernel(items, args, 'u', local)
+            close(download(runtime, fine, (h, w, 2)), want, scale=2.0 * factor)
+
+
+@pytest.mark.parametrize('factor', coarse_to_fine.VECTOR_FACTORS)
+@pytest.mark.parametrize('h, w', [(61, 75), (64, 48), (9, 13), (1, 1)])
+@pytest.mark.parametrize('local', [None, (8, 8), (1, 1)])
+def test_flow_upsample_row_vectors_are_the_generic_kernel_bit_for_bit(runtime, h, w, factor,
+                                                                      local):
+    """Blocks cut by the right and bottom borders, groups of 64 and of one work-item."""
+    ch, cw = -(-h // factor), -(-w // factor)
+    coarse = upload(runtime, np.random.default_rng(h * w).normal(0, 2, (ch, cw, 2)).astype(
+        np.float32))
+    flows = []
+    for kernel in (coarse_to_fine.program(runtime).kernel('flow_upsample'),
+                   coarse_to_fine.upsample_kernel(runtime, factor)):
         fine = upload(runtime, np.full((h, w, 2), np.nan, np.float32))
-        items, args = coarse_to_fine.upsample_launch(upload(runtime, coarse), shapes[-1], fine,
-                                                     (h, w), factor)
-        kernel(items, args, 'u', local)
-        close(download(runtime, fine, (h, w, 2)), want, scale=2.0 * factor)
+        kernel(*coarse_to_fine.upsample_launch(coarse, (ch, cw), fine, (h, w), factor), 'u',
+               local)
+        flows.append(download(runtime, fine, (h, w, 2)))
+    assert not np.isnan(flows[1]).any()
+    np.testing.assert_array_equal(flows[1].view(np.uint32), flows[0].view(np.uint32))
 
 
 # --- Lucas-Kanade -------------------------------------------------------------------------------

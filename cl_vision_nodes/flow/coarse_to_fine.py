@@ -24,11 +24,24 @@ import numpy as np
 import pyopencl as cl
 
 KERNELS = ('flow/common.cl', 'flow/coarse_to_fine.cl')
+VECTOR_FACTORS = (2, 4, 8)
+"""Prolongation factors with a kernel of their own (flow_upsample_by<factor>: row vectors)."""
 
 
 def program(runtime: ClRuntime) -> Program:
-    """Build the prolongation kernel flow_upsample (``upsample_launch``): no build defines."""
+    """Build the prolongation kernels (``upsample_kernel``): no build defines."""
     return runtime.program(KERNELS)
+
+
+def upsample_kernel(runtime: ClRuntime, factor: int) -> Kernel:
+    """
+    Return the kernel that prolongs by ``factor``, for ``upsample_launch``'s arguments.
+
+    flow_upsample_by2, 4 or 8 store a fine row as one vector; other factors take the generic
+    flow_upsample. The same values bit for bit.
+    """
+    name = f'flow_upsample_by{factor}' if factor in VECTOR_FACTORS else 'flow_upsample'
+    return program(runtime).kernel(name)
 
 
 def used_levels(prev: DevicePyramid, cur: DevicePyramid, requested: int) -> int:
@@ -79,7 +92,7 @@ class FlowField:
 def upsample_launch(coarse: cl.Buffer, coarse_shape: Shape, fine: cl.Buffer, fine_shape: Shape,
                     factor: int) -> tuple[tuple[int, int], tuple[object, ...]]:
     """
-    Return flow_upsample's global size and arguments: ``coarse`` prolonged by ``factor``.
+    Return the global size and arguments of ``upsample_kernel(runtime, factor)``.
 
     A work-item per coarse pixel (it writes factor x factor fine pixels).
     """

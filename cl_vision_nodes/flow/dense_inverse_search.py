@@ -44,8 +44,7 @@ import functools
 import math
 from typing import Callable
 
-from cl_vision_nodes.flow import coarse_to_fine
-from cl_vision_nodes.flow.coarse_to_fine import flow_buffers, upsample_launch
+from cl_vision_nodes.flow.coarse_to_fine import flow_buffers, upsample_kernel, upsample_launch
 from cl_vision_nodes.flow.pyramid import DevicePyramid, Shape
 from cl_vision_nodes.flow.schema import FlowSettings
 from cl_vision_nodes.opencl.buffers import Buffers
@@ -117,7 +116,6 @@ class DenseInverseSearch:
         self.buffers = buffers
         self.formulation = formulation
         self.group = solve_group(runtime.limits, formulation)
-        self._upsample = coarse_to_fine.program(runtime).kernel('flow_upsample')
         self._plans: dict[int, _Plan] = {}
         self.configure(settings)
 
@@ -202,9 +200,10 @@ class DenseInverseSearch:
 
     def _prolong(self, prev: DevicePyramid, coarse: int, fine: int, steps: _Steps) -> None:
         """Prolong the field from level ``coarse`` to level ``fine`` in one launch."""
+        factor = 1 << (coarse - fine)
         items, args = upsample_launch(steps.current, prev.shapes[coarse], steps.spare,
-                                      prev.shapes[fine], 1 << (coarse - fine))
-        steps.add(self._upsample, items, args, 'upsample', swap=True)
+                                      prev.shapes[fine], factor)
+        steps.add(upsample_kernel(self.runtime, factor), items, args, 'upsample', swap=True)
 
     def _search_level(self, prev: DevicePyramid, cur: DevicePyramid, level: int,
                       named: dict[str, cl.Buffer], steps: _Steps,

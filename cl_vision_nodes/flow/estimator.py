@@ -76,8 +76,8 @@ class FlowEstimator:
         self.method = resolve_method(self.settings.method, runtime.limits.is_gpu)
         self.buffers = runtime.buffers()
         self.images = DeviceImages(runtime)
-        self._pyramids = [DevicePyramid(runtime, self.images, self.buffers, slot)
-                          for slot in (0, 1)]
+        self._pyramids = [DevicePyramid(runtime, self.images, self.buffers, slot,
+                                        self.formulation) for slot in (0, 1)]
         self._methods: dict[str, FlowMethod] = {
             'lk': LucasKanade(runtime, self.buffers, self.settings, self.formulation),
             'hs': HornSchunck(runtime, self.buffers, self.formulation),

@@ -108,7 +108,7 @@ class HornSchunck:
         self._warp = built.kernel('hs_warp' if self.formulation == 'gpu' else 'hs_warp_cpu')
         self._sor = built.kernel('hs_sor' if self.formulation == 'gpu' else 'hs_sor_cpu')
         self._update = built.kernel('hs_update' if self.formulation == 'gpu' else 'hs_update_cpu')
-        self._upsample = coarse_to_fine.program(runtime).kernel('flow_upsample')
+        self._upsample = coarse_to_fine.upsample_kernel(runtime, 2)
 
     def configure(self, settings: FlowSettings) -> None:
         """Nothing to rebuild: no setting of hs is a build define."""

@@ -42,3 +42,50 @@ __kernel void flow_upsample(__global const float2* coarse, const int cw, const i
         }
     }
 }
+
+// flow_upsample by a factor of 2, 4 or 8 (flow_upsample_by2, _by4, _by8): each fine row of the
+// coarse pixel's block is one vector of 2 * factor floats, stored at once (PoCL otherwise
+// scatters the per-pixel stores of neighbouring work-items: 640 x 480 from 160 x 120 took
+// 0.35 ms on 2 cores, 0.07 ms so). The same operations per pixel as flow_upsample, bit for bit;
+// a block cut by the right border stores its pixels one by one.
+inline float4 flow_splat4(float2 v) { return (float4)(v, v); }
+inline float8 flow_splat8(float2 v) { return (float8)(v, v, v, v); }
+inline float16 flow_splat16(float2 v) { return (float16)(v, v, v, v, v, v, v, v); }
+#define FLOW_COLUMNS4 ((float4)(0.0f, 0.0f, 1.0f, 1.0f))
+#define FLOW_COLUMNS8 ((float8)(0.0f, 0.0f, 1.0f, 1.0f, 2.0f, 2.0f, 3.0f, 3.0f))
+#define FLOW_COLUMNS16 ((float16)(0.0f, 0.0f, 1.0f, 1.0f, 2.0f, 2.0f, 3.0f, 3.0f, \
+                                  4.0f, 4.0f, 5.0f, 5.0f, 6.0f, 6.0f, 7.0f, 7.0f))
+#define FLOW_UPSAMPLE_BY(F, N)                                                                    \
+__kernel void flow_upsample_by##F(__global const float2* coarse, const int cw, const int ch,     \
+                                  __global float2* fine, const int fw, const int fh,             \
+                                  const int factor)                                              \
+{                                                                                                 \
+    const int2 c = item_pixel(cw, ch);                                                            \
+    const int x1 = c.x + 1 < cw ? c.x + 1 : cw - 1, y1 = c.y + 1 < ch ? c.y + 1 : ch - 1;         \
+    const float step = 1.0f / (float)F, scale = (float)F;                                        \
+    const float##N tx = FLOW_COLUMNS##N * step;                                                   \
+    const float##N top = flow_splat##N(coarse[c.y * cw + c.x]) * (1.0f - tx)                     \
+                         + flow_splat##N(coarse[c.y * cw + x1]) * tx;                             \
+    const float##N bottom = flow_splat##N(coarse[y1 * cw + c.x]) * (1.0f - tx)                   \
+                            + flow_splat##N(coarse[y1 * cw + x1]) * tx;                           \
+    const int x = c.x * F;                                                                        \
+    for (int b = 0; b < F; ++b) {                                                                 \
+        const int y = c.y * F + b;                                                                \
+        const float ty = (float)b * step;                                                         \
+        const float##N v = scale * (top * (1.0f - ty) + bottom * ty);                            \
+        __global float* row = (__global float*)(fine + (size_t)y * fw + x);                      \
+        if (y >= fh)                                                                              \
+            break;                                                                                \
+        if (x + F <= fw) {                                                                        \
+            vstore##N(v, 0, row);                                                                 \
+        } else {                                                                                  \
+            float lanes[N];                                                                       \
+            vstore##N(v, 0, lanes);                                                               \
+            for (int a = 0; x + a < fw; ++a)                                                      \
+                vstore2(vload2(a, lanes), 0, row + 2 * a);                                        \
+        }                                                                                         \
+    }                                                                                             \
+}
+FLOW_UPSAMPLE_BY(2, 4)
+FLOW_UPSAMPLE_BY(4, 8)
+FLOW_UPSAMPLE_BY(8, 16)
