@@ -108,13 +108,30 @@ def test_level_shapes_halve_like_pyrdown_and_stop_at_8_pixels():
     assert level_shapes(5, 300) == [(5, 300)]
 
 
-@pytest.mark.parametrize('h, w', SIZES[:-1] + [(3, 4)])  # the odd extension needs 3 pixels
-def test_gradient_matches_reference(runtime, h, w):
-    img = smooth_image(np.random.default_rng(2), h, w)
+def gradient(runtime, kernel: str, img: np.ndarray, local=None) -> np.ndarray:
+    """The level's gradients by ``kernel`` (gradient_rows: a work-item per 8 pixels of a row)."""
+    h, w = img.shape
     grad = empty(runtime, (h, w, 2))
-    pyramid.program(runtime).kernel('gradient')(
-        (w, h), (upload(runtime, img), i32(w), i32(h), grad), 'd')
-    close(download(runtime, grad, (h, w, 2)), ref.gradient(img))
+    lanes = pyramid.ROW_LANES if kernel == 'gradient_rows' else 1
+    pyramid.program(runtime).kernel(kernel)(
+        (-(-w // lanes), h), (upload(runtime, img), i32(w), i32(h), grad), 'd', local=local)
+    return download(runtime, grad, (h, w, 2))
+
+
+@pytest.mark.parametrize('kernel', ['gradient', 'gradient_rows'])
+@pytest.mark.parametrize('h, w', SIZES[:-1] + [(3, 4), (21, 70)])  # odd extension: 3 pixels
+def test_gradient_matches_reference(runtime, h, w, kernel):
+    img = smooth_image(np.random.default_rng(2), h, w)
+    close(gradient(runtime, kernel, img), ref.gradient(img))
+
+
+@pytest.mark.parametrize('local', [None, (1, 1), (3, 2)])
+@pytest.mark.parametrize('h, w', SIZES[:-1] + [(3, 4), (21, 70), (40, 161), (18, 48), (9, 10)])
+def test_gradient_formulations_are_equal_bit_for_bit(runtime, h, w, local):
+    img = smooth_image(np.random.default_rng(h + w), h, w)
+    want = gradient(runtime, 'gradient', img)
+    got = gradient(runtime, 'gradient_rows', img, local)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
 def test_gradient_is_exact_on_a_ramp_up_to_the_border(runtime):

@@ -96,3 +96,27 @@ __kernel void gradient(__global const float* img, const int w, const int h,
     grad[(size_t)p.y * w + p.x] = gradient5(img, w, h, p.x, p.y);
 }
 
+// gradient on CPUs: a work-item takes 8 pixels of a row (PYR_LANES) as vector loads of the
+// four taps' rows and columns and stores them as one float16 of (d/dx, d/dy) pairs (PoCL
+// otherwise scatters the interleaved float2 stores of neighbouring work-items). The same sums
+// in the same order as gradient5, bit for bit; pixels near the border take its path.
+__kernel void gradient_rows(__global const float* img, const int w, const int h,
+                            __global float2* grad)
+{
+    const int x0 = (int)get_global_id(0) * PYR_LANES, y = (int)get_global_id(1);
+    if (x0 >= w || y >= h)
+        return;
+    if (x0 >= 2 && x0 + PYR_LANES + 2 <= w && y >= 2 && y + 2 < h) {
+        __global const float* c = img + (size_t)y * w + x0;
+        const float8 gx = (vload8(0, c - 2) - 8.0f * vload8(0, c - 1) + 8.0f * vload8(0, c + 1)
+                           - vload8(0, c + 2)) * (1.0f / 12.0f);
+        const float8 gy = (vload8(0, c - 2 * w) - 8.0f * vload8(0, c - w)
+                           + 8.0f * vload8(0, c + w) - vload8(0, c + 2 * w)) * (1.0f / 12.0f);
+        vstore16((float16)(gx.s0, gy.s0, gx.s1, gy.s1, gx.s2, gy.s2, gx.s3, gy.s3,
+                           gx.s4, gy.s4, gx.s5, gy.s5, gx.s6, gy.s6, gx.s7, gy.s7),
+                 0, (__global float*)(grad + (size_t)y * w + x0));
+        return;
+    }
+    for (int lane = 0; lane < PYR_LANES && x0 + lane < w; ++lane)
+        grad[(size_t)y * w + x0 + lane] = gradient5(img, w, h, x0 + lane, y);
+}
