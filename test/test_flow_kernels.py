@@ -109,7 +109,7 @@ def test_level_shapes_halve_like_pyrdown_and_stop_at_8_pixels():
 
 
 def gradient(runtime, kernel: str, img: np.ndarray, local=None) -> np.ndarray:
-    """The level's gradients by ``kernel`` (gradient_rows: a work-item per 8 pixels of a row)."""
+    """Return the level's gradients by ``kernel`` (gradient_rows: 8 pixels of a row an item)."""
     h, w = img.shape
     grad = empty(runtime, (h, w, 2))
     lanes = pyramid.ROW_LANES if kernel == 'gradient_rows' else 1
