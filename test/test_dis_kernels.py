@@ -72,15 +72,21 @@ def program(runtime, patch: int, formulation: str = 'cpu'):
 CASES = [(29, 37, 8, 3), (37, 29, 8, 4), (23, 41, 4, 3), (41, 33, 12, 5), (19, 17, 16, 16)]
 
 
-def search(runtime, formulation: str, i0, i1, dense, sparse, patch: int, stride: int,
+def search(runtime, formulation: str, i0, i1, coarse, sparse, patch: int, stride: int,
            iterations: int, propagate: int) -> np.ndarray:
-    """Return a search pass's patch flows from the formulation's kernel."""
+    """
+    Return a search pass's patch flows from the formulation's kernel.
+
+    The first pass starts from ``coarse``, the coarser level's field (None: zero).
+    """
     h, w = i0.shape
     ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
     built, _ = program(runtime, patch)
     out = empty(runtime, (hs, ws, 2))
+    field = np.zeros((1, 1, 2), np.float32) if coarse is None else coarse
+    ch, cw = (0, 0) if coarse is None else coarse.shape[:2]
     args = (upload(runtime, i0), upload(runtime, ref.gradient(i0).astype(np.float32)),
-            upload(runtime, i1), i32(w), i32(h), upload(runtime, dense),
+            upload(runtime, i1), i32(w), i32(h), upload(runtime, field), i32(cw), i32(ch),
             upload(runtime, sparse), out, i32(ws), i32(hs), i32(stride), i32(iterations),
             i32(propagate))
     if formulation == 'cpu':
@@ -93,24 +99,32 @@ def search(runtime, formulation: str, i0, i1, dense, sparse, patch: int, stride:
 
 
 def search_inputs(h: int, w: int, patch: int, stride: int, seed: int):
-    """Frames of a translation with a textureless block, a smooth dense start, patch starts."""
+    """Frames of a translation with a textureless block, a smooth coarser field, patch starts."""
     rng = np.random.default_rng(seed)
     i0 = textured(rng, h, w, flat=h > 25)
     i1 = shifted(i0, 1.3, -0.6)
-    dense = smooth_flow(rng, h, w, 1.5)
+    coarse = smooth_flow(rng, (h + 1) // 2, (w + 1) // 2, 0.75)
     ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
     sparse = (rng.normal(0, 1.0, (hs, ws, 2)) + [1.3, -0.6]).astype(np.float32)
-    return i0, i1, dense, sparse
+    return i0, i1, coarse, sparse
+
+
+def start_field(coarse: np.ndarray | None, h: int, w: int) -> np.ndarray:
+    """Return the reference's dense start: the coarser field prolonged by 2 (or zero)."""
+    return np.zeros((h, w, 2)) if coarse is None else ref.flow_upsample(coarse, (h, w))
 
 
 @pytest.mark.parametrize('h, w, patch, stride', CASES)
-@pytest.mark.parametrize('propagate', [0, 1])
+@pytest.mark.parametrize('propagate', [0, 1, 'coarsest'])
 @pytest.mark.parametrize('formulation', ['cpu', 'gpu'])
 def test_dis_search_matches_reference(runtime, h, w, patch, stride, propagate, formulation):
-    i0, i1, dense, sparse = search_inputs(h, w, patch, stride, h * w + patch + propagate)
-    got = search(runtime, formulation, i0, i1, dense, sparse, patch, stride, 8, propagate)
+    i0, i1, coarse, sparse = search_inputs(h, w, patch, stride, h * w + patch + (propagate == 1))
+    if propagate == 'coarsest':  # a first pass without a coarser level starts from zero
+        coarse, propagate = None, 0
+    got = search(runtime, formulation, i0, i1, coarse, sparse, patch, stride, 8, propagate)
     g0 = ref.gradient(i0).astype(np.float32)
-    want = ref.dis_search(i0, g0, i1, dense, sparse if propagate else None, patch, stride, 8)
+    want = ref.dis_search(i0, g0, i1, start_field(coarse, h, w), sparse if propagate else None,
+                          patch, stride, 8)
     agree = np.abs(got - want).max(axis=-1) <= 1e-3
     assert agree.mean() >= 0.97, (agree.mean(), np.abs(got - want).max())
     assert np.isfinite(got).all()
@@ -124,9 +138,10 @@ def test_dis_search_formulations_are_equal(runtime, h, w, patch, stride, propaga
 
     Whatever the grid leaves of the last work-group.
     """
-    i0, i1, dense, sparse = search_inputs(h, w, patch, stride, 7 * h + w)
+    i0, i1, coarse, sparse = search_inputs(h, w, patch, stride, 7 * h + w)
     sparse[::3, ::2] += 9.0  # starts far off: clamped taps and descents stopped early
-    flows = [search(runtime, f, i0, i1, dense, sparse, patch, stride, 12, propagate)
+    coarse[::4, ::3] += 4.5
+    flows = [search(runtime, f, i0, i1, coarse, sparse, patch, stride, 12, propagate)
              for f in ('cpu', 'gpu')]
     np.testing.assert_array_equal(flows[0], flows[1])
 
@@ -138,14 +153,14 @@ def test_dis_search_finds_a_translation_and_keeps_textureless_patches_at_their_s
     i0[6:34, 6:34] = 90.0  # patches 2 px inside see no gradient: singular Hessian, b = 0
     i1 = shifted(i0, 3.0, 2.0)  # whole pixels: frame 1 is frame 0 moved, not resampled
     g0 = ref.gradient(i0).astype(np.float32)
-    dense = np.full((h, w, 2), [2.0, 2.0])
+    coarse = np.full((h // 2, w // 2, 2), [1.0, 1.0], np.float32)  # prolonged: (2, 2)
     ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
     built, _ = program(runtime, patch)
     out = empty(runtime, (hs, ws, 2))
     built.kernel('dis_search')((ws, hs), (
         upload(runtime, i0), upload(runtime, g0), upload(runtime, i1), i32(w), i32(h),
-        upload(runtime, dense), out, out, i32(ws), i32(hs), i32(stride), i32(20), i32(0)),
-        'test')
+        upload(runtime, coarse), i32(w // 2), i32(h // 2), out, out, i32(ws), i32(hs),
+        i32(stride), i32(20), i32(0)), 'test')
     got = download(runtime, out, (hs, ws, 2))
     oys, oxs = ref.dis_origins(h, patch, stride), ref.dis_origins(w, patch, stride)
     inner = ((oys[:, None] >= 8) & (oys[:, None] + patch <= 32)

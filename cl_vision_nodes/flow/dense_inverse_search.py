@@ -19,8 +19,9 @@ Per pyramid level, from the coarsest (chosen from the image size as OpenCV does)
 ``dis_finest_level``: a grid of square patches (side ``dis_patch_size``, ``dis_patch_stride``
 apart, the last one moved back to the border) is matched by inverse-compositional Lucas-Kanade
 on mean-normalised patches in two passes, the first started from the dense flow of the coarser
-level, the second from the best of each patch's and its four neighbours' results (OpenCV
-propagates along rows in sequence; this is its parallel counterpart); the patches are densified
+level (prolonged at the patch centres as the pass reads it: no launch between levels), the
+second from the best of each patch's and its four neighbours' results (OpenCV propagates along
+rows in sequence; this is its parallel counterpart); the patches are densified
 by averaging, weighted by each patch's photometric error at the pixel; then the variational
 refinement (brightness and gradient constancy, smoothness, OpenCV's weights and normalisation)
 runs ``dis_refine_iterations`` fixed-point iterations of 5 red-black SOR sweeps on tiles. The
@@ -183,12 +184,11 @@ class DenseInverseSearch:
                 and all(a is b for a, b in zip(plan.buffers, buffers))):
             return plan
         steps = _Steps(self.runtime, named['flow_a'], named['flow_b'])
-        first = levels.start if levels else 0
-        steps.zero(prev.shapes[first])
+        if not levels:  # a frame smaller than a patch: zero flow
+            steps.zero(prev.shapes[0])
         for level in levels:
-            if level < first:
-                self._prolong(prev, level + 1, level, steps)
-            self._search_level(prev, cur, level, named, steps, settings)
+            coarse = prev.shapes[level + 1] if level < levels.start else (0, 0)
+            self._search_level(prev, cur, level, coarse, named, steps, settings)
             if settings.dis_refine_iterations > 0:
                 self._refine_level(prev, cur, level, named, steps, settings)
         finest = levels.stop + 1 if levels else 0
@@ -205,10 +205,15 @@ class DenseInverseSearch:
                                       prev.shapes[fine], factor)
         steps.add(upsample_kernel(self.runtime, factor), items, args, 'upsample', swap=True)
 
-    def _search_level(self, prev: DevicePyramid, cur: DevicePyramid, level: int,
+    def _search_level(self, prev: DevicePyramid, cur: DevicePyramid, level: int, coarse: Shape,
                       named: dict[str, cl.Buffer], steps: _Steps,
                       settings: FlowSettings) -> None:
-        """Run both search passes, then densify the patches' flow into the field."""
+        """
+        Run both search passes, then densify the patches' flow into the field.
+
+        The first pass starts from the field of the coarser level (shape ``coarse``, (0, 0) on
+        the coarsest), prolonged as it reads it.
+        """
         h, w = prev.shapes[level]
         patch, stride = settings.dis_patch_size, settings.dis_patch_stride
         ws, hs = grid_count(w, patch, stride), grid_count(h, patch, stride)
@@ -219,8 +224,8 @@ class DenseInverseSearch:
         passes = settings.dis_iterations // 2
         slots = search_slots(self.runtime.limits, patch)
         for propagate, source, target in ((0, sparse[1], sparse[0]), (1, sparse[0], sparse[1])):
-            args = (*images, *wh, steps.current, source, target, *grid, np.int32(passes),
-                    np.int32(propagate))
+            args = (*images, *wh, steps.current, np.int32(coarse[1]), np.int32(coarse[0]), source,
+                    target, *grid, np.int32(passes), np.int32(propagate))
             if self.formulation == 'cpu':
                 steps.add(self._search, (ws, hs), args, 'dis_search')
             else:

@@ -109,6 +109,14 @@ inline float2 bilinear2(__global const float2* img, int w, int h, float x, float
     return top * (1.0f - ty) + bottom * ty;
 }
 
+// The coarser level's flow prolonged to pixel (x, y) of the next finer level, as flow_upsample
+// by 2 samples it; zero where there is no coarser level (cw == 0): a level's start flow for a
+// kernel that prolongs as it reads (lk_level, dis_search).
+inline float2 prolonged_flow(__global const float2* coarse, int cw, int ch, int x, int y)
+{
+    return cw > 0 ? 2.0f * bilinear2(coarse, cw, ch, 0.5f * x, 0.5f * y) : (float2)(0.0f);
+}
+
 inline float bilinear1(__global const float* img, int w, int h, float x, float y)
 {
     const int ix = floor_int(x), iy = floor_int(y);

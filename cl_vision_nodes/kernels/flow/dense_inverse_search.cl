@@ -190,16 +190,18 @@ inline int dis_candidate(int n, int kx, int ky, int ws, int hs)
 }
 
 // One pass of the patch search, a work-item per patch of the ws x hs grid (CPUs). The start is
-// the dense flow at the patch centre (propagate == 0) or the best, by mean-normalised SSD, of
-// the patch's own result of the previous pass and those of its four neighbours (propagate != 0;
-// ties keep the earlier of own, left, right, up, down). Then inverse-compositional LK: the
-// template's Hessian (mean-normalised) is formed once, each iteration is one warp and one
-// update f -= H^-1 b, and the descent stops (keeping the better point) once the cost stops
-// falling (a propagating pass starts from its best candidate's cost, already computed). A result
-// further than DIS_PATCH from its start is dropped for the start.
+// the coarser level's flow prolonged to the patch centre (propagate == 0; zero on the coarsest
+// level, cw == 0: no dense field is prolonged between levels) or the best, by mean-normalised
+// SSD, of the patch's own result of the previous pass and those of its four neighbours
+// (propagate != 0; ties keep the earlier of own, left, right, up, down). Then
+// inverse-compositional LK: the template's Hessian (mean-normalised) is formed once, each
+// iteration is one warp and one update f -= H^-1 b, and the descent stops (keeping the better
+// point) once the cost stops falling (a propagating pass starts from its best candidate's cost,
+// already computed). A result further than DIS_PATCH from its start is dropped for the start.
 __kernel void dis_search(__global const float* i0, __global const float2* g0,
                          __global const float* i1, const int w, const int h,
-                         __global const float2* dense, __global const float2* sparse_in,
+                         __global const float2* coarse, const int cw, const int ch,
+                         __global const float2* sparse_in,
                          __global float2* sparse_out, const int ws, const int hs,
                          const int stride, const int iterations, const int propagate)
 {
@@ -220,7 +222,7 @@ __kernel void dis_search(__global const float* i0, __global const float2* g0,
     float2 start, b;
     float cost = INFINITY;
     if (!propagate) {
-        start = dense[(size_t)(oy + DIS_PATCH / 2) * w + ox + DIS_PATCH / 2];
+        start = prolonged_flow(coarse, cw, ch, ox + DIS_PATCH / 2, oy + DIS_PATCH / 2);
     } else {
         for (int n = 0; n < 5; ++n) {
             const int at = dis_candidate(n, kx, ky, ws, hs);
@@ -291,7 +293,8 @@ inline float dis_group_cost(__local const float4 (*rows)[4], float2 gsum, float2
 __kernel __attribute__((reqd_work_group_size(DIS_PATCH, DIS_SLOTS, 1)))
 void dis_search_group(__global const float* i0, __global const float2* g0,
                       __global const float* i1, const int w, const int h,
-                      __global const float2* dense, __global const float2* sparse_in,
+                      __global const float2* coarse, const int cw, const int ch,
+                      __global const float2* sparse_in,
                       __global float2* sparse_out, const int ws, const int hs,
                       const int stride, const int iterations, const int propagate)
 {
@@ -322,7 +325,7 @@ void dis_search_group(__global const float* i0, __global const float2* g0,
     barrier(CLK_LOCAL_MEM_FENCE);
     if (!propagate) {
         if (lead && active)
-            start = dense[(size_t)(oy + DIS_PATCH / 2) * w + ox + DIS_PATCH / 2];
+            start = prolonged_flow(coarse, cw, ch, ox + DIS_PATCH / 2, oy + DIS_PATCH / 2);
     } else {
         for (int n = 0; n < 5; ++n) {
             const int at = active ? dis_candidate(n, kx, ky, ws, hs) : 0;

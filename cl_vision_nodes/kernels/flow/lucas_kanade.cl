@@ -152,8 +152,7 @@ void lk_level(__global const float* i0, __global const float* i1, const int w, c
         v0[m] = i0[(size_t)y * w + x];
         g[m] = gradient5(i0, w, h, x, y);
         if (col < LK_SPAN_W && row < LK_SPAN_H)
-            current[row * LK_SPAN_W + col] =
-                cw > 0 ? 2.0f * bilinear2(coarse, cw, ch, 0.5f * x, 0.5f * y) : (float2)(0.0f);
+            current[row * LK_SPAN_W + col] = prolonged_flow(coarse, cw, ch, x, y);
     }
 
     // Structure tensor of the item's tile pixels: (gx^2, gx gy), then gy^2, windowed.
@@ -302,8 +301,7 @@ void lk_level_cpu(__global const float* i0, __global const float* i1, const int 
             at[k] = (y - oy + LK_RADIUS) * LK_SPAN_W + x - ox + LK_RADIUS;
             v0[k] = i0[(size_t)y * w + x];
             g[k] = gradient5(i0, w, h, x, y);
-            current[k] = cw > 0 ? 2.0f * bilinear2(coarse, cw, ch, 0.5f * x, 0.5f * y)
-                                : (float2)(0.0f);
+            current[k] = prolonged_flow(coarse, cw, ch, x, y);
         }
     }
     // Structure tensor of the tile pixels.
