@@ -220,6 +220,28 @@ def test_dis_densify_formulations_are_equal(runtime, h, w, patch, stride, scale)
                                   densify(runtime, 'gpu', i0, i1, sparse, patch, stride))
 
 
+@pytest.mark.parametrize('h, w, patch, stride', DENSIFY_CASES)
+def test_dis_densify_warp_is_densify_then_warp(runtime, h, w, patch, stride):
+    """The GPU's fused launch: the same flow and warped pair bit for bit, any group size."""
+    rng = np.random.default_rng(h * stride + w)
+    i0, i1 = textured(rng, h, w), textured(rng, h, w)
+    ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
+    sparse = rng.normal(0, 3.0, (hs, ws, 2)).astype(np.float32)
+    built, _ = program(runtime, patch)
+    images = (upload(runtime, i0), upload(runtime, i1), i32(w), i32(h))
+    dense, warped = empty(runtime, (h, w, 2)), empty(runtime, (h, w, 2))
+    built.kernel('dis_densify')((w, h), (*images, upload(runtime, sparse), i32(ws), i32(hs),
+                                         i32(stride), dense), 'test')
+    built.kernel('dis_vr_warp')((w, h), (*images[:2], dense, *images[2:], warped), 'test')
+    want = download(runtime, dense, (h, w, 2)), download(runtime, warped, (h, w, 2))
+    for local in (None, (8, 8)):
+        fused = empty(runtime, (h, w, 2)), empty(runtime, (h, w, 2))
+        built.kernel('dis_densify_warp')((w, h), (*images, upload(runtime, sparse), i32(ws),
+                                                  i32(hs), i32(stride), *fused), 'test', local)
+        for got, expected in zip(fused, want):
+            np.testing.assert_array_equal(download(runtime, got, (h, w, 2)), expected)
+
+
 def refinement_inputs(runtime, h: int, w: int, seed: int):
     rng = np.random.default_rng(seed)
     i0 = textured(rng, h, w)
@@ -237,8 +259,7 @@ def test_dis_refinement_terms_match_reference(runtime, h, w):
     wh = (i32(w), i32(h))
     built.kernel('dis_vr_warp')((w, h), (upload(runtime, i0), upload(runtime, i1),
                                          upload(runtime, flow), *wh, averaged), 'test')
-    built.kernel('dis_vr_first')((w, h), (averaged, *wh, t1, t2), 'test')
-    built.kernel('dis_vr_second')((w, h), (t1, *wh, t2), 'test')
+    built.kernel('dis_vr_terms')((w, h), (averaged, *wh, t1, t2), 'test')
     want1, want2 = ref.dis_vr_terms(i0, i1, flow)
     np.testing.assert_allclose(download(runtime, t1, (h, w, 4)), want1, atol=255e-4)
     np.testing.assert_allclose(download(runtime, t2, (h, w, 4)), want2, atol=255e-4)

@@ -31,9 +31,10 @@ levels' steps of 2 compose).
 The kernels are those of kernels/flow/dense_inverse_search.cl; the search, the densification and
 the solver have two formulations, chosen by the ``formulation`` the estimator passes: on a GPU
 dis_search_group (a work-item per patch row, a group of patches a work-group), dis_densify (a
-work-item per pixel) and dis_vr_solve (a work-group shares a tile and forms its systems), on a
-CPU dis_search (a work-item per patch), dis_densify_rows (a work-item votes for 8 pixels of a
-row at once, PoCL's vectors) and dis_vr_system (every pixel's system, which PoCL vectorises
+work-item per pixel; dis_densify_warp also warps for the refinement, a launch fewer) and
+dis_vr_solve (a work-group shares a tile and forms its systems), on a CPU dis_search (a
+work-item per patch), dis_densify_rows (a work-item votes for 8 pixels of a row at once, PoCL's
+vectors) then dis_vr_warp, and dis_vr_system (every pixel's system, which PoCL vectorises
 across pixels) then dis_vr_solve_rows (a work-item walks a tile, a row of one colour as a
 float8). Both formulations compute the same numbers in the same order. Frames with a side
 shorter than the patch get zero flow.
@@ -126,10 +127,10 @@ class DenseInverseSearch:
         self._search = built.kernel('dis_search')
         self._search_group = built.kernel('dis_search_group')
         self._densify = built.kernel('dis_densify')
+        self._densify_warp = built.kernel('dis_densify_warp')
         self._densify_rows = built.kernel('dis_densify_rows')
         self._warp = built.kernel('dis_vr_warp')
-        self._first = built.kernel('dis_vr_first')
-        self._second = built.kernel('dis_vr_second')
+        self._terms = built.kernel('dis_vr_terms')
         self._solve = built.kernel('dis_vr_solve')
         self._system = built.kernel('dis_vr_system')
         self._solve_rows = built.kernel('dis_vr_solve_rows')
@@ -235,6 +236,9 @@ class DenseInverseSearch:
         if self.formulation == 'cpu':
             steps.add(self._densify_rows, (-(-w // LANES), h), densify, 'dis_densify',
                       local=(1, 1), swap=True)
+        elif settings.dis_refine_iterations > 0:  # the refinement's warp in the same launch
+            steps.add(self._densify_warp, (w, h), (*densify, named['averaged']), 'dis_densify',
+                      swap=True)
         else:
             steps.add(self._densify, (w, h), densify, 'dis_densify', swap=True)
 
@@ -246,10 +250,10 @@ class DenseInverseSearch:
         averaged, t1, t2 = named['averaged'], named['t1'], named['t2']
         dflow = named['dflow_a'], named['dflow_b']
         wh = (np.int32(w), np.int32(h))
-        steps.add(self._warp, (w, h), (prev.levels[level], cur.levels[level], steps.current, *wh,
-                                       averaged), 'dis_refine')
-        steps.add(self._first, (w, h), (averaged, *wh, t1, t2), 'dis_refine')
-        steps.add(self._second, (w, h), (t1, *wh, t2), 'dis_refine')
+        if self.formulation == 'cpu':  # on a GPU dis_densify_warp has warped
+            steps.add(self._warp, (w, h), (prev.levels[level], cur.levels[level], steps.current,
+                                           *wh, averaged), 'dis_refine')
+        steps.add(self._terms, (w, h), (averaged, *wh, t1, t2), 'dis_refine')
         weights = (np.float32(settings.dis_alpha / 2), np.float32(settings.dis_gamma / 2),
                    np.float32(settings.dis_delta / 2))
         iterations = settings.dis_refine_iterations

@@ -412,7 +412,7 @@ def _central(img: np.ndarray, axis: int) -> np.ndarray:
 def dis_vr_terms(i0: np.ndarray, i1: np.ndarray,
                  flow: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
-    Kernels dis_vr_warp, dis_vr_first and dis_vr_second.
+    Kernels dis_vr_warp and dis_vr_terms.
 
     t1 = (Ix, Iy, Iz, Ixz), t2 = (Iyz, Ixx, Ixy, Iyy) of the average of frame 0 and frame 1
     warped by ``flow`` and of their difference Iz.

@@ -14,8 +14,8 @@
 
 // Dense inverse search (flow/dense_inverse_search.py); after common.cl. Per level: the patch
 // search twice (patches from the dense start, then from the best neighbour), the densification,
-// then the variational refinement: dis_vr_warp, dis_vr_first, dis_vr_second and one solve per
-// fixed-point iteration.
+// then the variational refinement: dis_vr_warp (on a GPU within the densification,
+// dis_densify_warp), dis_vr_terms and one solve per fixed-point iteration.
 //
 // Built with DIS_PATCH (patch side), DIS_TILE (side of the solver's tiles), DIS_GROUP_W x
 // DIS_GROUP_H (dis_vr_solve's work-group) and DIS_SLOTS (patches a dis_search_group work-group
@@ -398,12 +398,11 @@ inline void dis_vote(__global const float* i1, int w, int h, int x, int y, float
     *den += weight;
 }
 
-__kernel void dis_densify(__global const float* i0, __global const float* i1, const int w,
-                          const int h, __global const float2* sparse, const int ws, const int hs,
-                          const int stride, __global float2* dense)
+// Pixel (x, y)'s dense flow from the patches covering it (dis_densify).
+inline float2 dis_densify_pixel(__global const float* i0, __global const float* i1, int w, int h,
+                                __global const float2* sparse, int ws, int hs, int stride,
+                                int x, int y)
 {
-    const int2 p = item_pixel(w, h);
-    const int x = p.x, y = p.y;
     const float v0 = i0[(size_t)y * w + x];
     const int2 rows = dis_covering(y, h, hs, stride), cols = dis_covering(x, w, ws, stride);
     const int last_row = y >= h - DIS_PATCH, last_col = x >= w - DIS_PATCH;
@@ -421,7 +420,16 @@ __kernel void dis_densify(__global const float* i0, __global const float* i1, co
         if (last_col)
             dis_vote(i1, w, h, x, y, v0, sparse[hs * ws - 1], &num, &den);
     }
-    dense[(size_t)y * w + x] = num / den;
+    return num / den;
+}
+
+__kernel void dis_densify(__global const float* i0, __global const float* i1, const int w,
+                          const int h, __global const float2* sparse, const int ws, const int hs,
+                          const int stride, __global float2* dense)
+{
+    const int2 p = item_pixel(w, h);
+    dense[(size_t)p.y * w + p.x] = dis_densify_pixel(i0, i1, w, h, sparse, ws, hs, stride, p.x,
+                                                     p.y);
 }
 
 // The CPU formulation of dis_densify: a work-item takes 8 neighbouring pixels of a row
@@ -521,14 +529,34 @@ void dis_densify_rows(__global const float* i0, __global const float* i1, const 
 
 // Refinement, start: frame 1 warped by the flow (bilinear, replicated border); out (average of
 // both frames, warped - I0).
+inline float2 dis_warp_pixel(__global const float* i0, __global const float* i1, int w, int h,
+                             int x, int y, float2 f)
+{
+    const size_t i = (size_t)y * w + x;
+    const float warped = bilinear1(i1, w, h, x + f.x, y + f.y);
+    return (float2)(0.5f * (i0[i] + warped), warped - i0[i]);
+}
+
 __kernel void dis_vr_warp(__global const float* i0, __global const float* i1,
                           __global const float2* flow, const int w, const int h,
                           __global float2* out)
 {
     const int2 p = item_pixel(w, h);
     const size_t i = (size_t)p.y * w + p.x;
-    const float warped = bilinear1(i1, w, h, p.x + flow[i].x, p.y + flow[i].y);
-    out[i] = (float2)(0.5f * (i0[i] + warped), warped - i0[i]);
+    out[i] = dis_warp_pixel(i0, i1, w, h, p.x, p.y, flow[i]);
+}
+
+// dis_densify then dis_vr_warp of the pixel, in one launch (GPUs, levels that are refined).
+__kernel void dis_densify_warp(__global const float* i0, __global const float* i1, const int w,
+                               const int h, __global const float2* sparse, const int ws,
+                               const int hs, const int stride, __global float2* dense,
+                               __global float2* out)
+{
+    const int2 p = item_pixel(w, h);
+    const size_t i = (size_t)p.y * w + p.x;
+    const float2 f = dis_densify_pixel(i0, i1, w, h, sparse, ws, hs, stride, p.x, p.y);
+    dense[i] = f;
+    out[i] = dis_warp_pixel(i0, i1, w, h, p.x, p.y, f);
 }
 
 // Central difference (f[+1] - f[-1]) / 2 with replicated borders along (dx, dy), per component.
@@ -539,33 +567,27 @@ inline float2 dis_diff2(__global const float2* img, int w, int h, int x, int y, 
     return 0.5f * (img[(size_t)ya * w + xa] - img[(size_t)yb * w + xb]);
 }
 
-inline float4 dis_diff4(__global const float4* img, int w, int h, int x, int y, int dx, int dy)
-{
-    const int xa = x + dx < w ? x + dx : w - 1, ya = y + dy < h ? y + dy : h - 1;
-    const int xb = x - dx > 0 ? x - dx : 0, yb = y - dy > 0 ? y - dy : 0;
-    return 0.5f * (img[(size_t)ya * w + xa] - img[(size_t)yb * w + xb]);
-}
-
-// First derivatives of dis_vr_warp's output: t1 = (Ix, Iy, Iz, Ixz) and t2.x = Iyz (I: the
-// average, Iz: the difference); dis_vr_second fills the rest of t2.
-__kernel void dis_vr_first(__global const float2* ai, const int w, const int h,
+// The derivatives of dis_vr_warp's output `ai` (I: the average, Iz: the difference), central
+// differences with replicated borders: t1 = (Ix, Iy, Iz, Ixz) and t2 = (Iyz, Ixx, Ixy, Iyy),
+// the second ones the central differences of Ix and Iy, formed here at the neighbours as a
+// first pass would store them, in one launch.
+__kernel void dis_vr_terms(__global const float2* ai, const int w, const int h,
                            __global float4* t1, __global float4* t2)
 {
     const int2 p = item_pixel(w, h);
-    const size_t i = (size_t)p.y * w + p.x;
-    const float2 dx = dis_diff2(ai, w, h, p.x, p.y, 1, 0), dy = dis_diff2(ai, w, h, p.x, p.y, 0, 1);
+    const int x = p.x, y = p.y;
+    const size_t i = (size_t)y * w + x;
+    const int xa = x + 1 < w ? x + 1 : w - 1, ya = y + 1 < h ? y + 1 : h - 1;
+    const int xb = x - 1 > 0 ? x - 1 : 0, yb = y - 1 > 0 ? y - 1 : 0;
+    const float2 dx = dis_diff2(ai, w, h, x, y, 1, 0), dy = dis_diff2(ai, w, h, x, y, 0, 1);
+    const float ixx = 0.5f * (dis_diff2(ai, w, h, xa, y, 1, 0).x
+                              - dis_diff2(ai, w, h, xb, y, 1, 0).x);
+    const float ixy = 0.5f * (dis_diff2(ai, w, h, x, ya, 1, 0).x
+                              - dis_diff2(ai, w, h, x, yb, 1, 0).x);
+    const float iyy = 0.5f * (dis_diff2(ai, w, h, x, ya, 0, 1).x
+                              - dis_diff2(ai, w, h, x, yb, 0, 1).x);
     t1[i] = (float4)(dx.x, dy.x, ai[i].y, dx.y);
-    t2[i] = (float4)(dy.y, 0.0f, 0.0f, 0.0f);
-}
-
-// Second derivatives: t2 = (Iyz, Ixx, Ixy, Iyy), the central differences of Ix and Iy.
-__kernel void dis_vr_second(__global const float4* t1, const int w, const int h,
-                            __global float4* t2)
-{
-    const int2 p = item_pixel(w, h);
-    const size_t i = (size_t)p.y * w + p.x;
-    const float4 dx = dis_diff4(t1, w, h, p.x, p.y, 1, 0), dy = dis_diff4(t1, w, h, p.x, p.y, 0, 1);
-    t2[i] = (float4)(t2[i].x, dx.x, dy.x, dy.y);
+    t2[i] = (float4)(dy.y, ixx, ixy, iyy);
 }
 
 // One fixed-point iteration of the variational refinement of flow W by dW: energy
