@@ -313,6 +313,21 @@ def test_kernel_profile_counts_the_launches_the_host_enqueues(formulation):
     assert bm['bm_search' + suffix].launches == 1
 
 
+@pytest.mark.parametrize('method, params, depth', [
+    ('dis', {}, 5),  # 640x480, patch 8: coarsest level 4 (OpenCV's rule), of 7 the frame has
+    ('dis', {'dis_patch_size': 16}, 4),
+    ('lk', {'pyramid_levels': 3}, 3),
+    ('hs', {'pyramid_levels': 9}, 7),
+    ('bm', {}, 1),
+])
+def test_the_pyramid_has_the_levels_its_method_reads(method, params, depth):
+    times = flow_speed.kernel_times(DEVICE, method, (640, 480), 1, 'cpu',
+                                    {'method': method, **params})
+    built = sum(times[name].launches for name in ('pyr_down', 'pyr_down_rows') if name in times)
+    assert built == depth - 1
+    assert len(level_shapes(480, 640)) == 7
+
+
 def test_bench_flow_kernels_prints_a_table_per_method_and_size():
     result = cl_vision('bench', 'flow', '--kernels', 'cpu', '--sizes', '40x30', '--repeats', '1',
                        '--device', DEVICE)

@@ -547,6 +547,19 @@ def test_streaming_matches_one_shot_and_reuses_buffers(runtime, method):
     assert np.nanmedian(again[..., 0]) < -1.0 < 1.0 < np.nanmedian(first[..., 0])
 
 
+@pytest.mark.parametrize('before, after', [('bm', 'hs'), ('dis', 'lk'), ('lk', 'dis')])
+def test_a_method_that_reads_more_levels_gets_them_for_the_previous_frame(runtime, before,
+                                                                          after):
+    """The previous frame's pyramid, built for the method before, is extended at the change."""
+    a, b = frames()
+    est = FlowEstimator(runtime, {'method': before, 'pyramid_levels': 1})
+    est.push(array_to_raw(a, 'mono8'))
+    est.configure({'method': after, 'pyramid_levels': 4})
+    changed = est.push(array_to_raw(b, 'mono8'))
+    fresh = FlowEstimator(runtime, {'method': after, 'pyramid_levels': 4})
+    np.testing.assert_array_equal(changed, fresh.estimate(a, b))
+
+
 def test_bm_stream_of_1000_frames_keeps_caches_and_buffers_constant(runtime):
     """
     Issue 10: a bm stream grew the program cache by one entry a frame.

@@ -27,7 +27,7 @@ work-item per block, 8 pixels of a row at a time, no barriers): the same result.
 from __future__ import annotations
 
 from cl_vision_nodes.flow.coarse_to_fine import flow_buffers
-from cl_vision_nodes.flow.pyramid import DevicePyramid
+from cl_vision_nodes.flow.pyramid import DevicePyramid, Shape
 from cl_vision_nodes.flow.schema import FlowSettings
 from cl_vision_nodes.opencl.buffers import Buffers
 from cl_vision_nodes.opencl.limits import DeviceLimits, FORMULATIONS
@@ -85,6 +85,10 @@ class BlockMatcher:
                                self.formulation).kernel(
             'bm_search' if self.formulation == 'gpu' else 'bm_search_cpu')
         self._block = settings.block_size
+
+    def depth(self, shapes: list[Shape], settings: FlowSettings) -> int:
+        """Pyramid levels read: level 0 alone."""
+        return 1
 
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         h, w = prev.shapes[0]

@@ -135,6 +135,11 @@ class DenseInverseSearch:
         self._system = built.kernel('dis_vr_system')
         self._solve_rows = built.kernel('dis_vr_solve_rows')
 
+    def depth(self, shapes: list[Shape], settings: FlowSettings) -> int:
+        """Pyramid levels read: down to the coarsest searched (``coarsest_level``)."""
+        patch = settings.dis_patch_size
+        return coarsest_level(shapes, patch) + 1 if min(shapes[0]) >= patch else 1
+
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         """Flow from ``prev`` to ``cur`` at level 0 (float2)."""
         plan = self._plan(prev, cur, settings)

@@ -36,7 +36,7 @@ from cl_vision_nodes.flow.block_matching import BlockMatcher
 from cl_vision_nodes.flow.dense_inverse_search import DenseInverseSearch
 from cl_vision_nodes.flow.horn_schunck import HornSchunck
 from cl_vision_nodes.flow.lucas_kanade import LucasKanade
-from cl_vision_nodes.flow.pyramid import DevicePyramid
+from cl_vision_nodes.flow.pyramid import DevicePyramid, level_shapes, Shape
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA, FlowSettings, resolve_method
 from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages
 from cl_vision_nodes.imaging.encodings import gray_to_raw, RawImage
@@ -54,6 +54,9 @@ class FlowMethod(Protocol):
 
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         """Level-0 flow into one of the estimator's flow buffers."""
+
+    def depth(self, shapes: list[Shape], settings: FlowSettings) -> int:
+        """Pyramid levels ``run`` reads of a frame whose levels could be ``shapes``."""
 
 
 class FlowEstimator:
@@ -135,12 +138,15 @@ class FlowEstimator:
         """
         previous = self._pyramids[self._current]
         current = self._pyramids[1 - self._current]
-        current.build(gray)
+        method = self._methods[self.method]
+        depth = method.depth(level_shapes(gray.height, gray.width), self.settings)
+        current.build(gray, depth)
         self._current = 1 - self._current
         if not self._has_previous or previous.shapes[0] != current.shapes[0]:
             self._has_previous = True
             return None
-        return self._methods[self.method].run(previous, current, self.settings)
+        previous.extend(depth)  # after a change of method or levels
+        return method.run(previous, current, self.settings)
 
     def download(self, flow: cl.Buffer) -> np.ndarray:
         """

@@ -113,6 +113,10 @@ class HornSchunck:
     def configure(self, settings: FlowSettings) -> None:
         """Nothing to rebuild: no setting of hs is a build define."""
 
+    def depth(self, shapes: list[Shape], settings: FlowSettings) -> int:
+        """Pyramid levels read: ``pyramid_levels``."""
+        return settings.pyramid_levels
+
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         """Flow from ``prev`` to ``cur`` at level 0 (float2)."""
         count = prev.shapes[0][0] * prev.shapes[0][1]

@@ -253,6 +253,10 @@ class LucasKanade:
         self._plans[prev.slot] = plan
         return plan
 
+    def depth(self, shapes: list[Shape], settings: FlowSettings) -> int:
+        """Pyramid levels read: ``pyramid_levels``."""
+        return settings.pyramid_levels
+
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         """Flow from ``prev`` to ``cur`` at level 0 (float2, NaN where not confident)."""
         plan = self._plan(prev, cur, settings)

@@ -62,7 +62,7 @@ def level_shapes(height: int, width: int) -> list[Shape]:
 
 
 class DevicePyramid:
-    """Images and (on demand) 5-point gradients of every level of one frame."""
+    """Images and (on demand) 5-point gradients of the levels of one frame a method reads."""
 
     def __init__(self, runtime: ClRuntime, images: DeviceImages, buffers: Buffers, slot: int,
                  formulation: str):
@@ -70,8 +70,9 @@ class DevicePyramid:
         self.formulation = formulation
         self.buffers = buffers
         self.slot = slot
-        self.shapes: list[Shape] = []
+        self.shapes: list[Shape] = []  # of the levels built
         self.levels: list[cl.Buffer] = []
+        self._possible: list[Shape] = []  # of every level the frame has
         self._gradients: dict[int, cl.Buffer] = {}
         built = program(runtime)
         self._pyr_down = built.kernel('pyr_down')
@@ -82,15 +83,24 @@ class DevicePyramid:
     def _role(self, kind: str, level: int) -> str:
         return f'p{self.slot}_{kind}{level}'
 
-    def build(self, gray: DeviceGray) -> None:
-        """Copy a decoded frame into level 0 and blur-decimate every coarser level."""
-        self.shapes = level_shapes(gray.height, gray.width)
+    def build(self, gray: DeviceGray, depth: int) -> None:
+        """
+        Copy a decoded frame into level 0 and blur-decimate coarser ones, ``depth`` in all.
+
+        Fewer where the frame has fewer (``level_shapes``): the levels a method reads, no more.
+        """
+        self._possible = level_shapes(gray.height, gray.width)
+        self.shapes = self._possible[:1]
         level0 = self.buffers.get(self._role('i', 0), gray.nbytes)
         self.images.copy(gray, level0, 'pyramid')
         self.levels = [level0]
         self._gradients.clear()
-        for level, (h, w) in enumerate(self.shapes[1:], start=1):
-            sh, sw = self.shapes[level - 1]
+        self.extend(depth)
+
+    def extend(self, depth: int) -> None:
+        """Add the coarser levels up to ``depth`` (for a method reading more than were built)."""
+        for level in range(len(self.levels), min(depth, len(self._possible))):
+            (h, w), (sh, sw) = self._possible[level], self._possible[level - 1]
             dst = self.buffers.get(self._role('i', level), h * w * 4)
             args = (self.levels[-1], np.int32(sw), np.int32(sh), dst, np.int32(w), np.int32(h))
             if self.formulation == 'cpu' and w >= ROWS_MIN_WIDTH:
@@ -98,6 +108,7 @@ class DevicePyramid:
             else:
                 self._pyr_down((w, h), args, 'pyramid')
             self.levels.append(dst)
+            self.shapes.append((h, w))
 
     def gradient(self, level: int) -> cl.Buffer:
         """float2 (d/dx, d/dy) of ``level``, computed at its first use for this frame."""
