@@ -75,32 +75,56 @@ DIS_INLINE int dis_warp(int w, int h, int ox, int oy, float2 f, int* bx, int* by
     return *bx >= 0 && *by >= 0 && *bx + DIS_PATCH < w && *by + DIS_PATCH < h;
 }
 
-// Row r's sums of d, d^2, d * gx and d * gy (d = warped frame 1 - frame 0) as float4 lanes:
-// inside the image a row is read as float4s (DIS_PATCH is a multiple of 4), so a CPU computes
-// four pixels an instruction; at the border taps are clamped one by one, into lane x.
+// Row r's sums of d, d^2, d * gx and d * gy (d = warped frame 1 - frame 0) as float8 lanes,
+// pixel c in lane c % 8 (a second chunk of 8, or a last one of 4, added to the first): inside
+// the image a row is read as float8s (DIS_PATCH is a multiple of 4), so a CPU computes eight
+// pixels an instruction; at the border taps are clamped one by one. A row of 8 is its own sums,
+// no additions: the caller adds the rows.
+typedef float8 dis_sums;
 DIS_INLINE void dis_row_sums(__global const float* i0, __global const float2* g0,
                          __global const float* i1, int w, int h, int ox, int oy, int r,
-                         int inside, int bx, int by, float tx, float ty, float4* sd,
-                         float4* sdd, float4* sgx, float4* sgy)
+                         int inside, int bx, int by, float tx, float ty, dis_sums* sd,
+                         dis_sums* sdd, dis_sums* sgx, dis_sums* sgy)
 {
-    *sd = *sdd = *sgx = *sgy = 0.0f;
     if (inside) {
         __global const float* top = i1 + (size_t)(by + r) * w + bx;
         __global const float* bottom = top + w;
         __global const float* tmpl = i0 + (size_t)(oy + r) * w + ox;
         __global const float* grad = (__global const float*)(g0 + (size_t)(oy + r) * w + ox);
 #pragma unroll
-        for (int c = 0; c < DIS_PATCH; c += 4) {
-            const float4 upper = LOAD4(top + c) * (1.0f - tx) + LOAD4(top + c + 1) * tx;
-            const float4 lower = LOAD4(bottom + c) * (1.0f - tx) + LOAD4(bottom + c + 1) * tx;
-            const float4 d = upper * (1.0f - ty) + lower * ty - LOAD4(tmpl + c);
-            const float8 g = LOAD8(grad + 2 * c);
-            *sd += d;
-            *sdd += d * d;
-            *sgx += d * g.even;
-            *sgy += d * g.odd;
+        for (int c = 0; c < DIS_PATCH; c += 8) {
+            dis_sums d, gx, gy;
+            if (c + 8 <= DIS_PATCH) {
+                const float8 upper = LOAD8(top + c) * (1.0f - tx) + LOAD8(top + c + 1) * tx;
+                const float8 lower = LOAD8(bottom + c) * (1.0f - tx)
+                                     + LOAD8(bottom + c + 1) * tx;
+                const float16 g = (float16)(LOAD8(grad + 2 * c), LOAD8(grad + 2 * c + 8));
+                d = upper * (1.0f - ty) + lower * ty - LOAD8(tmpl + c);
+                gx = g.even;
+                gy = g.odd;
+            } else {  // the last 4 of a side of 4 or 12, lanes 0 to 3
+                const float4 upper = LOAD4(top + c) * (1.0f - tx) + LOAD4(top + c + 1) * tx;
+                const float4 lower = LOAD4(bottom + c) * (1.0f - tx)
+                                     + LOAD4(bottom + c + 1) * tx;
+                const float8 g = LOAD8(grad + 2 * c);
+                d = (float8)(upper * (1.0f - ty) + lower * ty - LOAD4(tmpl + c), (float4)(0.0f));
+                gx = (float8)(g.even, (float4)(0.0f));
+                gy = (float8)(g.odd, (float4)(0.0f));
+            }
+            if (c == 0) {
+                *sd = d;
+                *sdd = d * d;
+                *sgx = d * gx;
+                *sgy = d * gy;
+            } else {
+                *sd += d;
+                *sdd += d * d;
+                *sgx += d * gx;
+                *sgy += d * gy;
+            }
         }
     } else {
+        float lanes[4][8] = {{0.0f}};
         const int y0 = clamp_int(by + r, 0, h - 1), y1 = clamp_int(by + r + 1, 0, h - 1);
         for (int c = 0; c < DIS_PATCH; ++c) {
             const size_t at = (size_t)(oy + r) * w + ox + c;
@@ -109,21 +133,33 @@ DIS_INLINE void dis_row_sums(__global const float* i0, __global const float2* g0
             const float bottom = i1[y1 * w + x0] * (1.0f - tx) + i1[y1 * w + x1] * tx;
             const float d = top * (1.0f - ty) + bottom * ty - i0[at];
             const float2 g = g0[at];
-            (*sd).x += d;
-            (*sdd).x += d * d;
-            (*sgx).x += d * g.x;
-            (*sgy).x += d * g.y;
+            lanes[0][c % 8] += d;
+            lanes[1][c % 8] += d * d;
+            lanes[2][c % 8] += d * g.x;
+            lanes[3][c % 8] += d * g.y;
         }
+        *sd = LOAD8(lanes[0]);
+        *sdd = LOAD8(lanes[1]);
+        *sgx = LOAD8(lanes[2]);
+        *sgy = LOAD8(lanes[3]);
     }
 }
 
-// The cost and b from a patch's sums.
-DIS_INLINE float dis_cost(float4 sd, float4 sdd, float4 sgx, float4 sgy, float2 gsum, float2* b)
+// The sum of a patch's lanes, in one order for both formulations.
+DIS_INLINE float dis_lane_total(dis_sums s)
 {
-    const float total = sd.x + sd.y + sd.z + sd.w;
-    const float2 sg = (float2)(sgx.x + sgx.y + sgx.z + sgx.w, sgy.x + sgy.y + sgy.z + sgy.w);
+    const float4 q = s.lo + s.hi;
+    return q.x + q.y + q.z + q.w;
+}
+
+// The cost and b from a patch's sums.
+DIS_INLINE float dis_cost(dis_sums sd, dis_sums sdd, dis_sums sgx, dis_sums sgy, float2 gsum,
+                          float2* b)
+{
+    const float total = dis_lane_total(sd);
+    const float2 sg = (float2)(dis_lane_total(sgx), dis_lane_total(sgy));
     *b = sg - total * gsum / DIS_N;
-    return sdd.x + sdd.y + sdd.z + sdd.w - total * total / DIS_N;
+    return dis_lane_total(sdd) - total * total / DIS_N;
 }
 
 DIS_INLINE float dis_patch_cost(__global const float* i0, __global const float2* g0,
@@ -133,9 +169,9 @@ DIS_INLINE float dis_patch_cost(__global const float* i0, __global const float2*
     int bx, by;
     float tx, ty;
     const int inside = dis_warp(w, h, ox, oy, f, &bx, &by, &tx, &ty);
-    float4 sd = 0.0f, sdd = 0.0f, sgx = 0.0f, sgy = 0.0f;
+    dis_sums sd = 0.0f, sdd = 0.0f, sgx = 0.0f, sgy = 0.0f;
     for (int r = 0; r < DIS_PATCH; ++r) {
-        float4 a, aa, ax, ay;
+        dis_sums a, aa, ax, ay;
         dis_row_sums(i0, g0, i1, w, h, ox, oy, r, inside, bx, by, tx, ty, &a, &aa, &ax, &ay);
         sd += a;
         sdd += aa;
@@ -259,12 +295,12 @@ __kernel void dis_search(__global const float* i0, __global const float2* g0,
 // dis_search_group's row r of the patch at (ox, oy) for flow f: its sums into `sums`.
 inline void dis_group_row(__global const float* i0, __global const float2* g0,
                           __global const float* i1, int w, int h, int ox, int oy, int r,
-                          float2 f, __local float4* sums)
+                          float2 f, __local dis_sums* sums)
 {
     int bx, by;
     float tx, ty;
     const int inside = dis_warp(w, h, ox, oy, f, &bx, &by, &tx, &ty);
-    float4 sd, sdd, sgx, sgy;
+    dis_sums sd, sdd, sgx, sgy;
     dis_row_sums(i0, g0, i1, w, h, ox, oy, r, inside, bx, by, tx, ty, &sd, &sdd, &sgx, &sgy);
     sums[0] = sd;
     sums[1] = sdd;
@@ -273,9 +309,9 @@ inline void dis_group_row(__global const float* i0, __global const float2* g0,
 }
 
 // The cost and b from a patch's row sums, added in row order (as dis_patch_cost adds them).
-inline float dis_group_cost(__local const float4 (*rows)[4], float2 gsum, float2* b)
+inline float dis_group_cost(__local const dis_sums (*rows)[4], float2 gsum, float2* b)
 {
-    float4 sd = 0.0f, sdd = 0.0f, sgx = 0.0f, sgy = 0.0f;
+    dis_sums sd = 0.0f, sdd = 0.0f, sgx = 0.0f, sgy = 0.0f;
     for (int row = 0; row < DIS_PATCH; ++row) {
         sd += rows[row][0];
         sdd += rows[row][1];
@@ -298,7 +334,7 @@ void dis_search_group(__global const float* i0, __global const float2* g0,
                       __global float2* sparse_out, const int ws, const int hs,
                       const int stride, const int iterations, const int propagate)
 {
-    __local float4 part[DIS_SLOTS][DIS_PATCH][4];
+    __local dis_sums part[DIS_SLOTS][DIS_PATCH][4];
     __local float2 slot_f[DIS_SLOTS];
     __local int slot_done[DIS_SLOTS];
     const int r = get_local_id(0), slot = get_local_id(1);
@@ -307,8 +343,8 @@ void dis_search_group(__global const float* i0, __global const float2* g0,
     const int kx = active ? k % ws : 0, ky = active ? k / ws : 0;
     const int ox = dis_origin(kx, stride, w), oy = dis_origin(ky, stride, h);
     float row_yy = 0.0f;
-    part[slot][r][0] = active ? dis_row_hessian(g0, w, ox, oy, r, &row_yy) : 0.0f;
-    part[slot][r][1].x = row_yy;
+    part[slot][r][0].lo = active ? dis_row_hessian(g0, w, ox, oy, r, &row_yy) : 0.0f;
+    part[slot][r][1].s0 = row_yy;
     barrier(CLK_LOCAL_MEM_FENCE);
     float4 hessian = 0.0f;
     float2 gsum = 0.0f, start = 0.0f, b = 0.0f, f = 0.0f, previous = 0.0f;
@@ -317,8 +353,8 @@ void dis_search_group(__global const float* i0, __global const float2* g0,
         float4 rows = 0.0f;
         float syy = 0.0f;
         for (int row = 0; row < DIS_PATCH; ++row) {
-            rows += part[slot][row][0];
-            syy += part[slot][row][1].x;
+            rows += part[slot][row][0].lo;
+            syy += part[slot][row][1].s0;
         }
         hessian = dis_hessian(rows, syy, &gsum);
     }
