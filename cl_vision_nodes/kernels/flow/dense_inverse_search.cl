@@ -308,24 +308,32 @@ inline void dis_group_row(__global const float* i0, __global const float2* g0,
     sums[3] = sgy;
 }
 
-// The cost and b from a patch's row sums, added in row order (as dis_patch_cost adds them).
-inline float dis_group_cost(__local const dis_sums (*rows)[4], float2 gsum, float2* b)
+// Work-item r of a patch adds lane r of its rows' sums, row after row (as dis_patch_cost's
+// float8 sums add them), into `lanes`; a patch side of 4 also fills lanes 4 to 7 (zeros).
+inline void dis_group_lanes(__local const dis_sums (*rows)[4], __local float (*lanes)[8], int r)
 {
-    dis_sums sd = 0.0f, sdd = 0.0f, sgx = 0.0f, sgy = 0.0f;
-    for (int row = 0; row < DIS_PATCH; ++row) {
-        sd += rows[row][0];
-        sdd += rows[row][1];
-        sgx += rows[row][2];
-        sgy += rows[row][3];
+    for (int lane = r; lane < 8; lane += DIS_PATCH) {
+        for (int q = 0; q < 4; ++q) {
+            float total = 0.0f;
+            for (int row = 0; row < DIS_PATCH; ++row)
+                total += ((__local const float*)&rows[row][q])[lane];
+            lanes[q][lane] = total;
+        }
     }
-    return dis_cost(sd, sdd, sgx, sgy, gsum, b);
+}
+
+// The cost and b from a patch's lane sums (dis_group_lanes).
+inline float dis_group_cost(__local const float (*lanes)[8], float2 gsum, float2* b)
+{
+    return dis_cost(LOAD8(lanes[0]), LOAD8(lanes[1]), LOAD8(lanes[2]), LOAD8(lanes[3]), gsum, b);
 }
 
 // dis_search on GPUs: a work-item per patch row, DIS_SLOTS patches a work-group (patch k =
 // group * DIS_SLOTS + slot), so a GPU runs DIS_PATCH times more work-items. Each row forms its
-// sums, the slot's first work-item (the lead) adds them in row order and steps the descent, as
-// dis_search; every work-item of the group reaches every barrier (the candidates and
-// iterations are counted alike for all; a finished or absent patch only skips its loads).
+// sums, then a work-item per lane adds the rows' lanes in row order, and the slot's first
+// work-item (the lead) folds the lanes and steps the descent, as dis_search; every work-item of
+// the group reaches every barrier (the candidates and iterations are counted alike for all; a
+// finished or absent patch only skips its loads).
 __kernel __attribute__((reqd_work_group_size(DIS_PATCH, DIS_SLOTS, 1)))
 void dis_search_group(__global const float* i0, __global const float2* g0,
                       __global const float* i1, const int w, const int h,
@@ -335,6 +343,7 @@ void dis_search_group(__global const float* i0, __global const float2* g0,
                       const int stride, const int iterations, const int propagate)
 {
     __local dis_sums part[DIS_SLOTS][DIS_PATCH][4];
+    __local float lane_sum[DIS_SLOTS][4][8];
     __local float2 slot_f[DIS_SLOTS];
     __local int slot_done[DIS_SLOTS];
     const int r = get_local_id(0), slot = get_local_id(1);
@@ -369,9 +378,12 @@ void dis_search_group(__global const float* i0, __global const float2* g0,
             if (at)
                 dis_group_row(i0, g0, i1, w, h, ox, oy, r, other, part[slot][r]);
             barrier(CLK_LOCAL_MEM_FENCE);
+            if (at)
+                dis_group_lanes(part[slot], lane_sum[slot], r);
+            barrier(CLK_LOCAL_MEM_FENCE);
             if (lead && at) {
                 float2 other_b;
-                const float other_cost = dis_group_cost(part[slot], gsum, &other_b);
+                const float other_cost = dis_group_cost(lane_sum[slot], gsum, &other_b);
                 if (n == 0 || other_cost < cost) {
                     cost = other_cost;
                     start = other;
@@ -392,9 +404,12 @@ void dis_search_group(__global const float* i0, __global const float2* g0,
         if (measure)
             dis_group_row(i0, g0, i1, w, h, ox, oy, r, slot_f[slot], part[slot][r]);
         barrier(CLK_LOCAL_MEM_FENCE);
+        if (measure)
+            dis_group_lanes(part[slot], lane_sum[slot], r);
+        barrier(CLK_LOCAL_MEM_FENCE);
         if (lead && !slot_done[slot]) {
             if (measure) {
-                cost = dis_group_cost(part[slot], gsum, &b);
+                cost = dis_group_cost(lane_sum[slot], gsum, &b);
             }
             if (!(cost < last)) {
                 f = previous;
