@@ -250,8 +250,9 @@ def refinement_inputs(runtime, h: int, w: int, seed: int):
     return i0, i1, flow
 
 
+@pytest.mark.parametrize('local', [None, (8, 8)])
 @pytest.mark.parametrize('h, w', [(29, 37), (37, 29), (5, 3), (40, 33)])
-def test_dis_refinement_terms_match_reference(runtime, h, w):
+def test_dis_refinement_terms_match_reference(runtime, h, w, local):
     i0, i1, flow = refinement_inputs(runtime, h, w, h * w)
     built, _ = program(runtime, 8)
     averaged = empty(runtime, (h, w, 2))
@@ -259,7 +260,7 @@ def test_dis_refinement_terms_match_reference(runtime, h, w):
     wh = (i32(w), i32(h))
     built.kernel('dis_vr_warp')((w, h), (upload(runtime, i0), upload(runtime, i1),
                                          upload(runtime, flow), *wh, averaged), 'test')
-    built.kernel('dis_vr_terms')((w, h), (averaged, *wh, t1, t2), 'test')
+    built.kernel('dis_vr_terms')((w, h), (averaged, *wh, t1, t2), 'test', local)
     want1, want2 = ref.dis_vr_terms(i0, i1, flow)
     np.testing.assert_allclose(download(runtime, t1, (h, w, 4)), want1, atol=255e-4)
     np.testing.assert_allclose(download(runtime, t2, (h, w, 4)), want2, atol=255e-4)

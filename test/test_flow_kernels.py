@@ -91,7 +91,7 @@ def test_pyr_down_matches_reference_and_opencv(runtime, h, w, kernel):
         close(got, cv2.pyrDown(img), rel=1e-5 * 10)
 
 
-@pytest.mark.parametrize('local', [None, (1, 1), (3, 2)])
+@pytest.mark.parametrize('local', [None, (1, 1), (3, 2), (64, 1)])
 @pytest.mark.parametrize('h, w', SIZES + [(21, 70), (40, 161), (18, 48)])
 def test_pyr_down_formulations_are_equal_bit_for_bit(runtime, h, w, local):
     # Rows of 8 whose every lane is inside and whose last is at the border, widths past and at
@@ -125,7 +125,7 @@ def test_gradient_matches_reference(runtime, h, w, kernel):
     close(gradient(runtime, kernel, img), ref.gradient(img))
 
 
-@pytest.mark.parametrize('local', [None, (1, 1), (3, 2)])
+@pytest.mark.parametrize('local', [None, (1, 1), (3, 2), (64, 1)])
 @pytest.mark.parametrize('h, w', SIZES[:-1] + [(3, 4), (21, 70), (40, 161), (18, 48), (9, 10)])
 def test_gradient_formulations_are_equal_bit_for_bit(runtime, h, w, local):
     img = smooth_image(np.random.default_rng(h + w), h, w)
