@@ -292,33 +292,68 @@ __kernel void dis_search(__global const float* i0, __global const float2* g0,
     sparse_out[k] = moved.x * moved.x + moved.y * moved.y > DIS_PATCH * DIS_PATCH ? start : f;
 }
 
-// dis_search_group's row r of the patch at (ox, oy) for flow f: its sums into `sums`.
-inline void dis_group_row(__global const float* i0, __global const float2* g0,
-                          __global const float* i1, int w, int h, int ox, int oy, int r,
-                          float2 f, __local dis_sums* sums)
+// Lane j of dis_row_sums' sums of row r, (d, d^2, d * gx, d * gy): the same operations in
+// the same order as the row's float8 (its pixels c = j, j + 8, ...; the zeros a last chunk of
+// 4 adds to lanes 4 to 7; none for lanes past a side of 4). dis_search_group's work-item j
+// forms it, so the patch's 8 work-items read 8 neighbouring pixels at once.
+inline float4 dis_lane_terms(__global const float* i0, __global const float2* g0,
+                             __global const float* i1, int w, int h, int ox, int oy, int r,
+                             int inside, int bx, int by, float tx, float ty, int c)
+{
+    const size_t at = (size_t)(oy + r) * w + ox + c;
+    float d;
+    if (inside) {
+        __global const float* top = i1 + (size_t)(by + r) * w + bx + c;
+        __global const float* bottom = top + w;
+        const float upper = top[0] * (1.0f - tx) + top[1] * tx;
+        const float lower = bottom[0] * (1.0f - tx) + bottom[1] * tx;
+        d = upper * (1.0f - ty) + lower * ty - i0[at];
+    } else {
+        const int y0 = clamp_int(by + r, 0, h - 1), y1 = clamp_int(by + r + 1, 0, h - 1);
+        const int x0 = clamp_int(bx + c, 0, w - 1), x1 = clamp_int(bx + c + 1, 0, w - 1);
+        const float top = i1[y0 * w + x0] * (1.0f - tx) + i1[y0 * w + x1] * tx;
+        const float bottom = i1[y1 * w + x0] * (1.0f - tx) + i1[y1 * w + x1] * tx;
+        d = top * (1.0f - ty) + bottom * ty - i0[at];
+    }
+    const float2 g = g0[at];
+    return (float4)(d, d * d, d * g.x, d * g.y);
+}
+
+inline float4 dis_lane_row(__global const float* i0, __global const float2* g0,
+                           __global const float* i1, int w, int h, int ox, int oy, int r,
+                           int inside, int bx, int by, float tx, float ty, int j)
+{
+    if (j >= DIS_PATCH)
+        return 0.0f;
+    // inside: the first chunk's lane as it is, later chunks added; at the border every pixel
+    // added to a lane that starts at 0
+    float4 lane = inside ? dis_lane_terms(i0, g0, i1, w, h, ox, oy, r, 1, bx, by, tx, ty, j)
+                         : 0.0f + dis_lane_terms(i0, g0, i1, w, h, ox, oy, r, 0, bx, by, tx, ty,
+                                                 j);
+    for (int c = j + 8; c - j < DIS_PATCH; c += 8)
+        lane += c < DIS_PATCH ? dis_lane_terms(i0, g0, i1, w, h, ox, oy, r, inside, bx, by, tx,
+                                               ty, c)
+                              : 0.0f;
+    return lane;
+}
+
+// dis_search_group's work-item j for flow f: lanes j, j + DIS_PATCH, ... (< 8) of the patch's
+// sums, rows added in order (as dis_patch_cost's float8 sums add them), into `lanes`.
+inline void dis_group_lanes(__global const float* i0, __global const float2* g0,
+                            __global const float* i1, int w, int h, int ox, int oy, int j,
+                            float2 f, __local float (*lanes)[8])
 {
     int bx, by;
     float tx, ty;
     const int inside = dis_warp(w, h, ox, oy, f, &bx, &by, &tx, &ty);
-    dis_sums sd, sdd, sgx, sgy;
-    dis_row_sums(i0, g0, i1, w, h, ox, oy, r, inside, bx, by, tx, ty, &sd, &sdd, &sgx, &sgy);
-    sums[0] = sd;
-    sums[1] = sdd;
-    sums[2] = sgx;
-    sums[3] = sgy;
-}
-
-// Work-item r of a patch adds lane r of its rows' sums, row after row (as dis_patch_cost's
-// float8 sums add them), into `lanes`; a patch side of 4 also fills lanes 4 to 7 (zeros).
-inline void dis_group_lanes(__local const dis_sums (*rows)[4], __local float (*lanes)[8], int r)
-{
-    for (int lane = r; lane < 8; lane += DIS_PATCH) {
-        for (int q = 0; q < 4; ++q) {
-            float total = 0.0f;
-            for (int row = 0; row < DIS_PATCH; ++row)
-                total += ((__local const float*)&rows[row][q])[lane];
-            lanes[q][lane] = total;
-        }
+    for (int lane = j; lane < 8; lane += DIS_PATCH) {
+        float4 total = 0.0f;
+        for (int r = 0; r < DIS_PATCH; ++r)
+            total += dis_lane_row(i0, g0, i1, w, h, ox, oy, r, inside, bx, by, tx, ty, lane);
+        lanes[0][lane] = total.x;
+        lanes[1][lane] = total.y;
+        lanes[2][lane] = total.z;
+        lanes[3][lane] = total.w;
     }
 }
 
@@ -328,12 +363,13 @@ inline float dis_group_cost(__local const float (*lanes)[8], float2 gsum, float2
     return dis_cost(LOAD8(lanes[0]), LOAD8(lanes[1]), LOAD8(lanes[2]), LOAD8(lanes[3]), gsum, b);
 }
 
-// dis_search on GPUs: a work-item per patch row, DIS_SLOTS patches a work-group (patch k =
-// group * DIS_SLOTS + slot), so a GPU runs DIS_PATCH times more work-items. Each row forms its
-// sums, then a work-item per lane adds the rows' lanes in row order, and the slot's first
-// work-item (the lead) folds the lanes and steps the descent, as dis_search; every work-item of
-// the group reaches every barrier (the candidates and iterations are counted alike for all; a
-// finished or absent patch only skips its loads).
+// dis_search on GPUs: DIS_PATCH work-items a patch, DIS_SLOTS patches a work-group (patch k =
+// group * DIS_SLOTS + slot), so a GPU runs DIS_PATCH times more work-items. Work-item j forms
+// the template's Hessian sums of row j, and at each evaluation lane j of the patch's sums over
+// its rows (dis_group_lanes: pixels j, j + 8, ... of every row, neighbouring work-items reading
+// neighbouring pixels); the slot's first work-item (the lead) folds the lanes and steps the
+// descent, as dis_search; every work-item of the group reaches every barrier (the candidates
+// and iterations are counted alike for all; a finished or absent patch only skips its loads).
 __kernel __attribute__((reqd_work_group_size(DIS_PATCH, DIS_SLOTS, 1)))
 void dis_search_group(__global const float* i0, __global const float2* g0,
                       __global const float* i1, const int w, const int h,
@@ -342,7 +378,8 @@ void dis_search_group(__global const float* i0, __global const float2* g0,
                       __global float2* sparse_out, const int ws, const int hs,
                       const int stride, const int iterations, const int propagate)
 {
-    __local dis_sums part[DIS_SLOTS][DIS_PATCH][4];
+    __local float4 part[DIS_SLOTS][DIS_PATCH];
+    __local float part_yy[DIS_SLOTS][DIS_PATCH];
     __local float lane_sum[DIS_SLOTS][4][8];
     __local float2 slot_f[DIS_SLOTS];
     __local int slot_done[DIS_SLOTS];
@@ -352,8 +389,8 @@ void dis_search_group(__global const float* i0, __global const float2* g0,
     const int kx = active ? k % ws : 0, ky = active ? k / ws : 0;
     const int ox = dis_origin(kx, stride, w), oy = dis_origin(ky, stride, h);
     float row_yy = 0.0f;
-    part[slot][r][0].lo = active ? dis_row_hessian(g0, w, ox, oy, r, &row_yy) : 0.0f;
-    part[slot][r][1].s0 = row_yy;
+    part[slot][r] = active ? dis_row_hessian(g0, w, ox, oy, r, &row_yy) : 0.0f;
+    part_yy[slot][r] = row_yy;
     barrier(CLK_LOCAL_MEM_FENCE);
     float4 hessian = 0.0f;
     float2 gsum = 0.0f, start = 0.0f, b = 0.0f, f = 0.0f, previous = 0.0f;
@@ -362,8 +399,8 @@ void dis_search_group(__global const float* i0, __global const float2* g0,
         float4 rows = 0.0f;
         float syy = 0.0f;
         for (int row = 0; row < DIS_PATCH; ++row) {
-            rows += part[slot][row][0].lo;
-            syy += part[slot][row][1].s0;
+            rows += part[slot][row];
+            syy += part_yy[slot][row];
         }
         hessian = dis_hessian(rows, syy, &gsum);
     }
@@ -376,10 +413,7 @@ void dis_search_group(__global const float* i0, __global const float2* g0,
             const int at = active ? dis_candidate(n, kx, ky, ws, hs) : 0;
             const float2 other = at ? sparse_in[at - 1] : (float2)(0.0f);
             if (at)
-                dis_group_row(i0, g0, i1, w, h, ox, oy, r, other, part[slot][r]);
-            barrier(CLK_LOCAL_MEM_FENCE);
-            if (at)
-                dis_group_lanes(part[slot], lane_sum[slot], r);
+                dis_group_lanes(i0, g0, i1, w, h, ox, oy, r, other, lane_sum[slot]);
             barrier(CLK_LOCAL_MEM_FENCE);
             if (lead && at) {
                 float2 other_b;
@@ -402,10 +436,7 @@ void dis_search_group(__global const float* i0, __global const float2* g0,
     for (int t = 0; t < iterations; ++t) {
         const int measure = (t > 0 || !propagate) && !slot_done[slot];
         if (measure)
-            dis_group_row(i0, g0, i1, w, h, ox, oy, r, slot_f[slot], part[slot][r]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (measure)
-            dis_group_lanes(part[slot], lane_sum[slot], r);
+            dis_group_lanes(i0, g0, i1, w, h, ox, oy, r, slot_f[slot], lane_sum[slot]);
         barrier(CLK_LOCAL_MEM_FENCE);
         if (lead && !slot_done[slot]) {
             if (measure) {
