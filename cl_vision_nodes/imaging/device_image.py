@@ -62,6 +62,7 @@ class DeviceImages:
     def __init__(self, runtime: ClRuntime):
         self.runtime = runtime
         self.buffers = runtime.buffers()
+        self._staged: cl.Event | None = None
         program = runtime.program(KERNELS, opencl_defines())
         self._decode = program.kernel('decode_gray')
         self._decode_mono8 = program.kernel('decode_mono8')
@@ -71,11 +72,22 @@ class DeviceImages:
         self._repack_rows = program.kernel('repack_rows')
 
     def upload_raw(self, raw: RawImage) -> cl.Buffer:
-        """Copy the message bytes (step*height of them) into the ``raw`` device buffer."""
+        """
+        Copy the message bytes (step*height of them) into the ``raw`` device buffer.
+
+        On a GPU through a page-locked staging array: the transfer then starts at once, where
+        from the message's own (pageable) memory the driver first copied it aside.
+        """
         validate(raw)
         host = as_bytes(raw.data)[:raw.step * raw.height]
         buf = self.buffers.get('raw', host.nbytes, cl.mem_flags.READ_ONLY)
-        self.runtime.upload(buf, host, 'upload')
+        if self.runtime.limits.is_gpu:
+            if self._staged is not None:
+                self._staged.wait()  # the previous frame's transfer has read the array
+            staging = self.buffers.pinned('raw_host', (host.nbytes,), np.dtype(np.uint8))
+            np.copyto(staging, host)
+            host = staging
+        self._staged = self.runtime.upload(buf, host, 'upload')
         return buf
 
     def upload_gray(self, raw: RawImage, role: str = 'gray') -> cl.Buffer:
