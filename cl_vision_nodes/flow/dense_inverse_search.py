@@ -30,9 +30,9 @@ levels' steps of 2 compose).
 
 The kernels are those of kernels/flow/dense_inverse_search.cl; the search, the densification and
 the solver have two formulations, chosen by the ``formulation`` the estimator passes: on a GPU
-dis_search_group (a work-item per patch row, a group of patches a work-group), dis_densify (a
-work-item per pixel; dis_densify_warp also warps for the refinement, a launch fewer) and
-dis_vr_solve (a work-group shares a tile and forms its systems), on a CPU dis_search (a
+dis_search_group (a work-item per lane of a patch's 8, a group of patches a work-group),
+dis_densify (a work-item per pixel; dis_densify_warp also warps for the refinement, a launch
+fewer) and dis_vr_solve (a work-group shares a tile and forms its systems), on a CPU dis_search (a
 work-item per patch), dis_densify_rows (a work-item votes for 8 pixels of a row at once, PoCL's
 vectors) then dis_vr_warp, and dis_vr_system (every pixel's system, which PoCL vectorises
 across pixels) then dis_vr_solve_rows (a work-item walks a tile, a row of one colour as a
@@ -63,7 +63,7 @@ TILE = 16
 LANES = 8
 """Pixels of a row that a work-item of dis_densify_rows takes (DIS_LANES)."""
 SEARCH_SLOTS = 8
-"""Most patches a work-group of dis_search_group takes (a work-item per patch row)."""
+"""Most patches a work-group of dis_search_group takes (DIS_PATCH work-items a patch)."""
 
 
 def solve_group(limits: DeviceLimits, formulation: str) -> tuple[int, int]:
@@ -74,7 +74,7 @@ def solve_group(limits: DeviceLimits, formulation: str) -> tuple[int, int]:
 
 
 def search_slots(limits: DeviceLimits, patch: int) -> int:
-    """Patches a work-group of dis_search_group takes (DIS_SLOTS): up to 8, a row each item."""
+    """Patches one work-group of dis_search_group takes (DIS_SLOTS): up to 8, DIS_PATCH items."""
     return max(1, min(SEARCH_SLOTS, limits.max_group // patch))
 
 

@@ -20,8 +20,8 @@
 // Built with DIS_PATCH (patch side), DIS_TILE (side of the solver's tiles), DIS_GROUP_W x
 // DIS_GROUP_H (dis_vr_solve's work-group) and DIS_SLOTS (patches a dis_search_group work-group
 // takes). The search, the densification and the solver have two formulations each, with the same
-// numbers in the same order: on a GPU a work-item per patch row (dis_search_group), per pixel
-// (dis_densify) and a group of many work-items sharing a tile (dis_vr_solve); on a CPU a
+// numbers in the same order: on a GPU a work-item per lane of a patch (dis_search_group), per
+// pixel (dis_densify) and a group of many work-items sharing a tile (dis_vr_solve); on a CPU a
 // work-item per patch (dis_search), per 8 pixels of a row (dis_densify_rows) and per tile
 // (dis_vr_solve_rows, a row's 8 pixels of one colour at a time). A half-sweep updates pixels of
 // one colour, which read only pixels of the other, so both solvers give the same numbers.
@@ -52,9 +52,9 @@ inline int dis_origin(int k, int stride, int n)
 // Mean-normalised SSD between frame 0's patch at (ox, oy) and frame 1 at (ox, oy) + f, and the
 // mean-normalised descent sums b = sum grad I0 * diff - sum diff * gsum / n (gsum: the
 // template's gradient sum). Mean normalisation makes the match blind to a brightness offset.
-// The sums are formed a patch row at a time (dis_row_sums) and the rows added in order, so
-// dis_search (a work-item per patch) and dis_search_group (a work-item per patch row) give the
-// same numbers.
+// The sums are formed as 8 lanes (pixel c of a row in lane c % 8), the rows added in order and
+// the lanes folded once, so dis_search (a work-item per patch, a row as float8s: dis_row_sums)
+// and dis_search_group (a work-item per lane: dis_group_lanes) give the same numbers.
 
 // The search's helpers are inlined whatever the compiler's estimate: PoCL left the row sums a
 // call, and dis_search ran 1.5x slower on a CPU.
