@@ -256,14 +256,18 @@ def test_dis_refinement_terms_match_reference(runtime, h, w, local):
     i0, i1, flow = refinement_inputs(runtime, h, w, h * w)
     built, _ = program(runtime, 8)
     averaged = empty(runtime, (h, w, 2))
-    t1, t2 = empty(runtime, (h, w, 4)), empty(runtime, (h, w, 4))
+    terms = empty(runtime, (dis.TERMS, h, w))
     wh = (i32(w), i32(h))
     built.kernel('dis_vr_warp')((w, h), (upload(runtime, i0), upload(runtime, i1),
                                          upload(runtime, flow), *wh, averaged), 'test')
-    built.kernel('dis_vr_terms')((w, h), (averaged, *wh, t1, t2), 'test', local)
-    want1, want2 = ref.dis_vr_terms(i0, i1, flow)
-    np.testing.assert_allclose(download(runtime, t1, (h, w, 4)), want1, atol=255e-4)
-    np.testing.assert_allclose(download(runtime, t2, (h, w, 4)), want2, atol=255e-4)
+    built.kernel('dis_vr_terms')((w, h), (averaged, *wh, terms), 'test', local)
+    np.testing.assert_allclose(download(runtime, terms, (dis.TERMS, h, w)),
+                               term_planes(*ref.dis_vr_terms(i0, i1, flow)), atol=255e-4)
+
+
+def term_planes(t1: np.ndarray, t2: np.ndarray) -> np.ndarray:
+    """Return the reference's two float4 images as dis_vr_terms' planes."""
+    return np.concatenate([t1, t2], axis=-1).transpose(2, 0, 1)
 
 
 def solve(runtime, formulation: str, t1, t2, flow, dflow, offset: int, fresh: bool,
@@ -274,19 +278,11 @@ def solve(runtime, formulation: str, t1, t2, flow, dflow, offset: int, fresh: bo
     tiles = (-(-(w + offset) // dis.TILE), -(-(h + offset) // dis.TILE))
     items = (tiles[0] * group[0], tiles[1] * group[1])
     out, total = empty(runtime, (h, w, 2)), empty(runtime, (h, w, 2))
-    terms = (upload(runtime, t1), upload(runtime, t2))
-    flow_in, dflow_in = upload(runtime, flow), upload(runtime, dflow)
-    flags = (i32(offset), i32(fresh), i32(1))
-    scalars = tuple(f32(v) for v in weights)
-    if formulation == 'cpu':
-        system = empty(runtime, (6, h, w))
-        built.kernel('dis_vr_system')((w, h), (*terms, flow_in, dflow_in, i32(w), i32(h),
-                                               i32(fresh), *scalars, system), 'test')
-        built.kernel('dis_vr_solve_rows')(items, (system, flow_in, dflow_in, out, total, i32(w),
-                                                  i32(h), *flags), 'test', local=group)
-    else:
-        built.kernel('dis_vr_solve')(items, (*terms, flow_in, dflow_in, out, total, i32(w),
-                                             i32(h), *flags, *scalars), 'test', local=group)
+    args = (upload(runtime, term_planes(t1, t2)), upload(runtime, flow), upload(runtime, dflow),
+            out, total, i32(w), i32(h), i32(offset), i32(fresh), i32(1),
+            *(f32(v) for v in weights))
+    kernel = 'dis_vr_solve_rows' if formulation == 'cpu' else 'dis_vr_solve'
+    built.kernel(kernel)(items, args, 'test', local=group)
     return download(runtime, out, (h, w, 2)), download(runtime, total, (h, w, 2))
 
 

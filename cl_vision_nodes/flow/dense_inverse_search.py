@@ -34,9 +34,9 @@ dis_search_group (a work-item per lane of a patch's 8, a group of patches a work
 dis_densify (a work-item per pixel; dis_densify_warp also warps for the refinement, a launch
 fewer) and dis_vr_solve (a work-group shares a tile and forms its systems), on a CPU dis_search (a
 work-item per patch), dis_densify_rows (a work-item votes for 8 pixels of a row at once, PoCL's
-vectors) then dis_vr_warp, and dis_vr_system (every pixel's system, which PoCL vectorises
-across pixels) then dis_vr_solve_rows (a work-item walks a tile, a row of one colour as a
-float8). Both formulations compute the same numbers in the same order. Frames with a side
+vectors) then dis_vr_warp, and dis_vr_solve_rows (a work-item walks a tile and forms its
+systems, a row's pixels of one colour as a float8). Both formulations compute the same numbers
+in the same order. Frames with a side
 shorter than the patch get zero flow.
 """
 from __future__ import annotations
@@ -62,6 +62,8 @@ TILE = 16
 """Side of the dis_vr_solve tiles (DIS_TILE): they shape the result, the work-group does not."""
 LANES = 8
 """Pixels of a row that a work-item of dis_densify_rows takes (DIS_LANES)."""
+TERMS = 8
+"""Planes of dis_vr_terms' output (DIS_TERMS): the refinement's image derivatives."""
 SEARCH_SLOTS = 8
 """Most patches a work-group of dis_search_group takes (DIS_PATCH work-items a patch)."""
 
@@ -132,7 +134,6 @@ class DenseInverseSearch:
         self._warp = built.kernel('dis_vr_warp')
         self._terms = built.kernel('dis_vr_terms')
         self._solve = built.kernel('dis_vr_solve')
-        self._system = built.kernel('dis_vr_system')
         self._solve_rows = built.kernel('dis_vr_solve_rows')
 
     def depth(self, shapes: list[Shape], settings: FlowSettings) -> int:
@@ -170,12 +171,9 @@ class DenseInverseSearch:
                 'sparse_a': self.buffers.get('dis_sparse_a', sparse),
                 'sparse_b': self.buffers.get('dis_sparse_b', sparse),
                 'averaged': self.buffers.get('dis_averaged', count * 8),
-                't1': self.buffers.get('dis_terms_1', count * 16),
-                't2': self.buffers.get('dis_terms_2', count * 16),
+                'terms': self.buffers.get('dis_terms', count * 4 * TERMS),
                 'dflow_a': self.buffers.get('dis_dflow_a', count * 8),
-                'dflow_b': self.buffers.get('dis_dflow_b', count * 8),
-                'system': self.buffers.get('dis_system', count * 24 if self.formulation == 'cpu'
-                                           else 1)}
+                'dflow_b': self.buffers.get('dis_dflow_b', count * 8)}
 
     def _plan(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> _Plan:
         """Return the frame's launches, bound once per frame size, pyramid slot and settings."""
@@ -252,33 +250,26 @@ class DenseInverseSearch:
                       settings: FlowSettings) -> None:
         """Refine the field's flow at ``level`` variationally, into the field."""
         h, w = prev.shapes[level]
-        averaged, t1, t2 = named['averaged'], named['t1'], named['t2']
+        averaged, terms = named['averaged'], named['terms']
         dflow = named['dflow_a'], named['dflow_b']
         wh = (np.int32(w), np.int32(h))
         if self.formulation == 'cpu':  # on a GPU dis_densify_warp has warped
             steps.add(self._warp, (w, h), (prev.levels[level], cur.levels[level], steps.current,
                                            *wh, averaged), 'dis_refine')
-        steps.add(self._terms, (w, h), (averaged, *wh, t1, t2), 'dis_refine')
+        steps.add(self._terms, (w, h), (averaged, *wh, terms), 'dis_refine')
         weights = (np.float32(settings.dis_alpha / 2), np.float32(settings.dis_gamma / 2),
                    np.float32(settings.dis_delta / 2))
         iterations = settings.dis_refine_iterations
+        solve = self._solve_rows if self.formulation == 'cpu' else self._solve
         for index in range(iterations):
             offset = solve_offset(index)
             tiles = (-(-(w + offset) // TILE), -(-(h + offset) // TILE))
             items = (tiles[0] * self.group[0], tiles[1] * self.group[1])
             source, target = dflow[index % 2], dflow[1 - index % 2]
-            flags = (np.int32(offset), np.int32(index == 0), np.int32(index == iterations - 1))
             last = index == iterations - 1
-            if self.formulation == 'cpu':
-                steps.add(self._system, (w, h), (t1, t2, steps.current, source, *wh, flags[1],
-                                                 *weights, named['system']), 'dis_refine')
-                steps.add(self._solve_rows, items, (named['system'], steps.current, source,
-                                                    target, steps.spare, *wh, *flags),
-                          'dis_refine', local=self.group, swap=last)
-            else:
-                steps.add(self._solve, items, (t1, t2, steps.current, source, target, steps.spare,
-                                               *wh, *flags, *weights),
-                          'dis_refine', local=self.group, swap=last)
+            flags = (np.int32(offset), np.int32(index == 0), np.int32(last))
+            steps.add(solve, items, (terms, steps.current, source, target, steps.spare, *wh,
+                                     *flags, *weights), 'dis_refine', local=self.group, swap=last)
 
 
 @dataclass(frozen=True)

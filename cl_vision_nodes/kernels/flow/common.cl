@@ -78,6 +78,19 @@ inline int clamp_int(int i, int lo, int hi)
 #define SQRT_OP sqrt
 #endif
 
+// Square root of 8 lanes: lane by lane through SQRT_OP on CPU devices (clang turns the 8 into
+// one vsqrtps; PoCL's sqrt of a float8 is a call), the built-in elsewhere. Correctly rounded
+// either way on PoCL, so the lanes are the scalar kernels' values.
+inline float8 sqrt8(float8 x)
+{
+#ifdef CL_VISION_CPU_DEVICE
+    return (float8)(SQRT_OP(x.s0), SQRT_OP(x.s1), SQRT_OP(x.s2), SQRT_OP(x.s3), SQRT_OP(x.s4),
+                    SQRT_OP(x.s5), SQRT_OP(x.s6), SQRT_OP(x.s7));
+#else
+    return sqrt(x);
+#endif
+}
+
 // The pixel of this work-item, clamped into a w x h image. Per-pixel kernels take it instead of
 // returning early beyond the image: work-items past the edge (global sizes rounded up to whole
 // work-groups) recompute the edge pixel and store the same value again. Without the branch PoCL

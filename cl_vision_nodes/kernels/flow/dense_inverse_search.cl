@@ -650,26 +650,31 @@ inline float2 dis_diff2(__global const float2* img, int w, int h, int x, int y, 
 }
 
 // The derivatives of dis_vr_warp's output `ai` (I: the average, Iz: the difference), central
-// differences with replicated borders: t1 = (Ix, Iy, Iz, Ixz) and t2 = (Iyz, Ixx, Ixy, Iyy),
-// the second ones the central differences of Ix and Iy, formed here at the neighbours as a
-// first pass would store them, in one launch.
+// differences with replicated borders, as 8 planes of w * h floats: Ix, Iy, Iz, Ixz, Iyz, Ixx,
+// Ixy, Iyy; the second ones the central differences of Ix and Iy, formed here at the neighbours
+// as a first pass would store them, in one launch. Planes: dis_vr_solve_rows reads 16 pixels of
+// a row of one term as one vector.
+#define DIS_TERMS 8
 __kernel void dis_vr_terms(__global const float2* ai, const int w, const int h,
-                           __global float4* t1, __global float4* t2)
+                           __global float* terms)
 {
     const int2 p = item_pixel(w, h);
     const int x = p.x, y = p.y;
-    const size_t i = (size_t)y * w + x;
+    const size_t i = (size_t)y * w + x, plane = (size_t)w * h;
     const int xa = x + 1 < w ? x + 1 : w - 1, ya = y + 1 < h ? y + 1 : h - 1;
     const int xb = x - 1 > 0 ? x - 1 : 0, yb = y - 1 > 0 ? y - 1 : 0;
     const float2 dx = dis_diff2(ai, w, h, x, y, 1, 0), dy = dis_diff2(ai, w, h, x, y, 0, 1);
-    const float ixx = 0.5f * (dis_diff2(ai, w, h, xa, y, 1, 0).x
-                              - dis_diff2(ai, w, h, xb, y, 1, 0).x);
-    const float ixy = 0.5f * (dis_diff2(ai, w, h, x, ya, 1, 0).x
-                              - dis_diff2(ai, w, h, x, yb, 1, 0).x);
-    const float iyy = 0.5f * (dis_diff2(ai, w, h, x, ya, 0, 1).x
-                              - dis_diff2(ai, w, h, x, yb, 0, 1).x);
-    t1[i] = (float4)(dx.x, dy.x, ai[i].y, dx.y);
-    t2[i] = (float4)(dy.y, ixx, ixy, iyy);
+    terms[i] = dx.x;
+    terms[i + plane] = dy.x;
+    terms[i + 2 * plane] = ai[i].y;
+    terms[i + 3 * plane] = dx.y;
+    terms[i + 4 * plane] = dy.y;
+    terms[i + 5 * plane] = 0.5f * (dis_diff2(ai, w, h, xa, y, 1, 0).x
+                                   - dis_diff2(ai, w, h, xb, y, 1, 0).x);
+    terms[i + 6 * plane] = 0.5f * (dis_diff2(ai, w, h, x, ya, 1, 0).x
+                                   - dis_diff2(ai, w, h, x, yb, 1, 0).x);
+    terms[i + 7 * plane] = 0.5f * (dis_diff2(ai, w, h, x, ya, 0, 1).x
+                                   - dis_diff2(ai, w, h, x, yb, 0, 1).x);
 }
 
 // One fixed-point iteration of the variational refinement of flow W by dW: energy
@@ -684,9 +689,10 @@ __kernel void dis_vr_terms(__global const float2* ai, const int w, const int h,
 // smoothness weight of pixel p, for the edges to its right and lower neighbours, is taken from
 // forward differences of W + dW at the launch start, so both tiles of an edge agree on it.
 // Input dflow_in (taken as 0 when `fresh`), output dflow_out; `last` also writes W + dW to
-// flow_out. Two kernels: dis_vr_solve (GPUs: a work-group shares the tile) and
-// dis_vr_solve_rows (CPUs: one work-item walks it, a row's pixels of one colour as a float8).
-// They share the helpers below and compute the same numbers in the same order.
+// flow_out. Two kernels: dis_vr_solve (GPUs: a work-group shares the tile, a work-item per
+// pixel) and dis_vr_solve_rows (CPUs: one work-item walks the tile, a row's pixels of one colour
+// as a float8). The helpers below are written once for a float and for 8 lanes, so both kernels
+// compute the same numbers in the same order.
 
 // The span (tile and halo) of W + dW and of dW at the launch start, span index k = sy *
 // DIS_SPAN + sx for span pixel (sx, sy) = tile pixel (sx - 1, sy - 1); borders clamped.
@@ -702,66 +708,55 @@ inline void dis_span_pixel(__global const float2* flow, __global const float2* d
     *total = flow[g] + *dd;
 }
 
-// Smoothness weight of a pixel, for the edges to its right and lower neighbours, from the
-// forward differences of W + dW there (0 where the image ends: replicated border). Scalar
-// arguments: PoCL vectorises a kernel across work-items only while its values are scalars.
-inline float dis_smooth_weight(float ux, float vx, float uy, float vy, float a2)
-{
-    return a2 / SQRT_OP(ux * ux + vx * vx + uy * uy + vy * vy + DIS_EPS2);
+// DIS_REFINE_HELPERS(T, SQRT, suffix) defines, for values of type T (float, float8):
+// dis_smooth_weight: smoothness weight of a pixel, for the edges to its right and lower
+//   neighbours, from the forward differences of W + dW there (0 where the image ends);
+// dis_data_system: the data terms' part of a pixel's system at the lagged dW (du, dv): a11,
+//   a12, a22, b1, b2, from terms a = (Ix, Iy, Iz, Ixz), e = (Iyz, Ixx, Ixy, Iyy); reciprocals of
+//   the normalisations keep it to 5 divisions;
+// dis_system: the whole system from the data part, the edge weights wn (left, right, up, down;
+//   0 where no neighbour) and W at the pixel and its neighbours: (1 / a11, 1 / a22) with the
+//   smoothness on the diagonal, and the right-hand side with the pull of W's differences (the
+//   part that does not move in the sweeps).
+#define DIS_REFINE_HELPERS(T, SQRT, suffix) \
+DIS_INLINE T dis_smooth_weight##suffix(T ux, T vx, T uy, T vy, float a2) \
+{ \
+    return a2 / SQRT(ux * ux + vx * vx + uy * uy + vy * vy + DIS_EPS2); \
+} \
+\
+DIS_INLINE void dis_data_system##suffix(T ax, T ay, T az, T aw, T ex, T ey, T ez, T ew, T du, \
+                                        T dv, float g2, float d2, T* a11, T* a12, T* a22, \
+                                        T* b1, T* b2) \
+{ \
+    const T inv_norm = 1.0f / (ax * ax + ay * ay + DIS_ZETA2); \
+    const T residual = az + ax * du + ay * dv; \
+    const T wd = d2 / SQRT(residual * residual * inv_norm + DIS_EPS2) * inv_norm; \
+    const T inx = 1.0f / (ey * ey + ez * ez + DIS_ZETA2); \
+    const T iny = 1.0f / (ew * ew + ez * ez + DIS_ZETA2); \
+    const T rx = aw + ey * du + ez * dv; \
+    const T ry = ex + ez * du + ew * dv; \
+    const T wg = g2 / SQRT(rx * rx * inx + ry * ry * iny + DIS_EPS2); \
+    *a11 = wd * ax * ax + DIS_ZETA2 + wg * (ey * ey * inx + ez * ez * iny); \
+    *a12 = wd * ax * ay + wg * (ey * ez * inx + ez * ew * iny); \
+    *a22 = wd * ay * ay + DIS_ZETA2 + wg * (ez * ez * inx + ew * ew * iny); \
+    *b1 = -wd * az * ax - wg * (ey * aw * inx + ez * ex * iny); \
+    *b2 = -wd * az * ay - wg * (ez * aw * inx + ew * ex * iny); \
+} \
+\
+DIS_INLINE void dis_system##suffix(T a11, T a22, T b1, T b2, T wl, T wr, T wu, T wd, \
+                                   T own_u, T own_v, T l_u, T l_v, T r_u, T r_v, T u_u, \
+                                   T u_v, T d_u, T d_v, T* i11, T* i22, T* r1, T* r2) \
+{ \
+    const T sum = wl + wr + wu + wd; \
+    *i11 = 1.0f / (a11 + sum); \
+    *i22 = 1.0f / (a22 + sum); \
+    *r1 = b1 + (wl * (l_u - own_u) + wr * (r_u - own_u) + wu * (u_u - own_u) \
+                + wd * (d_u - own_u)); \
+    *r2 = b2 + (wl * (l_v - own_v) + wr * (r_v - own_v) + wu * (u_v - own_v) \
+                + wd * (d_v - own_v)); \
 }
-
-// The data terms' part of a pixel's system at the lagged dW (du, dv): a11, a12, a22, b1, b2.
-// a = (Ix, Iy, Iz, Ixz), e = (Iyz, Ixx, Ixy, Iyy). Reciprocals of the normalisations keep it to
-// 5 divisions; scalars throughout (see dis_smooth_weight).
-inline void dis_data_system(float ax, float ay, float az, float aw, float ex, float ey, float ez,
-                            float ew, float du, float dv, float g2, float d2, float* a11,
-                            float* a12, float* a22, float* b1, float* b2)
-{
-    const float inv_norm = 1.0f / (ax * ax + ay * ay + DIS_ZETA2);
-    const float residual = az + ax * du + ay * dv;
-    const float wd = d2 / SQRT_OP(residual * residual * inv_norm + DIS_EPS2) * inv_norm;
-    const float inx = 1.0f / (ey * ey + ez * ez + DIS_ZETA2);
-    const float iny = 1.0f / (ew * ew + ez * ez + DIS_ZETA2);
-    const float rx = aw + ey * du + ez * dv;
-    const float ry = ex + ez * du + ew * dv;
-    const float wg = g2 / SQRT_OP(rx * rx * inx + ry * ry * iny + DIS_EPS2);
-    *a11 = wd * ax * ax + DIS_ZETA2 + wg * (ey * ey * inx + ez * ez * iny);
-    *a12 = wd * ax * ay + wg * (ey * ez * inx + ez * ew * iny);
-    *a22 = wd * ay * ay + DIS_ZETA2 + wg * (ez * ez * inx + ew * ew * iny);
-    *b1 = -wd * az * ax - wg * (ey * aw * inx + ez * ex * iny);
-    *b2 = -wd * az * ay - wg * (ez * aw * inx + ew * ex * iny);
-}
-
-// dis_data_system of pixel g with its terms as float4s, as (a11, a12, a22, b1, b2, 0, 0, 0).
-inline float8 dis_data_system8(float4 a, float4 e, float2 d, float g2, float d2)
-{
-    float a11, a12, a22, b1, b2;
-    dis_data_system(a.x, a.y, a.z, a.w, e.x, e.y, e.z, e.w, d.x, d.y, g2, d2, &a11, &a12, &a22,
-                    &b1, &b2);
-    return (float8)(a11, a12, a22, b1, b2, 0.0f, 0.0f, 0.0f);
-}
-
-// A tile pixel's whole system, at span index me, from its data part and the span's smoothness
-// weights: edge weights wn (left, right, up, down; 0 where no neighbour), (1 / a11, a12,
-// 1 / a22) with the smoothness on the diagonal, and the right-hand side with the pull of W's
-// differences (the part that does not move in the sweeps).
-inline void dis_pixel_system(float8 data, __local const float2* total, __local const float2* d,
-                             __local const float* smooth, int w, int h, int gx, int gy, int me,
-                             float4* edges, float4* system, float2* rhs)
-{
-    const float4 wn = (float4)(gx > 0 ? smooth[me - 1] : 0.0f, gx < w - 1 ? smooth[me] : 0.0f,
-                               gy > 0 ? smooth[me - DIS_SPAN] : 0.0f,
-                               gy < h - 1 ? smooth[me] : 0.0f);
-    const float2 own = total[me] - d[me];
-    const float2 pull = wn.x * (total[me - 1] - d[me - 1] - own)
-                        + wn.y * (total[me + 1] - d[me + 1] - own)
-                        + wn.z * (total[me - DIS_SPAN] - d[me - DIS_SPAN] - own)
-                        + wn.w * (total[me + DIS_SPAN] - d[me + DIS_SPAN] - own);
-    const float sum = wn.x + wn.y + wn.z + wn.w;
-    *edges = wn;
-    *system = (float4)(1.0f / (data.s0 + sum), data.s1, 1.0f / (data.s2 + sum), 0.0f);
-    *rhs = (float2)(data.s3, data.s4) + pull;
-}
+DIS_REFINE_HELPERS(float, SQRT_OP, )
+DIS_REFINE_HELPERS(float8, sqrt8, 8)
 
 inline int dis_in_image(int gx, int gy, int w, int h)
 {
@@ -776,11 +771,11 @@ inline int dis_in_image(int gx, int gy, int w, int h)
     for (int tx = (int)get_local_id(0); tx < DIS_TILE; tx += DIS_GROUP_W)
 
 __kernel __attribute__((reqd_work_group_size(DIS_GROUP_W, DIS_GROUP_H, 1)))
-void dis_vr_solve(__global const float4* t1, __global const float4* t2,
-                  __global const float2* flow, __global const float2* dflow_in,
-                  __global float2* dflow_out, __global float2* flow_out, const int w,
-                  const int h, const int offset, const int fresh, const int last,
-                  const float a2, const float g2, const float d2)
+void dis_vr_solve(__global const float* terms, __global const float2* flow,
+                  __global const float2* dflow_in, __global float2* dflow_out,
+                  __global float2* flow_out, const int w, const int h, const int offset,
+                  const int fresh, const int last, const float a2, const float g2,
+                  const float d2)
 {
     __local float2 total[DIS_SPAN * DIS_SPAN];    // W + dW at the launch start
     __local float2 d[DIS_SPAN * DIS_SPAN];        // dW
@@ -791,6 +786,7 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
     const int lid = get_local_id(1) * DIS_GROUP_W + get_local_id(0);
     const int ox = (int)get_group_id(0) * DIS_TILE - offset;
     const int oy = (int)get_group_id(1) * DIS_TILE - offset;
+    const size_t plane = (size_t)w * h;
     for (int k = lid; k < DIS_SPAN * DIS_SPAN; k += DIS_ITEMS) {
         float2 t, dd;
         dis_span_pixel(flow, dflow_in, w, h, ox, oy, k, fresh, &t, &dd);
@@ -802,9 +798,11 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
         const int sx = k % DIS_SPAN, sy = k / DIS_SPAN;
         const int gx = ox - 1 + sx, gy = oy - 1 + sy;
         const int inside = sx <= DIS_TILE && sy <= DIS_TILE && dis_in_image(gx, gy, w, h);
+        // the span's borders are clamped: past the image's last column or row the difference
+        // is 0, as the replicated border wants
         const float2 here = total[k];
-        const float2 ddx = (gx < w - 1 ? total[k + 1] : here) - here;
-        const float2 ddy = (gy < h - 1 ? total[k + DIS_SPAN] : here) - here;
+        const float2 ddx = total[k + 1 < DIS_SPAN * DIS_SPAN ? k + 1 : k] - here;
+        const float2 ddy = total[k + DIS_SPAN < DIS_SPAN * DIS_SPAN ? k + DIS_SPAN : k] - here;
         smooth[k] = inside ? dis_smooth_weight(ddx.x, ddx.y, ddy.x, ddy.y, a2) : 0.0f;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -815,13 +813,24 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
                 continue;
             const int me = (ty + 1) * DIS_SPAN + tx + 1;
             const size_t g = (size_t)gy * w + gx;
-            float4 wn, c;
-            float2 r;
-            dis_pixel_system(dis_data_system8(t1[g], t2[g], d[me], g2, d2), total, d, smooth, w, h,
-                             gx, gy, me, &wn, &c, &r);
+            float a11, a12, a22, b1, b2;
+            dis_data_system(terms[g], terms[g + plane], terms[g + 2 * plane],
+                            terms[g + 3 * plane], terms[g + 4 * plane], terms[g + 5 * plane],
+                            terms[g + 6 * plane], terms[g + 7 * plane], d[me].x, d[me].y, g2, d2,
+                            &a11, &a12, &a22, &b1, &b2);
+            const float4 wn = (float4)(gx > 0 ? smooth[me - 1] : 0.0f,
+                                       gx < w - 1 ? smooth[me] : 0.0f,
+                                       gy > 0 ? smooth[me - DIS_SPAN] : 0.0f,
+                                       gy < h - 1 ? smooth[me] : 0.0f);
+            const float2 own = total[me] - d[me], l = total[me - 1] - d[me - 1];
+            const float2 r = total[me + 1] - d[me + 1], up = total[me - DIS_SPAN] - d[me - DIS_SPAN];
+            const float2 dn = total[me + DIS_SPAN] - d[me + DIS_SPAN];
+            float i11, i22, r1, r2;
+            dis_system(a11, a22, b1, b2, wn.x, wn.y, wn.z, wn.w, own.x, own.y, l.x, l.y, r.x, r.y,
+                       up.x, up.y, dn.x, dn.y, &i11, &i22, &r1, &r2);
             edges[k] = wn;
-            system[k] = c;
-            rhs[k] = r;
+            system[k] = (float4)(i11, a12, i22, 0.0f);
+            rhs[k] = (float2)(r1, r2);
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -860,72 +869,45 @@ void dis_vr_solve(__global const float4* t1, __global const float4* t2,
     }
 }
 
-// The CPU formulation's first step of a fixed-point iteration: every pixel's data system and
-// smoothness weight in 6 planes of w * h floats (a11, a12, a22, b1, b2, smoothness), a
-// work-item per pixel (PoCL computes 8 pixels an instruction here; planes keep its stores
-// contiguous).
-#define DIS_SYSTEM_PLANES 6
-__kernel void dis_vr_system(__global const float* t1, __global const float* t2,
-                            __global const float* flow, __global const float* dflow_in,
-                            const int w, const int h, const int fresh, const float a2,
-                            const float g2, const float d2, __global float* sys)
-{
-    // int indices (frames below 2^29 pixels): 32-bit gathers, twice as many a vector
-    const int x = (int)get_global_id(0) < w ? (int)get_global_id(0) : w - 1;
-    const int y = (int)get_global_id(1) < h ? (int)get_global_id(1) : h - 1;
-    const int g = y * w + x;
-    const int right = x < w - 1 ? g + 1 : g, down = y < h - 1 ? g + w : g;
-    // loaded whatever `fresh` says, then selected (the buffer may hold any bits when fresh)
-    const float in_u = dflow_in[2 * g], in_v = dflow_in[2 * g + 1];
-    const float in_ru = dflow_in[2 * right], in_rv = dflow_in[2 * right + 1];
-    const float in_du = dflow_in[2 * down], in_dv = dflow_in[2 * down + 1];
-    const float du = fresh ? 0.0f : in_u, dv = fresh ? 0.0f : in_v;
-    const float ru = fresh ? 0.0f : in_ru, rv = fresh ? 0.0f : in_rv;
-    const float bu = fresh ? 0.0f : in_du, bv = fresh ? 0.0f : in_dv;
-    const int plane = w * h;
-    float a11, a12, a22, b1, b2;
-    dis_data_system(t1[4 * g], t1[4 * g + 1], t1[4 * g + 2], t1[4 * g + 3], t2[4 * g],
-                    t2[4 * g + 1], t2[4 * g + 2], t2[4 * g + 3], du, dv, g2, d2, &a11, &a12,
-                    &a22, &b1, &b2);
-    sys[g] = a11;
-    sys[g + plane] = a12;
-    sys[g + 2 * plane] = a22;
-    sys[g + 3 * plane] = b1;
-    sys[g + 4 * plane] = b2;
-    const float hu = flow[2 * g] + du, hv = flow[2 * g + 1] + dv;
-    sys[g + 5 * plane] = dis_smooth_weight(flow[2 * right] + ru - hu, flow[2 * right + 1] + rv - hv,
-                                           flow[2 * down] + bu - hu, flow[2 * down + 1] + bv - hv,
-                                           a2);
-}
-
-// Pixel g's data system from dis_vr_system's planes.
-inline float8 dis_stored_system(__global const float* sys, size_t g, size_t plane)
-{
-    return (float8)(sys[g], sys[g + plane], sys[g + 2 * plane], sys[g + 3 * plane],
-                    sys[g + 4 * plane], 0.0f, 0.0f, 0.0f);
-}
-
 #if DIS_TILE == 16
-// dis_vr_solve_rows keeps dW per component in two planes per span row, the span's even and odd
-// columns (DIS_HALF each): in a half-sweep the pixels of one colour in a tile row are every
-// other column, i.e. 8 neighbouring entries of one plane, and their left, right, upper and
-// lower neighbours 8 neighbouring entries of the other plane or of the rows above and below.
-// The tile pixel's coefficients are stored by (row, plane, lane) in the same order. Lanes
-// outside the image get a system that leaves them alone for the image (no weights).
+// dis_vr_solve_rows keeps W + dW and dW per component in two planes per span row, the span's
+// even and odd columns (DIS_HALF each), and the smoothness weights likewise: in a half-sweep
+// the pixels of one colour in a tile row are every other column, i.e. 8 neighbouring entries of
+// one plane, and their left, right, upper and lower neighbours 8 neighbouring entries of the
+// other plane or of the rows above and below. Span columns 2 * (base + lane) + odd with base
+// = !odd are tile columns of one colour: 1, 3, .. 15 (odd) or 2, 4, .. 16 (even). The tile
+// pixels' coefficients are stored by (row, plane, lane) in the same order. Lanes outside the
+// image get a zero system: no weights, so the image never reads them.
 #define DIS_HALF (DIS_SPAN / 2)
 #define DIS_PLANE(row, odd) (((row) * 2 + (odd)) * DIS_HALF)
 #define DIS_COEF(ty, odd) (((ty) * 2 + (odd)) * DIS_LANES)
 
-__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void dis_vr_solve_rows(__global const float* sys, __global const float2* flow,
-                       __global const float2* dflow_in,
-                       __global float2* dflow_out, __global float2* flow_out, const int w,
-                       const int h, const int offset, const int fresh, const int last)
+// The 8 values of a 16-pixel tile row of one colour in a row of w floats: tile columns 0, 2, ..
+// 14 (span columns odd) or 1, 3, .. 15; clamped into the row where the tile overhangs it.
+DIS_INLINE float8 dis_tile_lanes(__global const float* row, int ox, int w, int odd)
 {
-    __local float2 total[DIS_SPAN * DIS_SPAN];
-    __local float2 d[DIS_SPAN * DIS_SPAN];
+    float16 r;
+    if (ox >= 0 && ox + DIS_TILE <= w) {
+        r = (float16)(LOAD8(row + ox), LOAD8(row + ox + 8));
+    } else {
+        float c[DIS_TILE];
+        for (int i = 0; i < DIS_TILE; ++i)
+            c[i] = row[clamp_int(ox + i, 0, w - 1)];
+        r = (float16)(LOAD8(c), LOAD8(c + 8));
+    }
+    return odd ? r.even : r.odd;
+}
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void dis_vr_solve_rows(__global const float* terms, __global const float2* flow,
+                       __global const float2* dflow_in, __global float2* dflow_out,
+                       __global float2* flow_out, const int w, const int h, const int offset,
+                       const int fresh, const int last, const float a2, const float g2,
+                       const float d2)
+{
+    __local float tu[DIS_SPAN * DIS_SPAN], tv[DIS_SPAN * DIS_SPAN];  // W + dW at the start
+    __local float u[DIS_SPAN * DIS_SPAN], v[DIS_SPAN * DIS_SPAN];    // dW
     __local float smooth[DIS_SPAN * DIS_SPAN];
-    __local float u[DIS_SPAN * DIS_SPAN], v[DIS_SPAN * DIS_SPAN];  // dW in planes
     __local float wl[DIS_TILE * 2 * DIS_LANES], wr[DIS_TILE * 2 * DIS_LANES];
     __local float wu[DIS_TILE * 2 * DIS_LANES], wd[DIS_TILE * 2 * DIS_LANES];
     __local float i11[DIS_TILE * 2 * DIS_LANES], a12[DIS_TILE * 2 * DIS_LANES];
@@ -934,40 +916,81 @@ void dis_vr_solve_rows(__global const float* sys, __global const float2* flow,
     const int ox = (int)get_group_id(0) * DIS_TILE - offset;
     const int oy = (int)get_group_id(1) * DIS_TILE - offset;
     const size_t plane = (size_t)w * h;
+    const int8 lane = (int8)(0, 1, 2, 3, 4, 5, 6, 7);
+    const float8 none = 0.0f;
     for (int sy = 0; sy < DIS_SPAN; ++sy) {
         const size_t row = (size_t)clamp_int(oy - 1 + sy, 0, h - 1) * w;
         for (int sx = 0; sx < DIS_SPAN; ++sx) {
             const size_t g = row + clamp_int(ox - 1 + sx, 0, w - 1);
-            const int k = sy * DIS_SPAN + sx, at = DIS_PLANE(sy, sx & 1) + sx / 2;
+            const int at = DIS_PLANE(sy, sx & 1) + sx / 2;
             const float2 loaded = dflow_in[g];
             const float2 dd = fresh ? (float2)(0.0f) : loaded;
-            total[k] = flow[g] + dd;
-            d[k] = dd;
+            const float2 t = flow[g] + dd;
+            tu[at] = t.x;
+            tv[at] = t.y;
             u[at] = dd.x;
             v[at] = dd.y;
-            smooth[k] = sys[g + 5 * plane];  // read only where the pixel and its edge exist
         }
     }
+    // smoothness weights of span rows 0 .. DIS_TILE, columns 0 .. DIS_TILE (the span's borders
+    // are clamped: past the image's last column or row the difference is 0)
+    for (int sy = 0; sy <= DIS_TILE; ++sy) {
+        const int gy = oy - 1 + sy, row_inside = gy >= 0 && gy < h;
+        for (int odd = 0; odd < 2; ++odd) {
+            const int base = !odd, here = DIS_PLANE(sy, odd) + base;
+            const int right = DIS_PLANE(sy, !odd) + 1, down = DIS_PLANE(sy + 1, odd) + base;
+            const int8 gx = ox - 1 + 2 * (base + lane) + odd;
+            const float8 hu = LOAD8(tu + here), hv = LOAD8(tv + here);
+            const float8 s = dis_smooth_weight8(LOAD8(tu + right) - hu, LOAD8(tv + right) - hv,
+                                                LOAD8(tu + down) - hu, LOAD8(tv + down) - hv, a2);
+            STORE8((gx >= 0) & (gx < w) & (row_inside ? -1 : 0) ? s : none, smooth + here);
+        }
+        const int here = DIS_PLANE(sy, 0), right = DIS_PLANE(sy, 1), down = DIS_PLANE(sy + 1, 0);
+        const int gx = ox - 1;  // span column 0
+        smooth[here] = row_inside && gx >= 0 && gx < w
+            ? dis_smooth_weight(tu[right] - tu[here], tv[right] - tv[here],
+                                tu[down] - tu[here], tv[down] - tv[here], a2) : 0.0f;
+    }
     for (int ty = 0; ty < DIS_TILE; ++ty) {
-        for (int tx = 0; tx < DIS_TILE; ++tx) {
-            const int gx = ox + tx, gy = oy + ty, sx = tx + 1;
-            // lane of span column sx: odd columns 1, 3, .. 15 and even ones 2, 4, .. 16
-            const int at = DIS_COEF(ty, sx & 1) + ((sx & 1) ? (sx - 1) / 2 : (sx - 2) / 2);
-            float4 edges = 0.0f, system = 0.0f;
-            float2 rhs = 0.0f;
-            if (dis_in_image(gx, gy, w, h))
-                dis_pixel_system(dis_stored_system(sys, (size_t)gy * w + gx, plane), total, d,
-                                 smooth, w, h, gx, gy,
-                                 (ty + 1) * DIS_SPAN + sx, &edges, &system, &rhs);
-            wl[at] = edges.x;
-            wr[at] = edges.y;
-            wu[at] = edges.z;
-            wd[at] = edges.w;
-            i11[at] = system.x;
-            a12[at] = system.y;
-            i22[at] = system.z;
-            r1[at] = rhs.x;
-            r2[at] = rhs.y;
+        const int sy = ty + 1, gy = oy + ty;
+        const __global float* row = terms + (size_t)clamp_int(gy, 0, h - 1) * w;
+        for (int odd = 0; odd < 2; ++odd) {
+            const int base = !odd, own = DIS_PLANE(sy, odd) + base;
+            const int left = DIS_PLANE(sy, !odd), right = left + 1;
+            const int up = DIS_PLANE(sy - 1, odd) + base, down = DIS_PLANE(sy + 1, odd) + base;
+            const int8 gx = ox - 1 + 2 * (base + lane) + odd;
+            const int8 inside = (gx >= 0) & (gx < w) & (gy >= 0 && gy < h ? -1 : 0);
+            float8 c11, c12, c22, c1, c2;
+            dis_data_system8(dis_tile_lanes(row, ox, w, odd),
+                             dis_tile_lanes(row + plane, ox, w, odd),
+                             dis_tile_lanes(row + 2 * plane, ox, w, odd),
+                             dis_tile_lanes(row + 3 * plane, ox, w, odd),
+                             dis_tile_lanes(row + 4 * plane, ox, w, odd),
+                             dis_tile_lanes(row + 5 * plane, ox, w, odd),
+                             dis_tile_lanes(row + 6 * plane, ox, w, odd),
+                             dis_tile_lanes(row + 7 * plane, ox, w, odd), LOAD8(u + own),
+                             LOAD8(v + own), g2, d2, &c11, &c12, &c22, &c1, &c2);
+            const float8 el = gx > 0 ? LOAD8(smooth + left) : none;
+            const float8 er = gx < w - 1 ? LOAD8(smooth + own) : none;
+            const float8 eu = gy > 0 ? LOAD8(smooth + up) : none;
+            const float8 ed = gy < h - 1 ? LOAD8(smooth + own) : none;
+            float8 inv11, inv22, rhs1, rhs2;
+            dis_system8(c11, c22, c1, c2, el, er, eu, ed, LOAD8(tu + own) - LOAD8(u + own),
+                        LOAD8(tv + own) - LOAD8(v + own), LOAD8(tu + left) - LOAD8(u + left),
+                        LOAD8(tv + left) - LOAD8(v + left), LOAD8(tu + right) - LOAD8(u + right),
+                        LOAD8(tv + right) - LOAD8(v + right), LOAD8(tu + up) - LOAD8(u + up),
+                        LOAD8(tv + up) - LOAD8(v + up), LOAD8(tu + down) - LOAD8(u + down),
+                        LOAD8(tv + down) - LOAD8(v + down), &inv11, &inv22, &rhs1, &rhs2);
+            const int c = DIS_COEF(ty, odd);
+            STORE8(inside ? el : none, wl + c);
+            STORE8(inside ? er : none, wr + c);
+            STORE8(inside ? eu : none, wu + c);
+            STORE8(inside ? ed : none, wd + c);
+            STORE8(inside ? inv11 : none, i11 + c);
+            STORE8(inside ? c12 : none, a12 + c);
+            STORE8(inside ? inv22 : none, i22 + c);
+            STORE8(inside ? rhs1 : none, r1 + c);
+            STORE8(inside ? rhs2 : none, r2 + c);
         }
     }
     for (int sweep = 0; sweep < DIS_SWEEPS; ++sweep) {
@@ -976,10 +999,10 @@ void dis_vr_solve_rows(__global const float* sys, __global const float2* flow,
                 const int sy = ty + 1;
                 // span columns of this colour in this row: odd (1, 3, ..) or even (2, 4, ..)
                 const int odd = ((parity - (ox - 1) - (oy + ty)) & 1);
-                const int own = DIS_PLANE(sy, odd) + (odd ? 0 : 1);
+                const int own = DIS_PLANE(sy, odd) + !odd;
                 const int left = DIS_PLANE(sy, !odd), right = left + 1;
-                const int up = DIS_PLANE(sy - 1, odd) + (odd ? 0 : 1);
-                const int down = DIS_PLANE(sy + 1, odd) + (odd ? 0 : 1);
+                const int up = DIS_PLANE(sy - 1, odd) + !odd;
+                const int down = DIS_PLANE(sy + 1, odd) + !odd;
                 const int c = DIS_COEF(ty, odd);
                 const float8 cu = LOAD8(u + own), cv = LOAD8(v + own);
                 const float8 su = LOAD8(wl + c) * LOAD8(u + left)

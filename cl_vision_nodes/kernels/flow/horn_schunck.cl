@@ -278,8 +278,8 @@ __kernel void hs_update(__global const float2* flow, __global const float2* dflo
 // tile (hs_sor_cpu) or row (hs_warp_cpu, hs_update_cpu), with no barriers. PoCL calls its
 // built-in functions instead of inlining them (and spills the vector registers around each
 // call), so the loops use operators (?: for select, fmin and fmax) and float8 arrays instead of
-// vload/vstore, and rsqrt8 is 1 / sqrt lane by lane through SQRT_OP (common.cl; clang turns the
-// 8 into one vsqrtps; PoCL's rsqrt is that same 1 / sqrt, so the numbers are hs_sor's).
+// vload/vstore, and rsqrt8 is 1 / sqrt8 (common.cl: one vsqrtps; PoCL's rsqrt is that same
+// 1 / sqrt, so the numbers are hs_sor's).
 #ifdef HS_CPU
 #if HS_TILE != 16
 #error "hs_sor_cpu is written for 16 x 16 tiles (float8 rows of one colour)"
@@ -288,8 +288,7 @@ __kernel void hs_update(__global const float2* flow, __global const float2* dflo
 
 HS_CPU_INLINE float8 rsqrt8(float8 x)
 {
-    return 1.0f / (float8)(SQRT_OP(x.s0), SQRT_OP(x.s1), SQRT_OP(x.s2), SQRT_OP(x.s3),
-                           SQRT_OP(x.s4), SQRT_OP(x.s5), SQRT_OP(x.s6), SQRT_OP(x.s7));
+    return 1.0f / sqrt8(x);
 }
 
 // Smoothness pull of one neighbour on 8 pixels, as hs_neighbour; lanes without that neighbour
