@@ -182,7 +182,8 @@ def densify(runtime, formulation: str, i0, i1, sparse, patch: int, stride: int) 
     args = (upload(runtime, i0), upload(runtime, i1), i32(w), i32(h), upload(runtime, sparse),
             i32(ws), i32(hs), i32(stride), out)
     if formulation == 'cpu':
-        built.kernel('dis_densify_rows')((-(-w // dis.LANES), h), args, 'test', local=(1, 1))
+        built.kernel('dis_densify_rows')((-(-w // dis.LANES), -(-h // dis.DENSIFY_ROWS)), args,
+                                         'test', local=(1, 1))
     else:
         built.kernel('dis_densify')((w, h), args, 'test')
     return download(runtime, out, (h, w, 2))

@@ -62,6 +62,8 @@ TILE = 16
 """Side of the dis_vr_solve tiles (DIS_TILE): they shape the result, the work-group does not."""
 LANES = 8
 """Pixels of a row that a work-item of dis_densify_rows takes (DIS_LANES)."""
+DENSIFY_ROWS = 8
+"""Rows that a work-item of dis_densify_rows takes (DIS_DENSIFY_ROWS)."""
 TERMS = 8
 """Planes of dis_vr_terms' output (DIS_TERMS): the refinement's image derivatives."""
 SEARCH_SLOTS = 8
@@ -237,8 +239,8 @@ class DenseInverseSearch:
                           'dis_search', local=(patch, slots))
         densify = (prev.levels[level], cur.levels[level], *wh, sparse[1], *grid, steps.spare)
         if self.formulation == 'cpu':
-            steps.add(self._densify_rows, (-(-w // LANES), h), densify, 'dis_densify',
-                      local=(1, 1), swap=True)
+            steps.add(self._densify_rows, (-(-w // LANES), -(-h // DENSIFY_ROWS)), densify,
+                      'dis_densify', local=(1, 1), swap=True)
         elif settings.dis_refine_iterations > 0:  # the refinement's warp in the same launch
             steps.add(self._densify_warp, (w, h), (*densify, named['averaged']), 'dis_densify',
                       swap=True)
