@@ -13,6 +13,11 @@
 # limitations under the License.
 
 """The device layer: probed device choice, programs by value, no fp64, limits, owned buffers."""
+import json
+import os
+import subprocess
+import sys
+
 from cl_vision_nodes.errors import DeviceError, KernelBuildError
 from cl_vision_nodes.imaging.encodings import opencl_defines
 from cl_vision_nodes.opencl import devices, programs
@@ -96,6 +101,46 @@ def test_every_listed_device_here_passes_the_probe_or_is_a_pocl_that_does_not_kn
         assert error is None or ('unknown target CPU' in error
                                  and 'Portable Computing Language' in entry.platform_name), \
             (entry.name, entry.platform_name, error)
+
+
+# A fresh process: PoCL reads POCL_AFFINITY when it starts. Prints the variable and the CPUs
+# each thread of the process may run on, once a CPU runtime has run a kernel.
+AFFINITY_CHILD = """
+import json, os, sys
+if sys.argv[1] == 'restricted':
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+from cl_vision_nodes.opencl.runtime import ClRuntime
+import numpy as np
+runtime = ClRuntime('cpu')
+host = np.zeros(64, np.float32)
+runtime.download(host, runtime.buffers().get('probe', host.nbytes), 'probe')
+cpus = []
+for task in os.listdir('/proc/self/task'):
+    with open(f'/proc/self/task/{task}/status') as status:
+        line = next(x for x in status if x.startswith('Cpus_allowed_list'))
+        cpus.append(line.split()[1])
+print(json.dumps([os.environ.get('POCL_AFFINITY'), cpus]))
+"""
+
+
+def affinity_child(mode: str, env: dict[str, str]) -> tuple[str | None, list[str]]:
+    result = subprocess.run([sys.executable, '-c', AFFINITY_CHILD, mode], env=env,
+                            capture_output=True, text=True, timeout=120, check=True)
+    return tuple(json.loads(result.stdout.splitlines()[-1]))
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or os.cpu_count() != len(
+    os.sched_getaffinity(0)), reason='needs a process free to run on 2 or more CPUs')
+def test_pocl_workers_are_pinned_one_a_cpu_unless_restricted_or_chosen():
+    env = {k: v for k, v in os.environ.items() if k != 'POCL_AFFINITY'}
+    variable, cpus = affinity_child('free', env)
+    assert variable == '1'
+    # the workers: one thread on each CPU alone (the others may run anywhere)
+    assert {str(cpu) for cpu in range(os.cpu_count())} <= set(cpus)
+    variable, cpus = affinity_child('restricted', env)  # a taskset: PoCL could not pin there
+    assert variable is None and len(set(cpus)) == 1
+    variable, _ = affinity_child('free', {**env, 'POCL_AFFINITY': '0'})  # the user's choice
+    assert variable == '0'
 
 
 def test_build_failure_is_one_line_naming_device_file_first_error_and_fix(monkeypatch, runtime):

@@ -82,8 +82,23 @@ class DeviceEntry:
         return f'{self.name} ({self.kind}, {self.platform_name}, {self.index})'
 
 
+def pin_cpu_workers() -> None:
+    """
+    Ask PoCL to pin its worker threads, one a core (POCL_AFFINITY=1), unless set already.
+
+    Unpinned, on a 2-core machine runs of frames took the time of one worker, not two (dis
+    ultrafast 640x480: 1.65 ms against 1.15 ms; steady at 1.15 ms pinned). PoCL pins worker i to
+    CPU i, so only where this process may run on every CPU (a taskset or cpuset would refuse the
+    CPUs outside it). PoCL reads it when it starts: before the process first lists platforms.
+    """
+    cpus = os.cpu_count() or 1
+    if 'POCL_AFFINITY' not in os.environ and os.sched_getaffinity(0) == set(range(cpus)):
+        os.environ['POCL_AFFINITY'] = '1'
+
+
 def list_devices() -> list[DeviceEntry]:
     """All devices of all platforms; DeviceError with install advice when there are none."""
+    pin_cpu_workers()
     try:
         platforms = cl.get_platforms()
     except cl.Error as exc:
