@@ -76,73 +76,94 @@ DIS_INLINE int dis_warp(int w, int h, int ox, int oy, float2 f, int* bx, int* by
 }
 
 // Row r's sums of d, d^2, d * gx and d * gy (d = warped frame 1 - frame 0) as float8 lanes,
-// pixel c in lane c % 8 (a second chunk of 8, or a last one of 4, added to the first): inside
-// the image a row is read as float8s (DIS_PATCH is a multiple of 4), so a CPU computes eight
-// pixels an instruction; at the border taps are clamped one by one. A row of 8 is its own sums,
-// no additions: the caller adds the rows.
+// pixel c in lane c % 8 (a second chunk of 8, or a last one of 4, added to the first). A row of
+// 8 is its own sums, no additions: the caller adds the rows.
 typedef float8 dis_sums;
-DIS_INLINE void dis_row_sums(__global const float* i0, __global const float2* g0,
-                         __global const float* i1, int w, int h, int ox, int oy, int r,
-                         int inside, int bx, int by, float tx, float ty, dis_sums* sd,
-                         dis_sums* sdd, dis_sums* sgx, dis_sums* sgy)
+#define DIS_CHUNKS ((DIS_PATCH + 7) / 8)
+
+// Frame 1's row y interpolated along x at the patch's taps (bx + c + tx), chunk by chunk (a
+// last chunk of 4 in the lower half).
+DIS_INLINE void dis_warp_row(__global const float* i1, int w, int bx, int y, float tx,
+                             float8 row[DIS_CHUNKS])
 {
-    if (inside) {
-        __global const float* top = i1 + (size_t)(by + r) * w + bx;
-        __global const float* bottom = top + w;
-        __global const float* tmpl = i0 + (size_t)(oy + r) * w + ox;
-        __global const float* grad = (__global const float*)(g0 + (size_t)(oy + r) * w + ox);
+    __global const float* p = i1 + (size_t)y * w + bx;
 #pragma unroll
-        for (int c = 0; c < DIS_PATCH; c += 8) {
-            dis_sums d, gx, gy;
-            if (c + 8 <= DIS_PATCH) {
-                const float8 upper = LOAD8(top + c) * (1.0f - tx) + LOAD8(top + c + 1) * tx;
-                const float8 lower = LOAD8(bottom + c) * (1.0f - tx)
-                                     + LOAD8(bottom + c + 1) * tx;
-                const float16 g = (float16)(LOAD8(grad + 2 * c), LOAD8(grad + 2 * c + 8));
-                d = upper * (1.0f - ty) + lower * ty - LOAD8(tmpl + c);
-                gx = g.even;
-                gy = g.odd;
-            } else {  // the last 4 of a side of 4 or 12, lanes 0 to 3
-                const float4 upper = LOAD4(top + c) * (1.0f - tx) + LOAD4(top + c + 1) * tx;
-                const float4 lower = LOAD4(bottom + c) * (1.0f - tx)
-                                     + LOAD4(bottom + c + 1) * tx;
-                const float8 g = LOAD8(grad + 2 * c);
-                d = (float8)(upper * (1.0f - ty) + lower * ty - LOAD4(tmpl + c), (float4)(0.0f));
-                gx = (float8)(g.even, (float4)(0.0f));
-                gy = (float8)(g.odd, (float4)(0.0f));
-            }
-            if (c == 0) {
-                *sd = d;
-                *sdd = d * d;
-                *sgx = d * gx;
-                *sgy = d * gy;
-            } else {
-                *sd += d;
-                *sdd += d * d;
-                *sgx += d * gx;
-                *sgy += d * gy;
-            }
-        }
-    } else {
-        float lanes[4][8] = {{0.0f}};
-        const int y0 = clamp_int(by + r, 0, h - 1), y1 = clamp_int(by + r + 1, 0, h - 1);
-        for (int c = 0; c < DIS_PATCH; ++c) {
-            const size_t at = (size_t)(oy + r) * w + ox + c;
-            const int x0 = clamp_int(bx + c, 0, w - 1), x1 = clamp_int(bx + c + 1, 0, w - 1);
-            const float top = i1[y0 * w + x0] * (1.0f - tx) + i1[y0 * w + x1] * tx;
-            const float bottom = i1[y1 * w + x0] * (1.0f - tx) + i1[y1 * w + x1] * tx;
-            const float d = top * (1.0f - ty) + bottom * ty - i0[at];
-            const float2 g = g0[at];
-            lanes[0][c % 8] += d;
-            lanes[1][c % 8] += d * d;
-            lanes[2][c % 8] += d * g.x;
-            lanes[3][c % 8] += d * g.y;
-        }
-        *sd = LOAD8(lanes[0]);
-        *sdd = LOAD8(lanes[1]);
-        *sgx = LOAD8(lanes[2]);
-        *sgy = LOAD8(lanes[3]);
+    for (int c = 0; c < DIS_PATCH; c += 8) {
+        if (c + 8 <= DIS_PATCH)
+            row[c / 8] = LOAD8(p + c) * (1.0f - tx) + LOAD8(p + c + 1) * tx;
+        else
+            row[c / 8] = (float8)(LOAD4(p + c) * (1.0f - tx) + LOAD4(p + c + 1) * tx,
+                                  (float4)(0.0f));
     }
+}
+
+// The sums of row r where every tap is inside the image: the row is read as float8s (DIS_PATCH
+// is a multiple of 4), so a CPU computes eight pixels an instruction. `upper` holds frame 1's
+// row by + r interpolated along x and gets row by + r + 1, which the next row reads as its
+// upper one: each row of frame 1 is interpolated once a patch, not twice.
+DIS_INLINE void dis_row_sums(__global const float* i0, __global const float2* g0,
+                             __global const float* i1, int w, int ox, int oy, int r, int bx,
+                             int by, float tx, float ty, float8 upper[DIS_CHUNKS],
+                             dis_sums* sd, dis_sums* sdd, dis_sums* sgx, dis_sums* sgy)
+{
+    float8 lower[DIS_CHUNKS];
+    dis_warp_row(i1, w, bx, by + r + 1, tx, lower);
+    __global const float* tmpl = i0 + (size_t)(oy + r) * w + ox;
+    __global const float* grad = (__global const float*)(g0 + (size_t)(oy + r) * w + ox);
+#pragma unroll
+    for (int c = 0; c < DIS_PATCH; c += 8) {
+        dis_sums d, gx, gy;
+        if (c + 8 <= DIS_PATCH) {
+            const float16 g = (float16)(LOAD8(grad + 2 * c), LOAD8(grad + 2 * c + 8));
+            d = upper[c / 8] * (1.0f - ty) + lower[c / 8] * ty - LOAD8(tmpl + c);
+            gx = g.even;
+            gy = g.odd;
+        } else {  // the last 4 of a side of 4 or 12, lanes 0 to 3
+            const float8 g = LOAD8(grad + 2 * c);
+            d = (float8)(upper[c / 8].lo * (1.0f - ty) + lower[c / 8].lo * ty - LOAD4(tmpl + c),
+                         (float4)(0.0f));
+            gx = (float8)(g.even, (float4)(0.0f));
+            gy = (float8)(g.odd, (float4)(0.0f));
+        }
+        if (c == 0) {
+            *sd = d;
+            *sdd = d * d;
+            *sgx = d * gx;
+            *sgy = d * gy;
+        } else {
+            *sd += d;
+            *sdd += d * d;
+            *sgx += d * gx;
+            *sgy += d * gy;
+        }
+        upper[c / 8] = lower[c / 8];
+    }
+}
+
+// The sums of row r where a tap is clamped to the border, tap by tap.
+DIS_INLINE void dis_row_sums_clamped(__global const float* i0, __global const float2* g0,
+                                     __global const float* i1, int w, int h, int ox, int oy,
+                                     int r, int bx, int by, float tx, float ty, dis_sums* sd,
+                                     dis_sums* sdd, dis_sums* sgx, dis_sums* sgy)
+{
+    float lanes[4][8] = {{0.0f}};
+    const int y0 = clamp_int(by + r, 0, h - 1), y1 = clamp_int(by + r + 1, 0, h - 1);
+    for (int c = 0; c < DIS_PATCH; ++c) {
+        const size_t at = (size_t)(oy + r) * w + ox + c;
+        const int x0 = clamp_int(bx + c, 0, w - 1), x1 = clamp_int(bx + c + 1, 0, w - 1);
+        const float top = i1[y0 * w + x0] * (1.0f - tx) + i1[y0 * w + x1] * tx;
+        const float bottom = i1[y1 * w + x0] * (1.0f - tx) + i1[y1 * w + x1] * tx;
+        const float d = top * (1.0f - ty) + bottom * ty - i0[at];
+        const float2 g = g0[at];
+        lanes[0][c % 8] += d;
+        lanes[1][c % 8] += d * d;
+        lanes[2][c % 8] += d * g.x;
+        lanes[3][c % 8] += d * g.y;
+    }
+    *sd = LOAD8(lanes[0]);
+    *sdd = LOAD8(lanes[1]);
+    *sgx = LOAD8(lanes[2]);
+    *sgy = LOAD8(lanes[3]);
 }
 
 // The sum of a patch's lanes, in one order for both formulations.
@@ -170,9 +191,16 @@ DIS_INLINE float dis_patch_cost(__global const float* i0, __global const float2*
     float tx, ty;
     const int inside = dis_warp(w, h, ox, oy, f, &bx, &by, &tx, &ty);
     dis_sums sd = 0.0f, sdd = 0.0f, sgx = 0.0f, sgy = 0.0f;
+    float8 upper[DIS_CHUNKS];
+    if (inside)
+        dis_warp_row(i1, w, bx, by, tx, upper);
     for (int r = 0; r < DIS_PATCH; ++r) {
         dis_sums a, aa, ax, ay;
-        dis_row_sums(i0, g0, i1, w, h, ox, oy, r, inside, bx, by, tx, ty, &a, &aa, &ax, &ay);
+        if (inside)
+            dis_row_sums(i0, g0, i1, w, ox, oy, r, bx, by, tx, ty, upper, &a, &aa, &ax, &ay);
+        else
+            dis_row_sums_clamped(i0, g0, i1, w, h, ox, oy, r, bx, by, tx, ty, &a, &aa, &ax,
+                                 &ay);
         sd += a;
         sdd += aa;
         sgx += ax;
