@@ -36,8 +36,7 @@ fewer) and dis_vr_solve (a work-group shares a tile and forms its systems), on a
 work-item per patch), dis_densify_rows (a work-item votes for 8 pixels of a row at once, PoCL's
 vectors) then dis_vr_warp, and dis_vr_solve_rows (a work-item walks a tile and forms its
 systems, a row's pixels of one colour as a float8). Both formulations compute the same numbers
-in the same order. Frames with a side
-shorter than the patch get zero flow.
+in the same order. Frames with a side shorter than the patch get zero flow.
 """
 from __future__ import annotations
 

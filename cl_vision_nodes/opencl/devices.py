@@ -91,8 +91,9 @@ def pin_cpu_workers() -> None:
     CPU i, so only where this process may run on every CPU (a taskset or cpuset would refuse the
     CPUs outside it). PoCL reads it when it starts: before the process first lists platforms.
     """
+    allowed = getattr(os, 'sched_getaffinity', None)  # Linux only, as is POCL_AFFINITY
     cpus = os.cpu_count() or 1
-    if 'POCL_AFFINITY' not in os.environ and os.sched_getaffinity(0) == set(range(cpus)):
+    if 'POCL_AFFINITY' not in os.environ and allowed and allowed(0) == set(range(cpus)):
         os.environ['POCL_AFFINITY'] = '1'
 
 
