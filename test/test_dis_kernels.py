@@ -314,7 +314,8 @@ def test_dis_vr_solve_formulations_agree(runtime, h, w, offset):
 def test_solve_groups_fit_the_device():
     from cl_vision_nodes.opencl.limits import DeviceLimits
     small = DeviceLimits(max_group=64, max_item_sizes=(64, 64, 64), local_mem=32768, fp64=False,
-                         image_support=False, compute_units=1, is_gpu=True)
+                         image_support=False, compute_units=1, is_gpu=True,
+                         host_memory=False)
     assert dis.solve_group(small, 'gpu') == (16, 4)
     assert dis.solve_group(small, 'cpu') == (1, 1)
     assert small.formulation == 'gpu'

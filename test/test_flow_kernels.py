@@ -205,7 +205,8 @@ def test_flow_upsample_row_vectors_are_the_generic_kernel_bit_for_bit(runtime, h
 
 def limits(max_group: int, local_mem: int) -> DeviceLimits:
     return DeviceLimits(max_group=max_group, max_item_sizes=(max_group,) * 3, local_mem=local_mem,
-                        fp64=False, image_support=True, compute_units=8, is_gpu=True)
+                        fp64=False, image_support=True, compute_units=8, is_gpu=True,
+                        host_memory=False)
 
 
 DEVICES = {'NVIDIA': limits(1024, 48 * 1024), 'PoCL': limits(4096, 1 << 20),

@@ -13,6 +13,7 @@
 # limitations under the License.
 
 """The device layer: probed device choice, programs by value, no fp64, limits, owned buffers."""
+import dataclasses
 import json
 import os
 import subprocess
@@ -225,7 +226,8 @@ def test_cpu_launches_without_a_group_get_rows_that_divide_the_size():
 
 def test_limits_shrink_groups_to_what_the_device_allows():
     small = DeviceLimits(max_group=64, max_item_sizes=(64, 64, 64), local_mem=32768, fp64=False,
-                         image_support=False, compute_units=1, is_gpu=True)
+                         image_support=False, compute_units=1, is_gpu=True,
+                         host_memory=False)
     assert small.group(256) == 64 and small.group(32) == 32
     assert small.group_2d((32, 8)) == (32, 2)
     assert small.group_2d((16, 16)) == (16, 4)
@@ -279,3 +281,21 @@ def test_transfers_move_the_bytes_and_record_their_stage():
         '[fill]': 3, '[upload]': 1, '[upload_blocking]': 1, '[copy]': 1, '[copy_all]': 1,
         '[download]': 4}
     assert all(k.ms >= 0 for k in kernels.values())
+
+
+@pytest.mark.parametrize('host_memory', [True, False])
+def test_read_maps_where_the_device_computes_in_host_memory_else_downloads(host_memory):
+    runtime = ClRuntime('auto', profile=True)
+    runtime.limits = dataclasses.replace(runtime.limits, host_memory=host_memory)
+    buffers = runtime.buffers()
+    buf = buffers.get('flow', 4 * 30)
+    runtime.upload(buf, np.arange(30, dtype=np.float32), 'upload')
+    first = runtime.read(buffers, 'flow_host', buf, (5, 3), np.dtype(np.float32), 'download')
+    assert np.array_equal(first, np.arange(15, dtype=np.float32).reshape(5, 3))
+    assert isinstance(first.base, cl.MemoryMap) == host_memory
+    buffers.release_views()  # before the buffer is written again
+    runtime.fill(buf, np.float32(2.5), 'fill')
+    again = runtime.read(buffers, 'flow_host', buf, (4,), np.dtype(np.float32), 'download')
+    assert np.array_equal(again, np.full(4, 2.5, np.float32))
+    buffers.release_views()
+    assert runtime.profiler.collect_kernels()['[download]'].launches == 2

@@ -50,7 +50,7 @@ def no_log(line: str, once: str = '') -> None:
 class FlowAnswer:
     """One frame's flow, from the frame stamped ``previous_ns``; valid until the next frame."""
 
-    flow: np.ndarray  # HxWx2 float32 (u, v) in a pinned staging array
+    flow: np.ndarray  # HxWx2 float32 (u, v): the mapped flow buffer, or a pinned array
     previous_ns: int
     device: cl.Buffer  # the same flow on the device (for the picture)
     height: int

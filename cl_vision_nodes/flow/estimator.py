@@ -136,6 +136,7 @@ class FlowEstimator:
         stream (or after a size change or ``reset()``). ``gray`` is copied into this frame's
         pyramid, so the caller may decode the next frame into its buffer at once.
         """
+        self.buffers.release_views()  # the last download's, before kernels write its buffer
         previous = self._pyramids[self._current]
         current = self._pyramids[1 - self._current]
         method = self._methods[self.method]
@@ -150,20 +151,20 @@ class FlowEstimator:
 
     def download(self, flow: cl.Buffer) -> np.ndarray:
         """
-        Copy a flow of the last frame into a pinned (page-locked) array and return it.
+        Return a flow of the last frame on the host (``ClRuntime.read``: mapped or pinned).
 
-        HxWx2 float32, valid until the next download: a node serializes its message from it.
+        HxWx2 float32, valid until the next push or download: a node serializes its message
+        from it.
         """
         height, width = self._pyramids[self._current].shapes[0]
-        host = self.buffers.pinned('flow_host', (height, width, 2), np.dtype(np.float32))
-        self.runtime.download(host, flow, 'download')
-        return host
+        return self.runtime.read(self.buffers, 'flow_host', flow, (height, width, 2),
+                                 np.dtype(np.float32), 'download')
 
     def push(self, raw: RawImage, copy: bool = True) -> np.ndarray | None:
         """
         Add a message frame; return the HxWx2 float32 flow (u, v) from the previous frame.
 
-        None as ``push_gray``. With ``copy=False`` the result is the pinned array of
+        None as ``push_gray``. With ``copy=False`` the result is the host array of
         ``download``, valid until the next push.
         """
         flow = self.push_gray(self.images.decode(raw))

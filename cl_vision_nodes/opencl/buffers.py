@@ -21,6 +21,8 @@ never see each other's buffers, and the per-frame path allocates nothing.
 ``pinned`` gives host arrays in page-locked memory for downloads: a GPU copies into pinned
 memory by DMA several times faster than into ordinary memory (2.4 MB at 640x480: about 0.9 ms
 to pageable memory on an H200), and a node serializes its message straight from that array.
+Where the device computes in host memory (PoCL) ``map_read`` gives the buffer itself instead:
+no copy at all (a 640x480 flow: 65-90 us copied, 20 us mapped on 2 cores).
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ class Buffers:
         self.queue = queue
         self._buffers: dict[str, cl.Buffer] = {}
         self._mapped: dict[str, tuple[cl.Buffer, np.ndarray]] = {}
+        self._views: list[np.ndarray] = []
 
     def get(self, role: str, nbytes: int, flags: int = cl.mem_flags.READ_WRITE) -> cl.Buffer:
         """Return the buffer of ``role``, reallocated only when its byte size (or flags) change."""
@@ -64,6 +67,25 @@ class Buffers:
             host, _ = cl.enqueue_map_buffer(self.queue, buf, access, 0, (max(count, 1),), dtype)
             found = self._mapped[role] = (buf, host)
         return found[1][:count].reshape(shape)
+
+    def map_read(self, buf: cl.Buffer, shape: tuple[int, ...],
+                 dtype: np.dtype) -> tuple[np.ndarray, cl.Event]:
+        """
+        Map the start of ``buf`` for reading, after the commands before; return it and its event.
+
+        Valid until ``release_views``, which must come before any command writes ``buf`` again.
+        """
+        dtype = np.dtype(dtype)
+        host, event = cl.enqueue_map_buffer(self.queue, buf, cl.map_flags.READ, 0, shape, dtype,
+                                            is_blocking=True)
+        self._views.append(host)
+        return host, event
+
+    def release_views(self) -> None:
+        """Unmap what ``map_read`` mapped: its arrays no longer show their buffers."""
+        for view in self._views:
+            view.base.release(self.queue)
+        self._views.clear()
 
     def handles(self) -> dict[str, cl.Buffer]:
         """Return the buffers by role now (a copy: tests compare it with a later one)."""

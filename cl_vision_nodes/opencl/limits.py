@@ -26,11 +26,11 @@ from dataclasses import dataclass
 import pyopencl as cl
 
 MIN_GROUP = 64
+"""The smallest work-group limit the kernels are written for (Mali, Raspberry Pi, PoCL at 64)."""
 FORMULATIONS: tuple[str, ...] = ('gpu', 'cpu')
 """Ways a kernel with two formulations is written: 'gpu' (many light work-items, local-memory
 tiles shared by a group) or 'cpu' (few heavy work-items, each walking its own tile without
 barriers, so PoCL runs it as plain loops)."""
-"""The smallest work-group limit the kernels are written for (Mali, Raspberry Pi, PoCL at 64)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,9 @@ class DeviceLimits:
     image_support: bool
     compute_units: int
     is_gpu: bool
+    host_memory: bool
+    """The device computes in the host's memory (a CPU device, an integrated GPU): a buffer
+    mapped for reading is read where it lies, without a copy."""
 
     @classmethod
     def of(cls, device: cl.Device) -> DeviceLimits:
@@ -53,7 +56,8 @@ class DeviceLimits:
                    fp64='cl_khr_fp64' in device.extensions,
                    image_support=bool(device.image_support),
                    compute_units=int(device.max_compute_units),
-                   is_gpu=bool(device.type & cl.device_type.GPU))
+                   is_gpu=bool(device.type & cl.device_type.GPU),
+                   host_memory=bool(device.host_unified_memory))
 
     @property
     def formulation(self) -> str:

@@ -142,6 +142,23 @@ class ClRuntime:
         self.profiler.record(stage, event)
         return event
 
+    def read(self, buffers: Buffers, role: str, buf: cl.Buffer, shape: tuple[int, ...],
+             dtype: np.dtype, stage: str) -> np.ndarray:
+        """
+        Return the start of ``buf`` as a host array, once the commands before have completed.
+
+        Mapped where the device computes in host memory (``DeviceLimits.host_memory``), else
+        downloaded into ``buffers``' pinned array of ``role``. Valid until ``buffers``'
+        ``release_views``, which the owner calls before it writes ``buf`` again.
+        """
+        if self.limits.host_memory:
+            host, event = buffers.map_read(buf, shape, dtype)
+            self.profiler.record(stage, event)
+            return host
+        host = buffers.pinned(role, shape, dtype)
+        self.download(host, buf, stage)
+        return host
+
     def copy(self, dst: cl.Buffer, src: cl.Buffer, stage: str,
              byte_count: int | None = None) -> cl.Event:
         """Copy the first ``byte_count`` (default: all) of ``src`` into ``dst`` on the device."""
