@@ -23,6 +23,7 @@ from cl_vision_nodes.errors import DeviceError, KernelBuildError
 from cl_vision_nodes.imaging.encodings import opencl_defines
 from cl_vision_nodes.opencl import devices, programs
 from cl_vision_nodes.opencl import runtime as runtime_module
+from cl_vision_nodes.opencl.kernel import BoundLaunches
 from cl_vision_nodes.opencl.limits import DeviceLimits
 from cl_vision_nodes.opencl.runtime import ClRuntime
 import numpy as np
@@ -213,6 +214,27 @@ def test_launch_rounds_up_to_whole_groups_and_checks_the_limit(runtime):
     with pytest.raises(DeviceError, match='work-items'):
         kernel((count,), (src, np.int32(count), np.float32(2.0), dst), 'scale',
                local=(kernel.max_group * 2,))
+
+
+def test_bound_launches_bind_each_distinct_launch_and_follow_their_buffers(runtime):
+    kernel = runtime.program(IMAGE, ENC).kernel('scale_f32')
+    buffers = runtime.buffers()
+    count = 1000
+    src, a, b = (buffers.get(role, count * 4) for role in ('src', 'a', 'b'))
+    launches = BoundLaunches()
+    host = np.arange(count, dtype=np.float32)
+    for dst, gain in ((a, 2.0), (b, 2.0), (a, 3.0)):  # another buffer or scalar: another launch
+        runtime.upload(src, host, 'upload', blocking=True)
+        launches(kernel, (count,), (src, np.int32(count), np.float32(gain), dst), 'scale')
+        host = host + 1  # the bound launch reads the buffer's new contents
+    out = np.empty((2, count), np.float32)
+    runtime.download(out[0], a, 'download')
+    runtime.download(out[1], b, 'download')
+    assert np.array_equal(out, [(host - 1) * 3, (host - 2) * 2])
+    launches.clear()
+    launches(kernel, (count,), (src, np.int32(count), np.float32(0.5), b), 'scale')
+    runtime.download(out[1], b, 'download')
+    assert np.array_equal(out[1], (host - 1) * 0.5)
 
 
 def test_cpu_launches_without_a_group_get_rows_that_divide_the_size():

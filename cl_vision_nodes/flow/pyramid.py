@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages
 from cl_vision_nodes.opencl.buffers import Buffers
+from cl_vision_nodes.opencl.kernel import BoundLaunches
 from cl_vision_nodes.opencl.programs import Program
 from cl_vision_nodes.opencl.runtime import ClRuntime
 import numpy as np
@@ -74,6 +75,7 @@ class DevicePyramid:
         self.levels: list[cl.Buffer] = []
         self._possible: list[Shape] = []  # of every level the frame has
         self._gradients: dict[int, cl.Buffer] = {}
+        self._launches = BoundLaunches()  # the same every frame of a size
         built = program(runtime)
         self._pyr_down = built.kernel('pyr_down')
         self._pyr_down_rows = built.kernel('pyr_down_rows')
@@ -89,7 +91,10 @@ class DevicePyramid:
 
         Fewer where the frame has fewer (``level_shapes``): the levels a method reads, no more.
         """
-        self._possible = level_shapes(gray.height, gray.width)
+        possible = level_shapes(gray.height, gray.width)
+        if possible != self._possible:  # new buffers ahead
+            self._launches.clear()
+        self._possible = possible
         self.shapes = self._possible[:1]
         level0 = self.buffers.get(self._role('i', 0), gray.nbytes)
         self.images.copy(gray, level0, 'pyramid')
@@ -104,9 +109,9 @@ class DevicePyramid:
             dst = self.buffers.get(self._role('i', level), h * w * 4)
             args = (self.levels[-1], np.int32(sw), np.int32(sh), dst, np.int32(w), np.int32(h))
             if self.formulation == 'cpu' and w >= ROWS_MIN_WIDTH:
-                self._pyr_down_rows((-(-w // ROW_LANES), h), args, 'pyramid')
+                self._launches(self._pyr_down_rows, (-(-w // ROW_LANES), h), args, 'pyramid')
             else:
-                self._pyr_down((w, h), args, 'pyramid')
+                self._launches(self._pyr_down, (w, h), args, 'pyramid')
             self.levels.append(dst)
             self.shapes.append((h, w))
 
@@ -118,8 +123,8 @@ class DevicePyramid:
             found = self.buffers.get(self._role('g', level), h * w * 8)
             args = (self.levels[level], np.int32(w), np.int32(h), found)
             if self.formulation == 'cpu':
-                self._gradient_rows((-(-w // ROW_LANES), h), args, 'derivatives')
+                self._launches(self._gradient_rows, (-(-w // ROW_LANES), h), args, 'derivatives')
             else:
-                self._gradient((w, h), args, 'derivatives')
+                self._launches(self._gradient, (w, h), args, 'derivatives')
             self._gradients[level] = found
         return found
