@@ -328,6 +328,36 @@ def test_the_pyramid_has_the_levels_its_method_reads(method, params, depth):
     assert len(level_shapes(480, 640)) == 7
 
 
+@pytest.mark.parametrize('formulation', ['cpu', 'gpu'])
+@pytest.mark.parametrize('method, params, copied', [
+    ('dis', {}, False),  # finest level 1: level 1 made from the decoded frame
+    ('dis', {'dis_finest_level': 0}, True),
+    ('lk', {}, True),
+])
+def test_level_0_is_copied_only_for_a_method_that_reads_it(method, params, copied, formulation):
+    times = flow_speed.kernel_times(DEVICE, method, (97, 65), 1, formulation,
+                                    {'method': method, **params})
+    assert ('[pyramid]' in times) == copied
+
+
+def test_a_change_to_a_method_reading_level_0_restarts_the_stream_for_one_frame(runtime):
+    rng = np.random.default_rng(7)
+    base = cv2.GaussianBlur(rng.integers(0, 256, (90, 110)).astype(np.float32), (5, 5), 1.5)
+    frames = [gray_to_raw(np.clip(base[k:k + 71, k:k + 93], 0, 255).astype(np.uint8))
+              for k in range(5)]
+    switching = FlowEstimator(runtime, {'method': 'dis'})
+    assert switching.push(frames[0]) is None and switching.push(frames[1]) is not None
+    switching.configure({'method': 'lk'})  # the previous frame kept no level 0
+    assert switching.push(frames[2]) is None
+    lk_only = FlowEstimator(runtime, {'method': 'lk'})
+    lk_only.push(frames[2])
+    np.testing.assert_array_equal(switching.push(frames[3]), lk_only.push(frames[3]))
+    switching.configure({'method': 'dis'})  # dis reads what lk's frame kept: no restart
+    dis_only = FlowEstimator(runtime, {'method': 'dis'})
+    dis_only.push(frames[3])
+    np.testing.assert_array_equal(switching.push(frames[4]), dis_only.push(frames[4]))
+
+
 def test_bench_flow_kernels_prints_a_table_per_method_and_size():
     result = cl_vision('bench', 'flow', '--kernels', 'cpu', '--sizes', '40x30', '--repeats', '1',
                        '--device', DEVICE)

@@ -548,10 +548,15 @@ def test_streaming_matches_one_shot_and_reuses_buffers(runtime, method):
     assert np.nanmedian(again[..., 0]) < -1.0 < 1.0 < np.nanmedian(first[..., 0])
 
 
-@pytest.mark.parametrize('before, after', [('bm', 'hs'), ('dis', 'lk'), ('lk', 'dis')])
+@pytest.mark.parametrize('before, after', [('bm', 'hs'), ('lk', 'dis')])
 def test_a_method_that_reads_more_levels_gets_them_for_the_previous_frame(runtime, before,
                                                                           after):
-    """The previous frame's pyramid, built for the method before, is extended at the change."""
+    """
+    The previous frame's pyramid, built for the method before, is extended at the change.
+
+    (From dis to a method reading level 0, which dis did not keep, the stream restarts:
+    test_flow_formulations.)
+    """
     a, b = frames()
     est = FlowEstimator(runtime, {'method': before, 'pyramid_levels': 1})
     est.push(array_to_raw(a, 'mono8'))

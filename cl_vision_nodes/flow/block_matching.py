@@ -86,9 +86,9 @@ class BlockMatcher:
             'bm_search' if self.formulation == 'gpu' else 'bm_search_cpu')
         self._block = settings.block_size
 
-    def depth(self, shapes: list[Shape], settings: FlowSettings) -> int:
+    def levels(self, shapes: list[Shape], settings: FlowSettings) -> range:
         """Pyramid levels read: level 0 alone."""
-        return 1
+        return range(1)
 
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         h, w = prev.shapes[0]

@@ -137,10 +137,13 @@ class DenseInverseSearch:
         self._solve = built.kernel('dis_vr_solve')
         self._solve_rows = built.kernel('dis_vr_solve_rows')
 
-    def depth(self, shapes: list[Shape], settings: FlowSettings) -> int:
-        """Pyramid levels read: down to the coarsest searched (``coarsest_level``)."""
+    def levels(self, shapes: list[Shape], settings: FlowSettings) -> range:
+        """Pyramid levels read: those searched (``coarsest_level`` to the finest), else 0."""
         patch = settings.dis_patch_size
-        return coarsest_level(shapes, patch) + 1 if min(shapes[0]) >= patch else 1
+        if min(shapes[0]) < patch:
+            return range(1)
+        coarsest = coarsest_level(shapes, patch)
+        return range(min(settings.dis_finest_level, coarsest), coarsest + 1)
 
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         """Flow from ``prev`` to ``cur`` at level 0 (float2)."""
@@ -154,11 +157,10 @@ class DenseInverseSearch:
 
     def _levels(self, prev: DevicePyramid, settings: FlowSettings) -> range:
         """Return the levels searched, coarse to fine; none for frames smaller than a patch."""
-        patch = settings.dis_patch_size
-        if min(prev.shapes[0]) < patch:
+        if min(prev.shapes[0]) < settings.dis_patch_size:
             return range(0)
-        coarsest = coarsest_level(prev.shapes, patch)
-        return range(coarsest, min(settings.dis_finest_level, coarsest) - 1, -1)
+        read = self.levels(prev.shapes, settings)
+        return range(read.stop - 1, read.start - 1, -1)
 
     def _frame_buffers(self, prev: DevicePyramid, settings: FlowSettings) -> dict[str, cl.Buffer]:
         """Return the estimator's buffers a frame uses, sized for level 0."""

@@ -55,7 +55,7 @@ class FlowMethod(Protocol):
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         """Level-0 flow into one of the estimator's flow buffers."""
 
-    def depth(self, shapes: list[Shape], settings: FlowSettings) -> int:
+    def levels(self, shapes: list[Shape], settings: FlowSettings) -> range:
         """Pyramid levels ``run`` reads of a frame whose levels could be ``shapes``."""
 
 
@@ -133,21 +133,23 @@ class FlowEstimator:
         Add a decoded frame; return the device flow from the previous frame, or None.
 
         The flow is HxW float2 (u, v), valid until the next push. None for the first frame of a
-        stream (or after a size change or ``reset()``). ``gray`` is copied into this frame's
-        pyramid, so the caller may decode the next frame into its buffer at once.
+        stream (or after a size change, ``reset()``, or a change to a method that reads level 0
+        when the previous frame's method did not). ``gray`` is read into this frame's pyramid
+        now, so the caller may decode the next frame into its buffer at once.
         """
         self.buffers.release_views()  # the last download's, before kernels write its buffer
         previous = self._pyramids[self._current]
         current = self._pyramids[1 - self._current]
         method = self._methods[self.method]
-        depth = method.depth(level_shapes(gray.height, gray.width), self.settings)
-        current.build(gray, depth)
+        levels = method.levels(level_shapes(gray.height, gray.width), self.settings)
+        current.build(gray, levels.stop, level0=levels.start == 0)
         self._current = 1 - self._current
-        if not self._has_previous or previous.shapes[0] != current.shapes[0]:
-            self._has_previous = True
-            return None
-        previous.extend(depth)  # after a change of method or levels
-        return method.run(previous, current, self.settings)
+        if self._has_previous and previous.shapes[0] == current.shapes[0]:
+            previous.extend(levels.stop)  # after a change of method or levels
+            if previous.has(levels.start):  # not so where its method did not keep level 0
+                return method.run(previous, current, self.settings)
+        self._has_previous = True
+        return None
 
     def download(self, flow: cl.Buffer) -> np.ndarray:
         """

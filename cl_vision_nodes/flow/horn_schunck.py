@@ -113,9 +113,9 @@ class HornSchunck:
     def configure(self, settings: FlowSettings) -> None:
         """Nothing to rebuild: no setting of hs is a build define."""
 
-    def depth(self, shapes: list[Shape], settings: FlowSettings) -> int:
-        """Pyramid levels read: ``pyramid_levels``."""
-        return settings.pyramid_levels
+    def levels(self, shapes: list[Shape], settings: FlowSettings) -> range:
+        """Pyramid levels read: the first ``pyramid_levels``."""
+        return range(settings.pyramid_levels)
 
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         """Flow from ``prev`` to ``cur`` at level 0 (float2)."""

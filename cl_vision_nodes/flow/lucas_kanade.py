@@ -253,9 +253,9 @@ class LucasKanade:
         self._plans[prev.slot] = plan
         return plan
 
-    def depth(self, shapes: list[Shape], settings: FlowSettings) -> int:
-        """Pyramid levels read: ``pyramid_levels``."""
-        return settings.pyramid_levels
+    def levels(self, shapes: list[Shape], settings: FlowSettings) -> range:
+        """Pyramid levels read: the first ``pyramid_levels``."""
+        return range(settings.pyramid_levels)
 
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         """Flow from ``prev`` to ``cur`` at level 0 (float2, NaN where not confident)."""

@@ -72,7 +72,7 @@ class DevicePyramid:
         self.buffers = buffers
         self.slot = slot
         self.shapes: list[Shape] = []  # of the levels built
-        self.levels: list[cl.Buffer] = []
+        self.levels: list[cl.Buffer | None] = []  # level 0 None where it is not kept
         self._possible: list[Shape] = []  # of every level the frame has
         self._gradients: dict[int, cl.Buffer] = {}
         self._launches = BoundLaunches()  # the same every frame of a size
@@ -85,35 +85,49 @@ class DevicePyramid:
     def _role(self, kind: str, level: int) -> str:
         return f'p{self.slot}_{kind}{level}'
 
-    def build(self, gray: DeviceGray, depth: int) -> None:
+    def build(self, gray: DeviceGray, depth: int, level0: bool = True) -> None:
         """
-        Copy a decoded frame into level 0 and blur-decimate coarser ones, ``depth`` in all.
+        Blur-decimate a decoded frame into its levels, ``depth`` in all, level 0 kept if asked.
 
         Fewer where the frame has fewer (``level_shapes``): the levels a method reads, no more.
+        Level 0 is a copy of the frame; a method that does not read it (dis from level 1 on)
+        has level 1 made from the frame itself, a full-resolution copy fewer.
         """
         possible = level_shapes(gray.height, gray.width)
         if possible != self._possible:  # new buffers ahead
             self._launches.clear()
         self._possible = possible
         self.shapes = self._possible[:1]
-        level0 = self.buffers.get(self._role('i', 0), gray.nbytes)
-        self.images.copy(gray, level0, 'pyramid')
-        self.levels = [level0]
         self._gradients.clear()
+        if level0 or depth < 2 or len(possible) < 2:
+            kept = self.buffers.get(self._role('i', 0), gray.nbytes)
+            self.images.copy(gray, kept, 'pyramid')
+            self.levels = [kept]
+        else:
+            self.levels = [None]
+            self._down(gray.buffer, 1)
         self.extend(depth)
+
+    def has(self, level: int) -> bool:
+        """Whether ``level`` is kept (level 0 is not where the method did not read it)."""
+        return level < len(self.levels) and self.levels[level] is not None
 
     def extend(self, depth: int) -> None:
         """Add the coarser levels up to ``depth`` (for a method reading more than were built)."""
         for level in range(len(self.levels), min(depth, len(self._possible))):
-            (h, w), (sh, sw) = self._possible[level], self._possible[level - 1]
-            dst = self.buffers.get(self._role('i', level), h * w * 4)
-            args = (self.levels[-1], np.int32(sw), np.int32(sh), dst, np.int32(w), np.int32(h))
-            if self.formulation == 'cpu' and w >= ROWS_MIN_WIDTH:
-                self._launches(self._pyr_down_rows, (-(-w // ROW_LANES), h), args, 'pyramid')
-            else:
-                self._launches(self._pyr_down, (w, h), args, 'pyramid')
-            self.levels.append(dst)
-            self.shapes.append((h, w))
+            self._down(self.levels[-1], level)
+
+    def _down(self, src: cl.Buffer | None, level: int) -> None:
+        """Make ``level`` from ``src``, the level above it (or the frame itself, for level 1)."""
+        (h, w), (sh, sw) = self._possible[level], self._possible[level - 1]
+        dst = self.buffers.get(self._role('i', level), h * w * 4)
+        args = (src, np.int32(sw), np.int32(sh), dst, np.int32(w), np.int32(h))
+        if self.formulation == 'cpu' and w >= ROWS_MIN_WIDTH:
+            self._launches(self._pyr_down_rows, (-(-w // ROW_LANES), h), args, 'pyramid')
+        else:
+            self._launches(self._pyr_down, (w, h), args, 'pyramid')
+        self.levels.append(dst)
+        self.shapes.append((h, w))
 
     def gradient(self, level: int) -> cl.Buffer:
         """float2 (d/dx, d/dy) of ``level``, computed at its first use for this frame."""
