@@ -222,25 +222,30 @@ def test_dis_densify_formulations_are_equal(runtime, h, w, patch, stride, scale)
 
 
 @pytest.mark.parametrize('h, w, patch, stride', DENSIFY_CASES)
-def test_dis_densify_warp_is_densify_then_warp(runtime, h, w, patch, stride):
-    """The GPU's fused launch: the same flow and warped pair bit for bit, any group size."""
+def test_dis_densify_terms_is_densify_warp_then_terms(runtime, h, w, patch, stride):
+    """The GPU's fused launch: the same flow and terms bit for bit, any group size."""
     rng = np.random.default_rng(h * stride + w)
     i0, i1 = textured(rng, h, w), textured(rng, h, w)
     ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
     sparse = rng.normal(0, 3.0, (hs, ws, 2)).astype(np.float32)
-    built, _ = program(runtime, patch)
     images = (upload(runtime, i0), upload(runtime, i1), i32(w), i32(h))
+    grid = (upload(runtime, sparse), i32(ws), i32(hs), i32(stride))
+    built, _ = program(runtime, patch)
     dense, warped = empty(runtime, (h, w, 2)), empty(runtime, (h, w, 2))
-    built.kernel('dis_densify')((w, h), (*images, upload(runtime, sparse), i32(ws), i32(hs),
-                                         i32(stride), dense), 'test')
+    terms = empty(runtime, (dis.TERMS, h, w))
+    built.kernel('dis_densify')((w, h), (*images, *grid, dense), 'test')
     built.kernel('dis_vr_warp')((w, h), (*images[:2], dense, *images[2:], warped), 'test')
-    want = download(runtime, dense, (h, w, 2)), download(runtime, warped, (h, w, 2))
-    for local in (None, (8, 8)):
-        fused = empty(runtime, (h, w, 2)), empty(runtime, (h, w, 2))
-        built.kernel('dis_densify_warp')((w, h), (*images, upload(runtime, sparse), i32(ws),
-                                                  i32(hs), i32(stride), *fused), 'test', local)
-        for got, expected in zip(fused, want):
-            np.testing.assert_array_equal(download(runtime, got, (h, w, 2)), expected)
+    built.kernel('dis_vr_terms')((w, h), (warped, i32(w), i32(h), terms), 'test')
+    want = download(runtime, dense, (h, w, 2)), download(runtime, terms, (dis.TERMS, h, w))
+    groups = [g for g in ((16, 16), (16, 4), (8, 8)) if runtime.limits.fits(g)]
+    for group in groups:  # a GPU's, PoCL at 64's, a smaller one: those the device allows
+        fused_program = dis.program(runtime, patch, group)
+        fused = empty(runtime, (h, w, 2)), empty(runtime, (dis.TERMS, h, w))
+        tiles = (-(-w // dis.TILE), -(-h // dis.TILE))
+        fused_program.kernel('dis_densify_terms')(
+            (tiles[0] * group[0], tiles[1] * group[1]), (*images, *grid, *fused), 'test', group)
+        np.testing.assert_array_equal(download(runtime, fused[0], (h, w, 2)), want[0])
+        np.testing.assert_array_equal(download(runtime, fused[1], (dis.TERMS, h, w)), want[1])
 
 
 def refinement_inputs(runtime, h: int, w: int, seed: int):

@@ -31,10 +31,11 @@ levels' steps of 2 compose).
 The kernels are those of kernels/flow/dense_inverse_search.cl; the search, the densification and
 the solver have two formulations, chosen by the ``formulation`` the estimator passes: on a GPU
 dis_search_group (a work-item per lane of a patch's 8, a group of patches a work-group),
-dis_densify (a work-item per pixel; dis_densify_warp also warps for the refinement, a launch
-fewer) and dis_vr_solve (a work-group shares a tile and forms its systems), on a CPU dis_search (a
-work-item per patch), dis_densify_rows (a work-item votes for 8 pixels of a row at once, PoCL's
-vectors) then dis_vr_warp, and dis_vr_solve_rows (a work-item walks a tile and forms its
+dis_densify (a work-item per pixel; on refined levels dis_densify_terms, a work-group per tile,
+also warps and forms the refinement's terms: a launch where a CPU has three) and dis_vr_solve
+(a work-group shares a tile and forms its systems), on a CPU dis_search (a work-item per
+patch), dis_densify_rows (a work-item votes for 8 pixels of a row at once, PoCL's vectors) then
+dis_vr_warp and dis_vr_terms, and dis_vr_solve_rows (a work-item walks a tile and forms its
 systems, a row's pixels of one colour as a float8). Both formulations compute the same numbers
 in the same order. Frames with a side shorter than the patch get zero flow.
 """
@@ -130,7 +131,7 @@ class DenseInverseSearch:
         self._search = built.kernel('dis_search')
         self._search_group = built.kernel('dis_search_group')
         self._densify = built.kernel('dis_densify')
-        self._densify_warp = built.kernel('dis_densify_warp')
+        self._densify_terms = built.kernel('dis_densify_terms')
         self._densify_rows = built.kernel('dis_densify_rows')
         self._warp = built.kernel('dis_vr_warp')
         self._terms = built.kernel('dis_vr_terms')
@@ -170,13 +171,15 @@ class DenseInverseSearch:
             h0, w0) >= patch else 8
         count = h0 * w0
         flow_a, flow_b = flow_buffers(self.buffers, prev.shapes[0])
-        return {'flow_a': flow_a, 'flow_b': flow_b,
-                'sparse_a': self.buffers.get('dis_sparse_a', sparse),
-                'sparse_b': self.buffers.get('dis_sparse_b', sparse),
-                'averaged': self.buffers.get('dis_averaged', count * 8),
-                'terms': self.buffers.get('dis_terms', count * 4 * TERMS),
-                'dflow_a': self.buffers.get('dis_dflow_a', count * 8),
-                'dflow_b': self.buffers.get('dis_dflow_b', count * 8)}
+        named = {'flow_a': flow_a, 'flow_b': flow_b,
+                 'sparse_a': self.buffers.get('dis_sparse_a', sparse),
+                 'sparse_b': self.buffers.get('dis_sparse_b', sparse),
+                 'terms': self.buffers.get('dis_terms', count * 4 * TERMS),
+                 'dflow_a': self.buffers.get('dis_dflow_a', count * 8),
+                 'dflow_b': self.buffers.get('dis_dflow_b', count * 8)}
+        if self.formulation == 'cpu':  # the warped pair, between dis_vr_warp and dis_vr_terms
+            named['averaged'] = self.buffers.get('dis_averaged', count * 8)
+        return named
 
     def _plan(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> _Plan:
         """Return the frame's launches, bound once per frame size, pyramid slot and settings."""
@@ -242,9 +245,10 @@ class DenseInverseSearch:
         if self.formulation == 'cpu':
             steps.add(self._densify_rows, (-(-w // LANES), -(-h // DENSIFY_ROWS)), densify,
                       'dis_densify', local=(1, 1), swap=True)
-        elif settings.dis_refine_iterations > 0:  # the refinement's warp in the same launch
-            steps.add(self._densify_warp, (w, h), (*densify, named['averaged']), 'dis_densify',
-                      swap=True)
+        elif settings.dis_refine_iterations > 0:  # the refinement's terms in the same launch
+            tiles = (-(-w // TILE), -(-h // TILE))
+            steps.add(self._densify_terms, (tiles[0] * self.group[0], tiles[1] * self.group[1]),
+                      (*densify, named['terms']), 'dis_densify', local=self.group, swap=True)
         else:
             steps.add(self._densify, (w, h), densify, 'dis_densify', swap=True)
 
@@ -253,13 +257,14 @@ class DenseInverseSearch:
                       settings: FlowSettings) -> None:
         """Refine the field's flow at ``level`` variationally, into the field."""
         h, w = prev.shapes[level]
-        averaged, terms = named['averaged'], named['terms']
+        terms = named['terms']
         dflow = named['dflow_a'], named['dflow_b']
         wh = (np.int32(w), np.int32(h))
-        if self.formulation == 'cpu':  # on a GPU dis_densify_warp has warped
+        if self.formulation == 'cpu':  # on a GPU dis_densify_terms has formed the terms
+            averaged = named['averaged']
             steps.add(self._warp, (w, h), (prev.levels[level], cur.levels[level], steps.current,
                                            *wh, averaged), 'dis_refine')
-        steps.add(self._terms, (w, h), (averaged, *wh, terms), 'dis_refine')
+            steps.add(self._terms, (w, h), (averaged, *wh, terms), 'dis_refine')
         weights = (np.float32(settings.dis_alpha / 2), np.float32(settings.dis_gamma / 2),
                    np.float32(settings.dis_delta / 2))
         iterations = settings.dis_refine_iterations

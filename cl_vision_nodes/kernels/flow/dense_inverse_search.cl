@@ -14,8 +14,8 @@
 
 // Dense inverse search (flow/dense_inverse_search.py); after common.cl. Per level: the patch
 // search twice (patches from the dense start, then from the best neighbour), the densification,
-// then the variational refinement: dis_vr_warp (on a GPU within the densification,
-// dis_densify_warp), dis_vr_terms and one solve per fixed-point iteration.
+// then the variational refinement: dis_vr_warp and dis_vr_terms (on a GPU both within the
+// densification, dis_densify_terms) and one solve per fixed-point iteration.
 //
 // Built with DIS_PATCH (patch side), DIS_TILE (side of the solver's tiles), DIS_GROUP_W x
 // DIS_GROUP_H (dis_vr_solve's work-group) and DIS_SLOTS (patches a dis_search_group work-group
@@ -669,19 +669,6 @@ __kernel void dis_vr_warp(__global const float* i0, __global const float* i1,
     out[i] = dis_warp_pixel(i0, i1, w, h, p.x, p.y, flow[i]);
 }
 
-// dis_densify then dis_vr_warp of the pixel, in one launch (GPUs, levels that are refined).
-__kernel void dis_densify_warp(__global const float* i0, __global const float* i1, const int w,
-                               const int h, __global const float2* sparse, const int ws,
-                               const int hs, const int stride, __global float2* dense,
-                               __global float2* out)
-{
-    const int2 p = item_pixel(w, h);
-    const size_t i = (size_t)p.y * w + p.x;
-    const float2 f = dis_densify_pixel(i0, i1, w, h, sparse, ws, hs, stride, p.x, p.y);
-    dense[i] = f;
-    out[i] = dis_warp_pixel(i0, i1, w, h, p.x, p.y, f);
-}
-
 // Central difference (f[+1] - f[-1]) / 2 with replicated borders along (dx, dy), per component.
 inline float2 dis_diff2(__global const float2* img, int w, int h, int x, int y, int dx, int dy)
 {
@@ -810,6 +797,70 @@ inline int dis_in_image(int gx, int gy, int w, int h)
     for (int ty = (int)get_local_id(1); ty < DIS_TILE; ty += DIS_GROUP_H)
 #define DIS_TILE_COLS(tx) \
     for (int tx = (int)get_local_id(0); tx < DIS_TILE; tx += DIS_GROUP_W)
+
+// dis_densify, dis_vr_warp and dis_vr_terms in one launch (GPUs, levels that are refined): a
+// work-group densifies and warps its DIS_TILE^2 tile and a 2-pixel ring into local memory
+// (the ring's pixels twice, by their own tile too), then forms the tile's 8 terms from there,
+// the same numbers as dis_vr_terms reading the warped pair from global memory (every
+// neighbour it reads, clamped into the image, lies in the tile's ring). The warped pair is
+// not stored: only the refinement's terms read it.
+#define DIS_RING 2
+#define DIS_WIDE (DIS_TILE + 2 * DIS_RING)
+
+// dis_diff2 on the tile's local copy: (x, y) and the neighbours clamped into the image as
+// dis_diff2 clamps them, then found in the copy (origin ox - DIS_RING, oy - DIS_RING).
+inline float2 dis_diff2_local(__local const float2* ai, int w, int h, int ox, int oy, int x,
+                              int y, int dx, int dy)
+{
+    const int xa = x + dx < w ? x + dx : w - 1, ya = y + dy < h ? y + dy : h - 1;
+    const int xb = x - dx > 0 ? x - dx : 0, yb = y - dy > 0 ? y - dy : 0;
+    return 0.5f * (ai[(ya - oy + DIS_RING) * DIS_WIDE + xa - ox + DIS_RING]
+                   - ai[(yb - oy + DIS_RING) * DIS_WIDE + xb - ox + DIS_RING]);
+}
+
+__kernel __attribute__((reqd_work_group_size(DIS_GROUP_W, DIS_GROUP_H, 1)))
+void dis_densify_terms(__global const float* i0, __global const float* i1, const int w,
+                       const int h, __global const float2* sparse, const int ws, const int hs,
+                       const int stride, __global float2* dense, __global float* terms)
+{
+    __local float2 ai[DIS_WIDE * DIS_WIDE];
+    const int lid = get_local_id(1) * DIS_GROUP_W + get_local_id(0);
+    const int ox = (int)get_group_id(0) * DIS_TILE, oy = (int)get_group_id(1) * DIS_TILE;
+    for (int k = lid; k < DIS_WIDE * DIS_WIDE; k += DIS_ITEMS) {
+        const int x = ox - DIS_RING + k % DIS_WIDE, y = oy - DIS_RING + k / DIS_WIDE;
+        if (dis_in_image(x, y, w, h)) {  // the copy's cells outside the image are never read
+            const float2 f = dis_densify_pixel(i0, i1, w, h, sparse, ws, hs, stride, x, y);
+            ai[k] = dis_warp_pixel(i0, i1, w, h, x, y, f);
+            if (x >= ox && y >= oy && x < ox + DIS_TILE && y < oy + DIS_TILE)
+                dense[(size_t)y * w + x] = f;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const size_t plane = (size_t)w * h;
+    DIS_TILE_ROWS(ty) {
+        DIS_TILE_COLS(tx) {
+            const int x = ox + tx, y = oy + ty;
+            if (!dis_in_image(x, y, w, h))
+                continue;
+            const size_t i = (size_t)y * w + x;
+            const int xa = x + 1 < w ? x + 1 : w - 1, ya = y + 1 < h ? y + 1 : h - 1;
+            const int xb = x - 1 > 0 ? x - 1 : 0, yb = y - 1 > 0 ? y - 1 : 0;
+            const float2 dx = dis_diff2_local(ai, w, h, ox, oy, x, y, 1, 0);
+            const float2 dy = dis_diff2_local(ai, w, h, ox, oy, x, y, 0, 1);
+            terms[i] = dx.x;
+            terms[i + plane] = dy.x;
+            terms[i + 2 * plane] = ai[(ty + DIS_RING) * DIS_WIDE + tx + DIS_RING].y;
+            terms[i + 3 * plane] = dx.y;
+            terms[i + 4 * plane] = dy.y;
+            terms[i + 5 * plane] = 0.5f * (dis_diff2_local(ai, w, h, ox, oy, xa, y, 1, 0).x
+                                           - dis_diff2_local(ai, w, h, ox, oy, xb, y, 1, 0).x);
+            terms[i + 6 * plane] = 0.5f * (dis_diff2_local(ai, w, h, ox, oy, x, ya, 1, 0).x
+                                           - dis_diff2_local(ai, w, h, ox, oy, x, yb, 1, 0).x);
+            terms[i + 7 * plane] = 0.5f * (dis_diff2_local(ai, w, h, ox, oy, x, ya, 0, 1).x
+                                           - dis_diff2_local(ai, w, h, ox, oy, x, yb, 0, 1).x);
+        }
+    }
+}
 
 __kernel __attribute__((reqd_work_group_size(DIS_GROUP_W, DIS_GROUP_H, 1)))
 void dis_vr_solve(__global const float* terms, __global const float2* flow,
