@@ -31,6 +31,7 @@ from cl_vision_nodes.flow import horn_schunck as hs
 from cl_vision_nodes.flow import lucas_kanade as lk
 from cl_vision_nodes.flow import reference as ref
 from cl_vision_nodes.flow.horn_schunck import sor_slots, tile_offset
+from cl_vision_nodes.flow.presets import DIS_PRESETS
 from cl_vision_nodes.flow.pyramid import level_shapes
 from cl_vision_nodes.imaging.encodings import gray_to_raw
 from cl_vision_nodes.opencl.profiling import StageProfiler
@@ -338,6 +339,15 @@ def test_level_0_is_copied_only_for_a_method_that_reads_it(method, params, copie
     times = flow_speed.kernel_times(DEVICE, method, (97, 65), 1, formulation,
                                     {'method': method, **params})
     assert ('[pyramid]' in times) == copied
+
+
+@pytest.mark.parametrize('preset, fused', [('ultrafast', 2), ('medium', 3)])
+def test_gpu_pyramid_makes_the_gradients_dis_reads_with_the_next_level(preset, fused):
+    """Levels 2-4 (1-4) read: the gradients of all but the coarsest come with the next level."""
+    times = flow_speed.kernel_times(DEVICE, 'dis', (640, 480), 1, 'gpu', DIS_PRESETS[preset])
+    assert times['pyr_down_gradient'].launches == fused
+    assert times['gradient'].launches == 1  # the coarsest level's, at its first use
+    assert times['pyr_down'].launches == 4 - fused  # levels 1 (and 2) from the level above
 
 
 def test_a_change_to_a_method_reading_level_0_restarts_the_stream_for_one_frame(runtime):

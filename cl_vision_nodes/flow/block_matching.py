@@ -65,6 +65,8 @@ def program(runtime: ClRuntime, block: int, radius: int, formulation: str = 'gpu
 class BlockMatcher:
     """Runs bm on level 0 of two device pyramids into the estimator's first flow buffer."""
 
+    reads_gradients = False
+
     def __init__(self, runtime: ClRuntime, buffers: Buffers, settings: FlowSettings,
                  formulation: str | None = None):
         self.runtime = runtime

@@ -116,6 +116,8 @@ def solve_offset(iteration: int) -> int:
 class DenseInverseSearch:
     """Runs dis between two device pyramids; buffers are sized for level 0 and reused."""
 
+    reads_gradients = True
+
     def __init__(self, runtime: ClRuntime, buffers: Buffers, settings: FlowSettings,
                  formulation: str):
         self.runtime = runtime

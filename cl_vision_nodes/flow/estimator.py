@@ -49,6 +49,9 @@ import pyopencl as cl
 class FlowMethod(Protocol):
     """What lk, hs, bm and dis have in common: level-0 flow between two device pyramids."""
 
+    reads_gradients: bool
+    """Whether ``run`` reads the pyramid's gradients of the levels it reads."""
+
     def configure(self, settings: FlowSettings) -> None:
         """Build the programs ``settings`` need (ParameterError if the device cannot run them)."""
 
@@ -142,7 +145,8 @@ class FlowEstimator:
         current = self._pyramids[1 - self._current]
         method = self._methods[self.method]
         levels = method.levels(level_shapes(gray.height, gray.width), self.settings)
-        current.build(gray, levels.stop, level0=levels.start == 0)
+        current.build(gray, levels.stop, level0=levels.start == 0,
+                      gradients=levels if method.reads_gradients else range(0))
         self._current = 1 - self._current
         if self._has_previous and previous.shapes[0] == current.shapes[0]:
             previous.extend(levels.stop)  # after a change of method or levels

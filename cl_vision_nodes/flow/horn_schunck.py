@@ -98,6 +98,8 @@ def tile_offset(launch_index: int) -> int:
 class HornSchunck:
     """Runs hs between two device pyramids; buffers are sized for level 0 and reused."""
 
+    reads_gradients = True
+
     def __init__(self, runtime: ClRuntime, buffers: Buffers, formulation: str | None = None):
         self.runtime = runtime
         self.buffers = buffers

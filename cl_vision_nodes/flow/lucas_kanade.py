@@ -188,6 +188,8 @@ class _Plan:
 class LucasKanade:
     """Runs lk between two device pyramids; buffers are sized for level 0 and reused."""
 
+    reads_gradients = False  # its kernels form their own
+
     def __init__(self, runtime: ClRuntime, buffers: Buffers, settings: FlowSettings,
                  formulation: str | None = None):
         self.runtime = runtime

@@ -75,23 +75,29 @@ class DevicePyramid:
         self.levels: list[cl.Buffer | None] = []  # level 0 None where it is not kept
         self._possible: list[Shape] = []  # of every level the frame has
         self._gradients: dict[int, cl.Buffer] = {}
+        self._fused: range = range(0)  # levels whose gradient the next level's launch makes
         self._launches = BoundLaunches()  # the same every frame of a size
         built = program(runtime)
         self._pyr_down = built.kernel('pyr_down')
         self._pyr_down_rows = built.kernel('pyr_down_rows')
+        self._pyr_down_gradient = built.kernel('pyr_down_gradient')
         self._gradient = built.kernel('gradient')
         self._gradient_rows = built.kernel('gradient_rows')
 
     def _role(self, kind: str, level: int) -> str:
         return f'p{self.slot}_{kind}{level}'
 
-    def build(self, gray: DeviceGray, depth: int, level0: bool = True) -> None:
+    def build(self, gray: DeviceGray, depth: int, level0: bool = True,
+              gradients: range = range(0)) -> None:
         """
         Blur-decimate a decoded frame into its levels, ``depth`` in all, level 0 kept if asked.
 
         Fewer where the frame has fewer (``level_shapes``): the levels a method reads, no more.
         Level 0 is a copy of the frame; a method that does not read it (dis from level 1 on)
-        has level 1 made from the frame itself, a full-resolution copy fewer.
+        has level 1 made from the frame itself, a full-resolution copy fewer. In the GPU
+        formulation the launch making a level also makes the gradient of the level above where
+        it is in ``gradients`` (the levels whose gradients the method will read): a launch
+        fewer each. Other gradients are made at their first use (``gradient``).
         """
         possible = level_shapes(gray.height, gray.width)
         if possible != self._possible:  # new buffers ahead
@@ -99,6 +105,7 @@ class DevicePyramid:
         self._possible = possible
         self.shapes = self._possible[:1]
         self._gradients.clear()
+        self._fused = gradients if self.formulation == 'gpu' else range(0)
         if level0 or depth < 2 or len(possible) < 2:
             kept = self.buffers.get(self._role('i', 0), gray.nbytes)
             self.images.copy(gray, kept, 'pyramid')
@@ -107,6 +114,7 @@ class DevicePyramid:
             self.levels = [None]
             self._down(gray.buffer, 1)
         self.extend(depth)
+        self._fused = range(0)  # a later extend makes levels alone
 
     def has(self, level: int) -> bool:
         """Whether ``level`` is kept (level 0 is not where the method did not read it)."""
@@ -122,7 +130,11 @@ class DevicePyramid:
         (h, w), (sh, sw) = self._possible[level], self._possible[level - 1]
         dst = self.buffers.get(self._role('i', level), h * w * 4)
         args = (src, np.int32(sw), np.int32(sh), dst, np.int32(w), np.int32(h))
-        if self.formulation == 'cpu' and w >= ROWS_MIN_WIDTH:
+        if level - 1 in self._fused and self.has(level - 1):
+            grad = self.buffers.get(self._role('g', level - 1), sh * sw * 8)
+            self._launches(self._pyr_down_gradient, (w, h), (*args, grad), 'pyramid')
+            self._gradients[level - 1] = grad
+        elif self.formulation == 'cpu' and w >= ROWS_MIN_WIDTH:
             self._launches(self._pyr_down_rows, (-(-w // ROW_LANES), h), args, 'pyramid')
         else:
             self._launches(self._pyr_down, (w, h), args, 'pyramid')

@@ -35,11 +35,8 @@ inline float pyr_down_pixel(__global const float* src, int sw, int sh, int x, in
 // from the border the 25 taps are read directly, in the order the reflected path sums them (the
 // same value bit for bit; PoCL vectorises it, 2.6x faster on a CPU).
 #define PYR_ROW(r) ((r)[0] + 4.0f * (r)[1] + 6.0f * (r)[2] + 4.0f * (r)[3] + (r)[4])
-__kernel void pyr_down(__global const float* src, const int sw, const int sh,
-                       __global float* dst, const int dw, const int dh)
+inline float pyr_down_at(__global const float* src, int sw, int sh, int x, int y)
 {
-    const int2 p = item_pixel(dw, dh);
-    const int x = p.x, y = p.y;
     float acc = 0.0f;
     if (x >= 1 && 2 * x + 2 < sw && y >= 1 && 2 * y + 2 < sh) {
         __global const float* r = src + (size_t)(2 * y - 2) * sw + 2 * x - 2;
@@ -48,7 +45,31 @@ __kernel void pyr_down(__global const float* src, const int sw, const int sh,
     } else {
         acc = pyr_down_pixel(src, sw, sh, x, y);
     }
-    dst[(size_t)y * dw + x] = acc * (1.0f / 256.0f);
+    return acc * (1.0f / 256.0f);
+}
+
+__kernel void pyr_down(__global const float* src, const int sw, const int sh,
+                       __global float* dst, const int dw, const int dh)
+{
+    const int2 p = item_pixel(dw, dh);
+    dst[(size_t)p.y * dw + p.x] = pyr_down_at(src, sw, sh, p.x, p.y);
+}
+
+// pyr_down, and gradient5 of the source at the 2 x 2 pixels the coarse pixel sits on (GPUs: a
+// level and the finer level's gradient in one launch; dst's ceil-halves cover the source).
+__kernel void pyr_down_gradient(__global const float* src, const int sw, const int sh,
+                                __global float* dst, const int dw, const int dh,
+                                __global float2* grad)
+{
+    const int2 p = item_pixel(dw, dh);
+    dst[(size_t)p.y * dw + p.x] = pyr_down_at(src, sw, sh, p.x, p.y);
+    for (int j = 0; j < 2; ++j) {
+        for (int i = 0; i < 2; ++i) {
+            const int x = 2 * p.x + i, y = 2 * p.y + j;
+            if (x < sw && y < sh)
+                grad[(size_t)y * sw + x] = gradient5(src, sw, sh, x, y);
+        }
+    }
 }
 
 // pyr_down on CPUs: a work-item takes 8 coarse pixels of a row (PYR_LANES), each source row as
