@@ -27,6 +27,7 @@ import os
 
 from cl_vision_nodes.benchmarks import flow_speed
 from cl_vision_nodes.flow import block_matching, FlowEstimator
+from cl_vision_nodes.flow import dense_inverse_search as dis
 from cl_vision_nodes.flow import horn_schunck as hs
 from cl_vision_nodes.flow import lucas_kanade as lk
 from cl_vision_nodes.flow import reference as ref
@@ -342,12 +343,21 @@ def test_level_0_is_copied_only_for_a_method_that_reads_it(method, params, copie
 
 
 @pytest.mark.parametrize('preset, fused', [('ultrafast', 2), ('medium', 3)])
-def test_gpu_pyramid_makes_the_gradients_dis_reads_with_the_next_level(preset, fused):
-    """Levels 2-4 (1-4) read: the gradients of all but the coarsest come with the next level."""
+def test_a_gpu_dis_frame_fuses_its_launches(preset, fused):
+    """
+    Levels 2-4 (1-4) read: the gradients of all but the coarsest come with the next level.
+
+    A level's two search passes are one launch where the device allows its work-group.
+    """
     times = flow_speed.kernel_times(DEVICE, 'dis', (640, 480), 1, 'gpu', DIS_PRESETS[preset])
     assert times['pyr_down_gradient'].launches == fused
     assert times['gradient'].launches == 1  # the coarsest level's, at its first use
     assert times['pyr_down'].launches == 4 - fused  # levels 1 (and 2) from the level above
+    runtime = ClRuntime(DEVICE)
+    if runtime.limits.fits((8, dis.SEARCH_BOTH)):
+        assert times['dis_search_both'].launches == fused + 1 and 'dis_search_group' not in times
+    else:
+        assert times['dis_search_group'].launches == 2 * (fused + 1)
 
 
 def test_a_change_to_a_method_reading_level_0_restarts_the_stream_for_one_frame(runtime):

@@ -30,7 +30,9 @@ levels' steps of 2 compose).
 
 The kernels are those of kernels/flow/dense_inverse_search.cl; the search, the densification and
 the solver have two formulations, chosen by the ``formulation`` the estimator passes: on a GPU
-dis_search_group (a work-item per lane of a patch's 8, a group of patches a work-group),
+dis_search_both (a work-item per lane of a patch's 8, a block of patches a work-group, both
+passes in one launch: the block's ring of neighbours searched twice; dis_search_group, a pass a
+launch, where the device does not allow its work-group),
 dis_densify (a work-item per pixel; on refined levels dis_densify_terms, a work-group per tile,
 also warps and forms the refinement's terms: a launch where a CPU has three) and dis_vr_solve
 (a work-group shares a tile and forms its systems), on a CPU dis_search (a work-item per
@@ -68,6 +70,10 @@ TERMS = 8
 """Planes of dis_vr_terms' output (DIS_TERMS): the refinement's image derivatives."""
 SEARCH_SLOTS = 8
 """Most patches a work-group of dis_search_group takes (DIS_PATCH work-items a patch)."""
+SEARCH_BLOCK = 4
+"""Side, in patches, of the block a work-group of dis_search_both takes (DIS_BLOCK)."""
+SEARCH_BOTH = SEARCH_BLOCK * SEARCH_BLOCK + 4 * SEARCH_BLOCK
+"""Patches of a dis_search_both work-group: its block and the ring around it (DIS_BOTH)."""
 
 
 def solve_group(limits: DeviceLimits, formulation: str) -> tuple[int, int]:
@@ -132,6 +138,7 @@ class DenseInverseSearch:
         built = program(self.runtime, settings.dis_patch_size, self.group)
         self._search = built.kernel('dis_search')
         self._search_group = built.kernel('dis_search_group')
+        self._search_both = built.kernel('dis_search_both')
         self._densify = built.kernel('dis_densify')
         self._densify_terms = built.kernel('dis_densify_terms')
         self._densify_rows = built.kernel('dis_densify_rows')
@@ -234,15 +241,23 @@ class DenseInverseSearch:
         grid = (np.int32(ws), np.int32(hs), np.int32(stride))
         images = (prev.levels[level], prev.gradient(level), cur.levels[level])
         passes = settings.dis_iterations // 2
-        slots = search_slots(self.runtime.limits, patch)
-        for propagate, source, target in ((0, sparse[1], sparse[0]), (1, sparse[0], sparse[1])):
-            args = (*images, *wh, steps.current, np.int32(coarse[1]), np.int32(coarse[0]), source,
-                    target, *grid, np.int32(passes), np.int32(propagate))
-            if self.formulation == 'cpu':
-                steps.add(self._search, (ws, hs), args, 'dis_search')
-            else:
-                steps.add(self._search_group, (patch, -(-ws * hs // slots) * slots), args,
-                          'dis_search', local=(patch, slots))
+        coarse_field = (steps.current, np.int32(coarse[1]), np.int32(coarse[0]))
+        if self._searches_both(patch):  # both passes in one launch, into sparse[1]
+            blocks = (-(-ws // SEARCH_BLOCK), -(-hs // SEARCH_BLOCK))
+            steps.add(self._search_both, (patch * blocks[0], SEARCH_BOTH * blocks[1]),
+                      (*images, *wh, *coarse_field, sparse[1], *grid, np.int32(passes)),
+                      'dis_search', local=(patch, SEARCH_BOTH))
+        else:
+            slots = search_slots(self.runtime.limits, patch)
+            for propagate, source, target in ((0, sparse[1], sparse[0]),
+                                              (1, sparse[0], sparse[1])):
+                args = (*images, *wh, *coarse_field, source, target, *grid, np.int32(passes),
+                        np.int32(propagate))
+                if self.formulation == 'cpu':
+                    steps.add(self._search, (ws, hs), args, 'dis_search')
+                else:
+                    steps.add(self._search_group, (patch, -(-ws * hs // slots) * slots), args,
+                              'dis_search', local=(patch, slots))
         densify = (prev.levels[level], cur.levels[level], *wh, sparse[1], *grid, steps.spare)
         if self.formulation == 'cpu':
             steps.add(self._densify_rows, (-(-w // LANES), -(-h // DENSIFY_ROWS)), densify,
@@ -253,6 +268,11 @@ class DenseInverseSearch:
                       (*densify, named['terms']), 'dis_densify', local=self.group, swap=True)
         else:
             steps.add(self._densify, (w, h), densify, 'dis_densify', swap=True)
+
+    def _searches_both(self, patch: int) -> bool:
+        """Whether a level's two search passes are one launch: GPUs allowing its work-group."""
+        return (self.formulation == 'gpu' and self.runtime.limits.fits((patch, SEARCH_BOTH))
+                and patch * SEARCH_BOTH <= self._search_both.max_group)
 
     def _refine_level(self, prev: DevicePyramid, cur: DevicePyramid, level: int,
                       named: dict[str, cl.Buffer], steps: _Steps,

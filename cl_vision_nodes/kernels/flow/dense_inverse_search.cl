@@ -391,31 +391,27 @@ inline float dis_group_cost(__local const float (*lanes)[8], float2 gsum, float2
     return dis_cost(LOAD8(lanes[0]), LOAD8(lanes[1]), LOAD8(lanes[2]), LOAD8(lanes[3]), gsum, b);
 }
 
-// dis_search on GPUs: DIS_PATCH work-items a patch, DIS_SLOTS patches a work-group (patch k =
-// group * DIS_SLOTS + slot), so a GPU runs DIS_PATCH times more work-items. Work-item j forms
-// the template's Hessian sums of row j, and at each evaluation lane j of the patch's sums over
-// its rows (dis_group_lanes: pixels j, j + 8, ... of every row, neighbouring work-items reading
-// neighbouring pixels); the slot's first work-item (the lead) folds the lanes and steps the
-// descent, as dis_search; every work-item of the group reaches every barrier (the candidates
-// and iterations are counted alike for all; a finished or absent patch only skips its loads).
-__kernel __attribute__((reqd_work_group_size(DIS_PATCH, DIS_SLOTS, 1)))
-void dis_search_group(__global const float* i0, __global const float2* g0,
-                      __global const float* i1, const int w, const int h,
-                      __global const float2* coarse, const int cw, const int ch,
-                      __global const float2* sparse_in,
-                      __global float2* sparse_out, const int ws, const int hs,
-                      const int stride, const int iterations, const int propagate)
+// One pass of dis_search on GPUs for a work-group's patches, DIS_PATCH work-items a patch (a
+// slot): work-item j forms the template's Hessian sums of row j, and at each evaluation lane j
+// of the patch's sums over its rows (dis_group_lanes: pixels j, j + 8, ... of every row,
+// neighbouring work-items reading neighbouring pixels); the slot's first work-item (the lead)
+// folds the lanes and steps the descent, as dis_search; every work-item of the group reaches
+// every barrier (the candidates and iterations are counted alike for all; a finished or absent
+// patch only skips its loads). The start is the prolonged coarse field (propagate == 0) or
+// the best of the 5 candidates the caller read (`valid` where the neighbour exists). Returns
+// the pass's result (the lead's; the others' is meaningless). The local arrays are the
+// caller's, a row a slot.
+inline float2 dis_group_pass(__global const float* i0, __global const float2* g0,
+                             __global const float* i1, int w, int h,
+                             __global const float2* coarse, int cw, int ch, int slot,
+                             int active, int ox, int oy, const float2* candidates,
+                             const int* valid, int iterations, int propagate,
+                             __local float4 (*part)[DIS_PATCH],
+                             __local float (*part_yy)[DIS_PATCH],
+                             __local float (*lane_sum)[4][8], __local float2* slot_f,
+                             __local int* slot_done)
 {
-    __local float4 part[DIS_SLOTS][DIS_PATCH];
-    __local float part_yy[DIS_SLOTS][DIS_PATCH];
-    __local float lane_sum[DIS_SLOTS][4][8];
-    __local float2 slot_f[DIS_SLOTS];
-    __local int slot_done[DIS_SLOTS];
-    const int r = get_local_id(0), slot = get_local_id(1);
-    const int k = (int)get_group_id(1) * DIS_SLOTS + slot;
-    const int active = k < ws * hs, lead = r == 0;
-    const int kx = active ? k % ws : 0, ky = active ? k / ws : 0;
-    const int ox = dis_origin(kx, stride, w), oy = dis_origin(ky, stride, h);
+    const int r = get_local_id(0), lead = r == 0;
     float row_yy = 0.0f;
     part[slot][r] = active ? dis_row_hessian(g0, w, ox, oy, r, &row_yy) : 0.0f;
     part_yy[slot][r] = row_yy;
@@ -438,8 +434,8 @@ void dis_search_group(__global const float* i0, __global const float2* g0,
             start = prolonged_flow(coarse, cw, ch, ox + DIS_PATCH / 2, oy + DIS_PATCH / 2);
     } else {
         for (int n = 0; n < 5; ++n) {
-            const int at = active ? dis_candidate(n, kx, ky, ws, hs) : 0;
-            const float2 other = at ? sparse_in[at - 1] : (float2)(0.0f);
+            const int at = active && valid[n];
+            const float2 other = at ? candidates[n] : (float2)(0.0f);
             if (at)
                 dis_group_lanes(i0, g0, i1, w, h, ox, oy, r, other, lane_sum[slot]);
             barrier(CLK_LOCAL_MEM_FENCE);
@@ -482,10 +478,121 @@ void dis_search_group(__global const float* i0, __global const float2* g0,
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (lead && active) {
-        const float2 moved = f - start;
-        sparse_out[k] = moved.x * moved.x + moved.y * moved.y > DIS_PATCH * DIS_PATCH ? start : f;
+    const float2 moved = f - start;
+    return moved.x * moved.x + moved.y * moved.y > DIS_PATCH * DIS_PATCH ? start : f;
+}
+
+// dis_search on GPUs, one pass: DIS_SLOTS patches a work-group (patch k = group * DIS_SLOTS +
+// slot), the candidates of a propagating pass read from sparse_in.
+__kernel __attribute__((reqd_work_group_size(DIS_PATCH, DIS_SLOTS, 1)))
+void dis_search_group(__global const float* i0, __global const float2* g0,
+                      __global const float* i1, const int w, const int h,
+                      __global const float2* coarse, const int cw, const int ch,
+                      __global const float2* sparse_in,
+                      __global float2* sparse_out, const int ws, const int hs,
+                      const int stride, const int iterations, const int propagate)
+{
+    __local float4 part[DIS_SLOTS][DIS_PATCH];
+    __local float part_yy[DIS_SLOTS][DIS_PATCH];
+    __local float lane_sum[DIS_SLOTS][4][8];
+    __local float2 slot_f[DIS_SLOTS];
+    __local int slot_done[DIS_SLOTS];
+    const int slot = get_local_id(1);
+    const int k = (int)get_group_id(1) * DIS_SLOTS + slot;
+    const int active = k < ws * hs;
+    const int kx = active ? k % ws : 0, ky = active ? k / ws : 0;
+    const int ox = dis_origin(kx, stride, w), oy = dis_origin(ky, stride, h);
+    float2 candidates[5];
+    int valid[5];
+    for (int n = 0; n < 5; ++n) {
+        const int at = propagate && active ? dis_candidate(n, kx, ky, ws, hs) : 0;
+        valid[n] = at != 0;
+        candidates[n] = at ? sparse_in[at - 1] : (float2)(0.0f);
     }
+    const float2 f = dis_group_pass(i0, g0, i1, w, h, coarse, cw, ch, slot, active, ox, oy,
+                                    candidates, valid, iterations, propagate, part, part_yy,
+                                    lane_sum, slot_f, slot_done);
+    if (get_local_id(0) == 0 && active)
+        sparse_out[k] = f;
+}
+
+// Both passes of dis_search_group in one launch: a work-group takes a DIS_BLOCK x DIS_BLOCK
+// block of the patch grid and runs the first pass on it and on the ring of its left, right,
+// upper and lower neighbours (slots DIS_BLOCK^2 on: up, down, left, right, DIS_BLOCK each),
+// keeping the results in local memory, then the second pass on the block, its candidates read
+// from there: the numbers of the two launches, the ring's first pass computed twice (by its
+// own block too). DIS_BOTH slots: DIS_PATCH * DIS_BOTH work-items, where the device allows.
+#define DIS_BLOCK 4
+#define DIS_BOTH (DIS_BLOCK * DIS_BLOCK + 4 * DIS_BLOCK)
+
+// Patch (kx, ky) of slot `slot` of block (bx, by), and the slot of patch (cx, cy) (-1 where it
+// is neither in the block nor in its ring).
+inline int2 dis_block_patch(int slot, int bx, int by)
+{
+    const int x0 = bx * DIS_BLOCK, y0 = by * DIS_BLOCK, B2 = DIS_BLOCK * DIS_BLOCK;
+    if (slot < B2)
+        return (int2)(x0 + slot % DIS_BLOCK, y0 + slot / DIS_BLOCK);
+    const int side = (slot - B2) / DIS_BLOCK, i = (slot - B2) % DIS_BLOCK;
+    return side == 0 ? (int2)(x0 + i, y0 - 1) : side == 1 ? (int2)(x0 + i, y0 + DIS_BLOCK)
+           : side == 2 ? (int2)(x0 - 1, y0 + i) : (int2)(x0 + DIS_BLOCK, y0 + i);
+}
+
+inline int dis_block_slot(int cx, int cy, int bx, int by)
+{
+    const int x = cx - bx * DIS_BLOCK, y = cy - by * DIS_BLOCK, B2 = DIS_BLOCK * DIS_BLOCK;
+    const int across = x >= 0 && x < DIS_BLOCK, down = y >= 0 && y < DIS_BLOCK;
+    if (across && down)
+        return y * DIS_BLOCK + x;
+    if (across && y == -1)
+        return B2 + x;
+    if (across && y == DIS_BLOCK)
+        return B2 + DIS_BLOCK + x;
+    if (down && x == -1)
+        return B2 + 2 * DIS_BLOCK + y;
+    if (down && x == DIS_BLOCK)
+        return B2 + 3 * DIS_BLOCK + y;
+    return -1;
+}
+
+__kernel __attribute__((reqd_work_group_size(DIS_PATCH, DIS_BOTH, 1)))
+void dis_search_both(__global const float* i0, __global const float2* g0,
+                     __global const float* i1, const int w, const int h,
+                     __global const float2* coarse, const int cw, const int ch,
+                     __global float2* sparse_out, const int ws, const int hs, const int stride,
+                     const int iterations)
+{
+    __local float4 part[DIS_BOTH][DIS_PATCH];
+    __local float part_yy[DIS_BOTH][DIS_PATCH];
+    __local float lane_sum[DIS_BOTH][4][8];
+    __local float2 slot_f[DIS_BOTH];
+    __local int slot_done[DIS_BOTH];
+    __local float2 first[DIS_BOTH];
+    const int slot = get_local_id(1), bx = get_group_id(0), by = get_group_id(1);
+    const int2 kk = dis_block_patch(slot, bx, by);
+    const int in_grid = kk.x >= 0 && kk.y >= 0 && kk.x < ws && kk.y < hs;
+    const int kx = in_grid ? kk.x : 0, ky = in_grid ? kk.y : 0;
+    const int ox = dis_origin(kx, stride, w), oy = dis_origin(ky, stride, h);
+    float2 candidates[5];
+    int valid[5];
+    for (int n = 0; n < 5; ++n)
+        valid[n] = 0;
+    float2 f = dis_group_pass(i0, g0, i1, w, h, coarse, cw, ch, slot, in_grid, ox, oy,
+                              candidates, valid, iterations, 0, part, part_yy, lane_sum,
+                              slot_f, slot_done);
+    if (get_local_id(0) == 0)
+        first[slot] = f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int own = in_grid && slot < DIS_BLOCK * DIS_BLOCK;
+    for (int n = 0; n < 5; ++n) {
+        const int at = own ? dis_candidate(n, kx, ky, ws, hs) : 0;
+        valid[n] = at != 0;
+        candidates[n] = at ? first[dis_block_slot((at - 1) % ws, (at - 1) / ws, bx, by)]
+                           : (float2)(0.0f);
+    }
+    f = dis_group_pass(i0, g0, i1, w, h, coarse, cw, ch, slot, own, ox, oy, candidates, valid,
+                       iterations, 1, part, part_yy, lane_sum, slot_f, slot_done);
+    if (get_local_id(0) == 0 && own)
+        sparse_out[ky * ws + kx] = f;
 }
 
 // Dense flow from the patches covering each pixel, weighted by 1 / max(1, |I1(x + f) - I0(x)|)
