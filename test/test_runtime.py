@@ -23,7 +23,7 @@ from cl_vision_nodes.errors import DeviceError, KernelBuildError
 from cl_vision_nodes.imaging.encodings import opencl_defines
 from cl_vision_nodes.opencl import devices, programs
 from cl_vision_nodes.opencl import runtime as runtime_module
-from cl_vision_nodes.opencl.kernel import BoundLaunches
+from cl_vision_nodes.opencl.kernel import BOUND_MAX, BoundLaunches
 from cl_vision_nodes.opencl.limits import DeviceLimits
 from cl_vision_nodes.opencl.runtime import ClRuntime
 import numpy as np
@@ -235,6 +235,10 @@ def test_bound_launches_bind_each_distinct_launch_and_follow_their_buffers(runti
     launches(kernel, (count,), (src, np.int32(count), np.float32(0.5), b), 'scale')
     runtime.download(out[1], b, 'download')
     assert np.array_equal(out[1], (host - 1) * 0.5)
+    for gain in range(BOUND_MAX + 3):  # past the limit: bound anew, still right
+        launches(kernel, (count,), (src, np.int32(count), np.float32(gain), a), 'scale')
+    runtime.download(out[0], a, 'download')
+    assert np.array_equal(out[0], (host - 1) * (BOUND_MAX + 2))
 
 
 def test_cpu_launches_without_a_group_get_rows_that_divide_the_size():

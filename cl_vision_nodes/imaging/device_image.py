@@ -28,6 +28,7 @@ from typing import Literal
 from cl_vision_nodes.imaging.encodings import (array_to_raw, as_bytes, HOST_IS_BIG_ENDIAN,
                                                opencl_defines, RawImage, validate,
                                                validate_intensity)
+from cl_vision_nodes.opencl.kernel import BoundLaunches
 from cl_vision_nodes.opencl.runtime import ClRuntime
 import numpy as np
 import pyopencl as cl
@@ -63,6 +64,7 @@ class DeviceImages:
         self.runtime = runtime
         self.buffers = runtime.buffers()
         self._staged: cl.Event | None = None
+        self._launches = BoundLaunches()  # a stream's decodes repeat one launch
         program = runtime.program(KERNELS, opencl_defines())
         self._decode = program.kernel('decode_gray')
         self._decode_mono8 = program.kernel('decode_mono8')
@@ -98,13 +100,14 @@ class DeviceImages:
         frame = (src, np.int32(raw.step), np.int32(raw.width), np.int32(raw.height))
         size = (raw.width, raw.height)
         if info.name == 'mono8':
-            self._decode_mono8(size, (*frame, gray), 'decode')
+            self._launches(self._decode_mono8, size, (*frame, gray), 'decode')
         elif info.name in ('bgr8', 'rgb8'):
             blue = np.int32(0 if info.name == 'bgr8' else 2)
-            self._decode_rgb8(size, (*frame, blue, gray), 'decode')
+            self._launches(self._decode_rgb8, size, (*frame, blue, gray), 'decode')
         else:
             swap = int(bool(raw.is_bigendian) != HOST_IS_BIG_ENDIAN and info.dtype.itemsize > 1)
-            self._decode(size, (*frame, np.int32(info.id), np.int32(swap), gray), 'decode')
+            self._launches(self._decode, size, (*frame, np.int32(info.id), np.int32(swap), gray),
+                           'decode')
         return gray
 
     def warm(self, width: int, height: int) -> None:

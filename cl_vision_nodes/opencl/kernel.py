@@ -171,12 +171,18 @@ class Kernel:
                            self._profiler)
 
 
+BOUND_MAX = 64
+"""Most launches a BoundLaunches keeps: past it they are bound anew (the buffers of frame sizes
+no longer seen are then not kept alive by it)."""
+
+
 class BoundLaunches:
     """
     Launches bound at their first call, by kernel, size and arguments; a frame repeats them.
 
     Arguments are device buffers and NumPy scalars (hashable). ``clear`` when the buffers are
-    replaced (a new frame size), so the old ones are not kept alive here.
+    replaced (a new frame size), so the old ones are not kept alive here; at most BOUND_MAX are
+    kept in any case.
     """
 
     def __init__(self) -> None:
@@ -187,6 +193,8 @@ class BoundLaunches:
         key = (kernel.name, items, stage, *args)
         launch = self._bound.get(key)
         if launch is None:
+            if len(self._bound) >= BOUND_MAX:
+                self._bound.clear()
             launch = self._bound[key] = kernel.bind(items, args, stage)
         return launch()
 
