@@ -31,14 +31,14 @@ levels' steps of 2 compose).
 The kernels are those of kernels/flow/dense_inverse_search.cl; the search, the densification and
 the solver have two formulations, chosen by the ``formulation`` the estimator passes: on a GPU
 dis_search_both (a work-item per lane of a patch's 8, a block of patches a work-group, both
-passes in one launch: the block's ring of neighbours searched twice; dis_search_group, a pass a
-launch, where the device does not allow its work-group),
-dis_densify (a work-item per pixel; on refined levels dis_densify_terms, a work-group per tile,
-also warps and forms the refinement's terms: a launch where a CPU has three) and dis_vr_solve
-(a work-group shares a tile and forms its systems), on a CPU dis_search (a work-item per
-patch), dis_densify_rows (a work-item votes for 8 pixels of a row at once, PoCL's vectors) then
-dis_vr_warp and dis_vr_terms, and dis_vr_solve_rows (a work-item walks a tile and forms its
-systems, a row's pixels of one colour as a float8). Both formulations compute the same numbers
+passes in one launch, the block's ring of neighbours searched twice; dis_search_group, a pass
+a launch, where the device does not allow that work-group), dis_densify (a work-item per
+pixel; on refined levels dis_densify_terms, a work-group per tile, also warps and forms the
+refinement's terms: one launch where a CPU has three) and dis_vr_solve (a work-group shares a
+tile and forms its systems), on a CPU dis_search (a work-item per patch), dis_densify_rows (a
+work-item votes for 8 pixels of a row at once, PoCL's vectors) then dis_vr_warp and
+dis_vr_terms, and dis_vr_solve_rows (a work-item walks a tile and forms its systems, a row's
+pixels of one colour as a float8). Both formulations compute the same numbers
 in the same order. Frames with a side shorter than the patch get zero flow.
 """
 from __future__ import annotations

@@ -18,8 +18,8 @@ The one way kernels are launched: typed arguments, whole work-groups, profiled b
 ``kernel(items, args, stage)`` enqueues now; ``kernel.bind(items, args, stage)`` returns a
 launch with its arguments set once, for stages that run the same launch every frame (ELAS);
 ``BoundLaunches`` binds each distinct launch at its first call (a pyramid's levels). A bound
-launch costs the enqueue alone: on an H200 the driver's 8-9 us, about 3-5 us less than setting
-the arguments again, which is most of a frame's host time there.
+launch costs the enqueue alone (on an H200 the driver's 8-9 us, most of a frame's host time
+there); setting the arguments again adds 3-5 us.
 Scalars are NumPy scalars of the kernel's types: the first call fixes the scalar types and
 pyopencl then packs arguments through a generated invoker (about 4 us per launch instead of
 tens). With an explicit ``local`` size the global size is rounded up to whole work-groups (the
