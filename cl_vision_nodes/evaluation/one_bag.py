@@ -29,7 +29,8 @@ The options are `cl-vision eval`'s (``EvalOptions``); a folder of bags runs this
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+import contextlib
 from dataclasses import dataclass, field
 import math
 import os
@@ -124,7 +125,7 @@ def build_report(options: EvalOptions, domain_id: int, cameras: Any, selection: 
     }
 
 
-def counted(frames: Iterator[Any], restamped: list[int]) -> Iterator[Any]:
+def counted(frames: Iterator[Any], restamped: list[int]) -> Generator[Any, None, None]:
     """Pass the frames on, counting in ``restamped[0]`` those with re-stamped partners."""
     for frame in frames:
         restamped[0] += bool(frame.restamped)
@@ -197,11 +198,14 @@ def evaluate(options: EvalOptions) -> int:
     runs = [NodeRun(spec, None) for spec in wiring.helpers] + \
         [NodeRun(spec, scorers[spec.key]) for spec in wiring.scored]
     restamped = [0]
-    outcome = evaluate_bag(
-        counted(memory.remembered(read_frames(bag, streams, selection)), restamped), inputs,
-        played, runs, parameters, out, env, options.timeout,
-        Progress(expected_frames(path, cameras.left.topic, selection), options.status_lines),
-        lambda frame: frame.size(cameras.left.topic), preroll=bool(wiring.helpers))
+    frames = counted(memory.remembered(read_frames(bag, streams, selection)), restamped)
+    # closed here, interrupted or not: left open, the generators would be closed as the
+    # interpreter exits, when the bag reader's error handling no longer finds its classes
+    with contextlib.closing(frames):
+        outcome = evaluate_bag(
+            frames, inputs, played, runs, parameters, out, env, options.timeout,
+            Progress(expected_frames(path, cameras.left.topic, selection), options.status_lines),
+            lambda frame: frame.size(cameras.left.topic), preroll=bool(wiring.helpers))
     report = build_report(options, domain_id, cameras, selection, restamped[0], runs, parameters,
                           outcome, notes)
     write_report(out, report, runs)
