@@ -776,40 +776,60 @@ __kernel void dis_vr_warp(__global const float* i0, __global const float* i1,
     out[i] = dis_warp_pixel(i0, i1, w, h, p.x, p.y, flow[i]);
 }
 
-// Central difference (f[+1] - f[-1]) / 2 with replicated borders along (dx, dy), per component.
-inline float2 dis_diff2(__global const float2* img, int w, int h, int x, int y, int dx, int dy)
-{
-    const int xa = x + dx < w ? x + dx : w - 1, ya = y + dy < h ? y + dy : h - 1;
-    const int xb = x - dx > 0 ? x - dx : 0, yb = y - dy > 0 ? y - dy : 0;
-    return 0.5f * (img[(size_t)ya * w + xa] - img[(size_t)yb * w + xb]);
-}
-
 // The derivatives of dis_vr_warp's output `ai` (I: the average, Iz: the difference), central
 // differences with replicated borders, as 8 planes of w * h floats: Ix, Iy, Iz, Ixz, Iyz, Ixx,
 // Ixy, Iyy; the second ones the central differences of Ix and Iy, formed here at the neighbours
 // as a first pass would store them, in one launch. Planes: dis_vr_solve_rows reads 16 pixels of
 // a row of one term as one vector.
 #define DIS_TERMS 8
+
+// dis_diff2 (central difference (f[+1] - f[-1]) / 2 with replicated borders along (dx, dy), per
+// component) and dis_pixel_terms (pixel (x, y)'s 8 terms into `terms`), written once for `ai` in
+// SPACE memory with pixel (x, y) at index AT(x, y): the whole warped pair in global memory
+// (dis_vr_terms) and a tile's local copy (dis_densify_terms, origin (ox, oy)).
+#define DIS_TERMS_HELPERS(SPACE, suffix, AT) \
+inline float2 dis_diff2##suffix(SPACE const float2* ai, int w, int h, int ox, int oy, int x, \
+                                int y, int dx, int dy) \
+{ \
+    const int xa = x + dx < w ? x + dx : w - 1, ya = y + dy < h ? y + dy : h - 1; \
+    const int xb = x - dx > 0 ? x - dx : 0, yb = y - dy > 0 ? y - dy : 0; \
+    return 0.5f * (ai[AT(xa, ya)] - ai[AT(xb, yb)]); \
+} \
+\
+inline void dis_pixel_terms##suffix(SPACE const float2* ai, int w, int h, int ox, int oy, \
+                                    int x, int y, __global float* terms) \
+{ \
+    const size_t i = (size_t)y * w + x, plane = (size_t)w * h; \
+    const int xa = x + 1 < w ? x + 1 : w - 1, ya = y + 1 < h ? y + 1 : h - 1; \
+    const int xb = x - 1 > 0 ? x - 1 : 0, yb = y - 1 > 0 ? y - 1 : 0; \
+    const float2 dx = dis_diff2##suffix(ai, w, h, ox, oy, x, y, 1, 0); \
+    const float2 dy = dis_diff2##suffix(ai, w, h, ox, oy, x, y, 0, 1); \
+    terms[i] = dx.x; \
+    terms[i + plane] = dy.x; \
+    terms[i + 2 * plane] = ai[AT(x, y)].y; \
+    terms[i + 3 * plane] = dx.y; \
+    terms[i + 4 * plane] = dy.y; \
+    terms[i + 5 * plane] = 0.5f * (dis_diff2##suffix(ai, w, h, ox, oy, xa, y, 1, 0).x \
+                                   - dis_diff2##suffix(ai, w, h, ox, oy, xb, y, 1, 0).x); \
+    terms[i + 6 * plane] = 0.5f * (dis_diff2##suffix(ai, w, h, ox, oy, x, ya, 1, 0).x \
+                                   - dis_diff2##suffix(ai, w, h, ox, oy, x, yb, 1, 0).x); \
+    terms[i + 7 * plane] = 0.5f * (dis_diff2##suffix(ai, w, h, ox, oy, x, ya, 0, 1).x \
+                                   - dis_diff2##suffix(ai, w, h, ox, oy, x, yb, 0, 1).x); \
+}
+
+// dis_densify_terms' local copy: the tile and a DIS_RING-pixel ring around it, DIS_WIDE wide.
+#define DIS_RING 2
+#define DIS_WIDE (DIS_TILE + 2 * DIS_RING)
+#define DIS_AT_IMAGE(x, y) ((size_t)(y) * w + (x))
+#define DIS_AT_TILE(x, y) (((y) - oy + DIS_RING) * DIS_WIDE + (x) - ox + DIS_RING)
+DIS_TERMS_HELPERS(__global, , DIS_AT_IMAGE)
+DIS_TERMS_HELPERS(__local, _local, DIS_AT_TILE)
+
 __kernel void dis_vr_terms(__global const float2* ai, const int w, const int h,
                            __global float* terms)
 {
     const int2 p = item_pixel(w, h);
-    const int x = p.x, y = p.y;
-    const size_t i = (size_t)y * w + x, plane = (size_t)w * h;
-    const int xa = x + 1 < w ? x + 1 : w - 1, ya = y + 1 < h ? y + 1 : h - 1;
-    const int xb = x - 1 > 0 ? x - 1 : 0, yb = y - 1 > 0 ? y - 1 : 0;
-    const float2 dx = dis_diff2(ai, w, h, x, y, 1, 0), dy = dis_diff2(ai, w, h, x, y, 0, 1);
-    terms[i] = dx.x;
-    terms[i + plane] = dy.x;
-    terms[i + 2 * plane] = ai[i].y;
-    terms[i + 3 * plane] = dx.y;
-    terms[i + 4 * plane] = dy.y;
-    terms[i + 5 * plane] = 0.5f * (dis_diff2(ai, w, h, xa, y, 1, 0).x
-                                   - dis_diff2(ai, w, h, xb, y, 1, 0).x);
-    terms[i + 6 * plane] = 0.5f * (dis_diff2(ai, w, h, x, ya, 1, 0).x
-                                   - dis_diff2(ai, w, h, x, yb, 1, 0).x);
-    terms[i + 7 * plane] = 0.5f * (dis_diff2(ai, w, h, x, ya, 0, 1).x
-                                   - dis_diff2(ai, w, h, x, yb, 0, 1).x);
+    dis_pixel_terms(ai, w, h, 0, 0, p.x, p.y, terms);
 }
 
 // One fixed-point iteration of the variational refinement of flow W by dW: energy
@@ -907,24 +927,9 @@ inline int dis_in_image(int gx, int gy, int w, int h)
 
 // dis_densify, dis_vr_warp and dis_vr_terms in one launch (GPUs, levels that are refined): a
 // work-group densifies and warps its DIS_TILE^2 tile and a 2-pixel ring into local memory
-// (the ring's pixels twice, by their own tile too), then forms the tile's 8 terms from there,
-// the same numbers as dis_vr_terms reading the warped pair from global memory (every
-// neighbour it reads, clamped into the image, lies in the tile's ring). The warped pair is
-// not stored: only the refinement's terms read it.
-#define DIS_RING 2
-#define DIS_WIDE (DIS_TILE + 2 * DIS_RING)
-
-// dis_diff2 on the tile's local copy: (x, y) and the neighbours clamped into the image as
-// dis_diff2 clamps them, then found in the copy (origin ox - DIS_RING, oy - DIS_RING).
-inline float2 dis_diff2_local(__local const float2* ai, int w, int h, int ox, int oy, int x,
-                              int y, int dx, int dy)
-{
-    const int xa = x + dx < w ? x + dx : w - 1, ya = y + dy < h ? y + dy : h - 1;
-    const int xb = x - dx > 0 ? x - dx : 0, yb = y - dy > 0 ? y - dy : 0;
-    return 0.5f * (ai[(ya - oy + DIS_RING) * DIS_WIDE + xa - ox + DIS_RING]
-                   - ai[(yb - oy + DIS_RING) * DIS_WIDE + xb - ox + DIS_RING]);
-}
-
+// (the ring's pixels twice, by their own tile too), then forms the tile's 8 terms from there
+// (dis_pixel_terms_local: every neighbour it reads, clamped into the image, lies in the
+// ring). The warped pair is not stored: only the refinement's terms read it.
 __kernel __attribute__((reqd_work_group_size(DIS_GROUP_W, DIS_GROUP_H, 1)))
 void dis_densify_terms(__global const float* i0, __global const float* i1, const int w,
                        const int h, __global const float2* sparse, const int ws, const int hs,
@@ -943,28 +948,10 @@ void dis_densify_terms(__global const float* i0, __global const float* i1, const
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    const size_t plane = (size_t)w * h;
     DIS_TILE_ROWS(ty) {
         DIS_TILE_COLS(tx) {
-            const int x = ox + tx, y = oy + ty;
-            if (!dis_in_image(x, y, w, h))
-                continue;
-            const size_t i = (size_t)y * w + x;
-            const int xa = x + 1 < w ? x + 1 : w - 1, ya = y + 1 < h ? y + 1 : h - 1;
-            const int xb = x - 1 > 0 ? x - 1 : 0, yb = y - 1 > 0 ? y - 1 : 0;
-            const float2 dx = dis_diff2_local(ai, w, h, ox, oy, x, y, 1, 0);
-            const float2 dy = dis_diff2_local(ai, w, h, ox, oy, x, y, 0, 1);
-            terms[i] = dx.x;
-            terms[i + plane] = dy.x;
-            terms[i + 2 * plane] = ai[(ty + DIS_RING) * DIS_WIDE + tx + DIS_RING].y;
-            terms[i + 3 * plane] = dx.y;
-            terms[i + 4 * plane] = dy.y;
-            terms[i + 5 * plane] = 0.5f * (dis_diff2_local(ai, w, h, ox, oy, xa, y, 1, 0).x
-                                           - dis_diff2_local(ai, w, h, ox, oy, xb, y, 1, 0).x);
-            terms[i + 6 * plane] = 0.5f * (dis_diff2_local(ai, w, h, ox, oy, x, ya, 1, 0).x
-                                           - dis_diff2_local(ai, w, h, ox, oy, x, yb, 1, 0).x);
-            terms[i + 7 * plane] = 0.5f * (dis_diff2_local(ai, w, h, ox, oy, x, ya, 0, 1).x
-                                           - dis_diff2_local(ai, w, h, ox, oy, x, yb, 0, 1).x);
+            if (dis_in_image(ox + tx, oy + ty, w, h))
+                dis_pixel_terms_local(ai, w, h, ox, oy, ox + tx, oy + ty, terms);
         }
     }
 }
