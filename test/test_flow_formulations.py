@@ -354,7 +354,9 @@ def test_a_gpu_dis_frame_fuses_its_launches(preset, fused):
     assert times['gradient'].launches == 1  # the coarsest level's, at its first use
     assert times['pyr_down'].launches == 4 - fused  # levels 1 (and 2) from the level above
     runtime = ClRuntime(DEVICE)
-    if runtime.limits.fits((8, dis.SEARCH_BOTH)):
+    group = dis.solve_group(runtime.limits, 'gpu')
+    both = dis.program(runtime, 8, group).kernel('dis_search_both')
+    if dis.both_fit(runtime.limits, both, 8):
         assert times['dis_search_both'].launches == fused + 1 and 'dis_search_group' not in times
     else:
         assert times['dis_search_group'].launches == 2 * (fused + 1)

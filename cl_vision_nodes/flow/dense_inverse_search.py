@@ -88,6 +88,15 @@ def search_slots(limits: DeviceLimits, patch: int) -> int:
     return max(1, min(SEARCH_SLOTS, limits.max_group // patch))
 
 
+def both_fit(limits: DeviceLimits, search_both: Kernel, patch: int) -> bool:
+    """
+    Whether dis_search_both's work-group runs here: the device's limits and the kernel's own.
+
+    (The kernel's registers may allow fewer: an H200 takes patches of 8, not of 12 or 16.)
+    """
+    return limits.fits((patch, SEARCH_BOTH)) and patch * SEARCH_BOTH <= search_both.max_group
+
+
 def program(runtime: ClRuntime, patch: int, group: tuple[int, int]) -> Program:
     """Build the dis kernels for a patch side and a dis_vr_solve work-group."""
     return runtime.program(KERNELS, {'DIS_PATCH': patch, 'DIS_TILE': TILE,
@@ -242,7 +251,8 @@ class DenseInverseSearch:
         images = (prev.levels[level], prev.gradient(level), cur.levels[level])
         passes = settings.dis_iterations // 2
         coarse_field = (steps.current, np.int32(coarse[1]), np.int32(coarse[0]))
-        if self._searches_both(patch):  # both passes in one launch, into sparse[1]
+        if self.formulation == 'gpu' and both_fit(self.runtime.limits, self._search_both, patch):
+            # both passes in one launch, into sparse[1]
             blocks = (-(-ws // SEARCH_BLOCK), -(-hs // SEARCH_BLOCK))
             steps.add(self._search_both, (patch * blocks[0], SEARCH_BOTH * blocks[1]),
                       (*images, *wh, *coarse_field, sparse[1], *grid, np.int32(passes)),
@@ -268,11 +278,6 @@ class DenseInverseSearch:
                       (*densify, named['terms']), 'dis_densify', local=self.group, swap=True)
         else:
             steps.add(self._densify, (w, h), densify, 'dis_densify', swap=True)
-
-    def _searches_both(self, patch: int) -> bool:
-        """Whether a level's two search passes are one launch: GPUs allowing its work-group."""
-        return (self.formulation == 'gpu' and self.runtime.limits.fits((patch, SEARCH_BOTH))
-                and patch * SEARCH_BOTH <= self._search_both.max_group)
 
     def _refine_level(self, prev: DevicePyramid, cur: DevicePyramid, level: int,
                       named: dict[str, cl.Buffer], steps: _Steps,
