@@ -303,19 +303,17 @@ def term_planes(t1: np.ndarray, t2: np.ndarray) -> np.ndarray:
     return np.concatenate([t1, t2], axis=-1).transpose(2, 0, 1)
 
 
-def solve(runtime, formulation: str, t1, t2, flow, dflow, offset: int, fresh: bool,
+def solve(runtime, t1, t2, flow, dflow, offset: int, fresh: bool,
           weights=(10.0, 5.0, 2.5)) -> tuple[np.ndarray, np.ndarray]:
-    """One fixed-point iteration in a formulation: (new dflow, flow + new dflow)."""
+    """One fixed-point iteration of dis_vr_solve_rows: (new dflow, flow + new dflow)."""
     h, w = flow.shape[:2]
-    built, group = program(runtime, 8, formulation)
+    built, group = program(runtime, 8, 'cpu')
     tiles = (-(-(w + offset) // dis.TILE), -(-(h + offset) // dis.TILE))
-    items = (tiles[0] * group[0], tiles[1] * group[1])
     out, total = empty(runtime, (h, w, 2)), empty(runtime, (h, w, 2))
     args = (upload(runtime, term_planes(t1, t2)), upload(runtime, flow), upload(runtime, dflow),
             out, total, i32(w), i32(h), i32(offset), i32(fresh), i32(1),
             *(f32(v) for v in weights))
-    kernel = 'dis_vr_solve_rows' if formulation == 'cpu' else 'dis_vr_solve'
-    built.kernel(kernel)(items, args, 'test', local=group)
+    built.kernel('dis_vr_solve_rows')(tiles, args, 'test', local=group)
     return download(runtime, out, (h, w, 2)), download(runtime, total, (h, w, 2))
 
 
@@ -325,22 +323,30 @@ def test_dis_vr_solve_matches_reference(runtime, h, w, offset, fresh):
     i0, i1, flow = refinement_inputs(runtime, h, w, h + w)
     t1, t2 = ref.dis_vr_terms(i0, i1, flow)
     dflow = np.random.default_rng(1).normal(0, 0.2, (h, w, 2)).astype(np.float32)
-    got, total = solve(runtime, 'cpu', t1, t2, flow, dflow, offset, fresh)
+    got, total = solve(runtime, t1, t2, flow, dflow, offset, fresh)
     want = ref.dis_vr_solve(t1, t2, flow, 0 * dflow if fresh else dflow, offset, dis.TILE,
                             10.0, 5.0, 2.5)
     np.testing.assert_allclose(got, want, atol=1e-3)
     np.testing.assert_allclose(total, flow + got, atol=1e-6)
 
 
-@pytest.mark.parametrize('h, w, offset', [(29, 37, 0), (67, 45, 8), (16, 16, 0)])
-def test_dis_vr_solve_formulations_agree(runtime, h, w, offset):
-    """The CPU formulation (systems per pixel, a work-item per tile) gives the GPU one's."""
-    i0, i1, flow = refinement_inputs(runtime, h, w, 7)
+@pytest.mark.parametrize('h, w', [(29, 37), (40, 33), (3, 5), (12, 12), (25, 13)])
+@pytest.mark.parametrize('iterations', [1, 5])
+def test_dis_vr_solve_level_matches_reference(runtime, h, w, iterations):
+    """A level's iterations in one launch, each area alone (odd sizes, cores cut by the edge)."""
+    i0, i1, flow = refinement_inputs(runtime, h, w, 3 * h + w)
     t1, t2 = ref.dis_vr_terms(i0, i1, flow)
-    dflow = np.random.default_rng(2).normal(0, 0.2, (h, w, 2)).astype(np.float32)
-    cpu, _ = solve(runtime, 'cpu', t1, t2, flow, dflow, offset, False)
-    gpu, _ = solve(runtime, 'gpu', t1, t2, flow, dflow, offset, False)
-    np.testing.assert_allclose(cpu, gpu, atol=1e-6)
+    built, group = program(runtime, 8, 'gpu')
+    areas = (-(-w // dis.CORE), -(-h // dis.CORE))
+    out = empty(runtime, (h, w, 2))
+    args = (upload(runtime, term_planes(t1, t2)), upload(runtime, flow), out, i32(w), i32(h),
+            i32(iterations), f32(10.0), f32(5.0), f32(2.5))
+    built.kernel('dis_vr_solve_level')((areas[0] * group[0], areas[1] * group[1]), args, 'test',
+                                       local=group)
+    want = ref.dis_vr_solve_level(t1, t2, flow, iterations, dis.TILE, dis.HALO, 10.0, 5.0, 2.5)
+    got = download(runtime, out, (h, w, 2))
+    np.testing.assert_allclose(got, want, atol=1e-3)
+    assert np.abs(got - flow).max() > 1e-3  # the refinement moved the flow
 
 
 def test_solve_groups_fit_the_device():
@@ -361,18 +367,24 @@ def test_coarsest_level_follows_opencv_and_the_pyramid():
     assert dis.coarsest_level(level_shapes(60, 2000), 16) == 1
 
 
-@pytest.fixture(scope='module')
-def estimators(runtime):
-    return {formulation: FlowEstimator(runtime, {'method': 'dis'}, formulation=formulation)
-            for formulation in ('cpu', 'gpu')}
-
-
 @pytest.mark.parametrize('h, w', [(61, 83), (97, 131), (480 // 3, 641 // 3)])
-def test_formulations_give_the_same_flow(estimators, h, w):
+@pytest.mark.parametrize('preset', sorted(DIS_PRESETS))
+def test_formulations_give_the_same_flow_or_the_same_accuracy(runtime, preset, h, w):
+    """
+    Search and densification are the same numbers in both; the solvers differ in how tiles meet.
+
+    Unrefined (ultrafast): the same flow. Refined: EPE against the truth within 2 % and 0.01 px.
+    """
     sample = flow_pair(h, w, motion='rotation', seed=h)
-    flows = {f: e.estimate(sample.frame0, sample.frame1) for f, e in estimators.items()}
-    np.testing.assert_allclose(flows['cpu'], flows['gpu'], atol=1e-5)
+    flows = {f: FlowEstimator(runtime, DIS_PRESETS[preset], formulation=f).estimate(
+        sample.frame0, sample.frame1) for f in ('cpu', 'gpu')}
     assert np.isfinite(flows['cpu']).all() and flows['cpu'].shape == (h, w, 2)
+    if DIS_PRESETS[preset]['dis_refine_iterations'] == 0:
+        np.testing.assert_allclose(flows['cpu'], flows['gpu'], atol=1e-5)
+        return
+    epe = {f: flow_errors(flow, sample.flow, sample.valid).epe for f, flow in flows.items()}
+    assert abs(epe['cpu'] - epe['gpu']) <= max(0.01, 0.02 * epe['cpu']), epe
+    assert np.abs(flows['cpu'] - flows['gpu']).max() > 0  # the two solvers did run
 
 
 @pytest.mark.parametrize('preset', sorted(DIS_PRESETS))

@@ -347,12 +347,16 @@ def test_a_gpu_dis_frame_fuses_its_launches(preset, fused):
     """
     Levels 2-4 (1-4) read: the gradients of all but the coarsest come with the next level.
 
-    A level's two search passes are one launch where the device allows its work-group.
+    A level's two search passes are one launch where the device allows its work-group; so are
+    a refined level's fixed-point iterations.
     """
     times = flow_speed.kernel_times(DEVICE, 'dis', (640, 480), 1, 'gpu', DIS_PRESETS[preset])
     assert times['pyr_down_gradient'].launches == fused
     assert times['gradient'].launches == 1  # the coarsest level's, at its first use
     assert times['pyr_down'].launches == 4 - fused  # levels 1 (and 2) from the level above
+    if DIS_PRESETS[preset]['dis_refine_iterations']:
+        assert times['dis_vr_solve_level'].launches == fused + 1  # one a level
+    assert 'dis_vr_solve_rows' not in times
     runtime = ClRuntime(DEVICE)
     group = dis.solve_group(runtime.limits, 'gpu')
     both = dis.program(runtime, 8, group).kernel('dis_search_both')

@@ -21,6 +21,8 @@ reproduced exactly (block matching). Images are HxW, flow fields HxWx2, all 0..2
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 BINOMIAL = np.array([1.0, 4.0, 6.0, 4.0, 1.0]) / 16.0
@@ -447,16 +449,15 @@ def _dis_system(t1: np.ndarray, t2: np.ndarray, dflow: np.ndarray, g2: float,
     return a11, a12, a22, b1, b2
 
 
-def dis_vr_solve(t1: np.ndarray, t2: np.ndarray, flow: np.ndarray, dflow: np.ndarray,
-                 offset: int, tile: int, a2: float, g2: float, d2: float) -> np.ndarray:
+def _dis_region_solver(t1: np.ndarray, t2: np.ndarray, flow: np.ndarray, dflow: np.ndarray,
+                       a2: float, g2: float, d2: float) -> Callable[[np.ndarray], np.ndarray]:
     """
-    Kernel dis_vr_solve: one fixed-point iteration, the new dflow.
+    Systems with weights lagged at ``dflow``: return the DIS_SWEEPS sweeps of one region.
 
-    Weights lagged at the launch start; per tile (origins k * tile - offset) DIS_SWEEPS
-    red-black SOR sweeps, the other tiles' dflow held at the launch start.
+    The returned function takes a region's mask and gives dflow with the region solved, the
+    rest held at ``dflow`` (float64 inputs).
     """
     h, w = flow.shape[:2]
-    flow, dflow = flow.astype(np.float64), dflow.astype(np.float64)
     a11, a12, a22, b1, b2 = _dis_system(t1, t2, dflow, g2, d2)
     total = flow + dflow
     fwd_x = np.zeros_like(total)
@@ -480,21 +481,67 @@ def dis_vr_solve(t1: np.ndarray, t2: np.ndarray, flow: np.ndarray, dflow: np.nda
     rhs = np.stack([b1, b2], axis=-1) + pull
     total_weight = edges.sum(axis=-1)
     inv11, inv22 = 1.0 / (a11 + total_weight), 1.0 / (a22 + total_weight)
-    out = dflow.copy()
     y, x = np.mgrid[:h, :w]
+
+    def solve(region: np.ndarray) -> np.ndarray:
+        d = dflow.copy()
+        for _ in range(DIS_SWEEPS):
+            for parity in (0, 1):
+                sigma = rhs + sum(edges[..., k, None] * n for k, n in enumerate(neighbours(d)))
+                du = (1 - DIS_OMEGA) * d[..., 0] + DIS_OMEGA * (
+                    sigma[..., 0] - a12 * d[..., 1]) * inv11
+                dv = (1 - DIS_OMEGA) * d[..., 1] + DIS_OMEGA * (sigma[..., 1] - a12 * du) * inv22
+                chosen = region & ((x + y) % 2 == parity)
+                d[chosen] = np.stack([du, dv], axis=-1)[chosen]
+        return d
+
+    return solve
+
+
+def _square(h: int, w: int, oy: int, ox: int, side: int) -> np.ndarray:
+    """Mask of the side x side square at (ox, oy), clipped to the image."""
+    y, x = np.mgrid[:h, :w]
+    return (y >= oy) & (y < oy + side) & (x >= ox) & (x < ox + side)
+
+
+def dis_vr_solve(t1: np.ndarray, t2: np.ndarray, flow: np.ndarray, dflow: np.ndarray,
+                 offset: int, tile: int, a2: float, g2: float, d2: float) -> np.ndarray:
+    """
+    Kernel dis_vr_solve_rows: one fixed-point iteration, the new dflow.
+
+    Weights lagged at the launch start; per tile (origins k * tile - offset) DIS_SWEEPS
+    red-black SOR sweeps, the other tiles' dflow held at the launch start.
+    """
+    h, w = flow.shape[:2]
+    dflow = dflow.astype(np.float64)
+    solve = _dis_region_solver(t1, t2, flow.astype(np.float64), dflow, a2, g2, d2)
+    out = dflow.copy()
     for oy in range(-offset, h, tile):
         for ox in range(-offset, w, tile):
-            region = (y >= oy) & (y < oy + tile) & (x >= ox) & (x < ox + tile)
-            d = dflow.copy()
-            for _ in range(DIS_SWEEPS):
-                for parity in (0, 1):
-                    sigma = rhs + sum(edges[..., k, None] * n
-                                      for k, n in enumerate(neighbours(d)))
-                    du = (1 - DIS_OMEGA) * d[..., 0] + DIS_OMEGA * (
-                        sigma[..., 0] - a12 * d[..., 1]) * inv11
-                    dv = (1 - DIS_OMEGA) * d[..., 1] + DIS_OMEGA * (
-                        sigma[..., 1] - a12 * du) * inv22
-                    chosen = region & ((x + y) % 2 == parity)
-                    d[chosen] = np.stack([du, dv], axis=-1)[chosen]
-            out[region] = d[region]
+            region = _square(h, w, oy, ox, tile)
+            out[region] = solve(region)[region]
+    return out
+
+
+def dis_vr_solve_level(t1: np.ndarray, t2: np.ndarray, flow: np.ndarray, iterations: int,
+                       tile: int, halo: int, a2: float, g2: float, d2: float) -> np.ndarray:
+    """
+    Kernel dis_vr_solve_level: W + dW after ``iterations`` fixed-point iterations.
+
+    Each area (side ``tile``; its core, ``tile - 2 halo``, at k * core) is solved alone from
+    dW = 0, dW outside it held at 0; an area gives its core's flow.
+    """
+    h, w = flow.shape[:2]
+    flow = flow.astype(np.float64)
+    core = tile - 2 * halo
+    out = flow.copy()
+    for cy in range(0, h, core):
+        for cx in range(0, w, core):
+            area = _square(h, w, cy - halo, cx - halo, tile)
+            d = np.zeros_like(flow)
+            for _ in range(iterations):
+                solve = _dis_region_solver(t1, t2, flow, d, a2, g2, d2)
+                d = np.where(area[..., None], solve(area), 0.0)
+            inner = _square(h, w, cy, cx, core)
+            out[inner] = (flow + d)[inner]
     return out

@@ -15,19 +15,22 @@
 // Dense inverse search (flow/dense_inverse_search.py); after common.cl. Per level: the patch
 // search twice (patches from the dense start, then from the best neighbour), the densification,
 // then the variational refinement: dis_vr_warp and dis_vr_terms (on a GPU both within the
-// densification, dis_densify_terms) and one solve per fixed-point iteration.
+// densification, dis_densify_terms) and the solver: on a CPU a launch per fixed-point iteration,
+// on a GPU a level's iterations in one launch (dis_vr_solve_level).
 //
-// Built with DIS_PATCH (patch side), DIS_TILE (side of the solver's tiles), DIS_GROUP_W x
-// DIS_GROUP_H (dis_vr_solve's work-group) and DIS_SLOTS (patches a dis_search_group work-group
-// takes). The search, the densification and the solver have two formulations each, with the same
-// numbers in the same order: on a GPU a work-item per lane of a patch (dis_search_group), per
-// pixel (dis_densify) and a group of many work-items sharing a tile (dis_vr_solve); on a CPU a
-// work-item per patch (dis_search), per 8 pixels of a row (dis_densify_rows) and per tile
-// (dis_vr_solve_rows, a row's 8 pixels of one colour at a time). A half-sweep updates pixels of
-// one colour, which read only pixels of the other, so both solvers give the same numbers.
+// Built with DIS_PATCH (patch side), DIS_TILE (side of the solver's tiles and areas), DIS_GROUP_W
+// x DIS_GROUP_H (dis_vr_solve_level's work-group), DIS_SLOTS (patches a dis_search_group
+// work-group takes) and DIS_HALO (the ring an area of dis_vr_solve_level solves around its core).
+// The search and the densification have two formulations each, with the same numbers in the same
+// order: on a GPU a work-item per lane of a patch (dis_search_group) and per pixel
+// (dis_densify); on a CPU a work-item per patch (dis_search) and per 8 pixels of a row
+// (dis_densify_rows). The CPU's solver, dis_vr_solve_rows, takes a tile a work-item (a row's 8
+// pixels of one colour at a time; a half-sweep updates pixels of one colour, which read only
+// pixels of the other); the GPU's, dis_vr_solve_level, an area a work-group, its iterations
+// without exchanging dW between areas: the two give flows of the same accuracy, not the same bits.
 #if !defined(DIS_PATCH) || !defined(DIS_TILE) || !defined(DIS_GROUP_W) || !defined(DIS_GROUP_H) \
-    || !defined(DIS_SLOTS)
-#error "dense_inverse_search.cl needs -D DIS_PATCH, DIS_TILE, DIS_GROUP_W, DIS_GROUP_H, DIS_SLOTS"
+    || !defined(DIS_SLOTS) || !defined(DIS_HALO)
+#error "dense_inverse_search.cl needs -D DIS_PATCH, DIS_TILE, DIS_GROUP_W/H, DIS_SLOTS, DIS_HALO"
 #endif
 #if DIS_PATCH % 4 != 0
 #error "DIS_PATCH must be a multiple of 4"
@@ -844,24 +847,10 @@ __kernel void dis_vr_terms(__global const float2* ai, const int w, const int h,
 // smoothness weight of pixel p, for the edges to its right and lower neighbours, is taken from
 // forward differences of W + dW at the launch start, so both tiles of an edge agree on it.
 // Input dflow_in (taken as 0 when `fresh`), output dflow_out; `last` also writes W + dW to
-// flow_out. Two kernels: dis_vr_solve (GPUs: a work-group shares the tile, a work-item per
-// pixel) and dis_vr_solve_rows (CPUs: one work-item walks the tile, a row's pixels of one colour
-// as a float8). The helpers below are written once for a float and for 8 lanes, so both kernels
-// compute the same numbers in the same order.
-
-// The span (tile and halo) of W + dW and of dW at the launch start, span index k = sy *
-// DIS_SPAN + sx for span pixel (sx, sy) = tile pixel (sx - 1, sy - 1); borders clamped.
-inline void dis_span_pixel(__global const float2* flow, __global const float2* dflow_in,
-                           int w, int h, int ox, int oy, int k, int fresh, float2* total,
-                           float2* dd)
-{
-    const int gx = clamp_int(ox - 1 + k % DIS_SPAN, 0, w - 1);
-    const int gy = clamp_int(oy - 1 + k / DIS_SPAN, 0, h - 1);
-    const size_t g = (size_t)gy * w + gx;
-    const float2 loaded = dflow_in[g];
-    *dd = fresh ? (float2)(0.0f) : loaded;
-    *total = flow[g] + *dd;
-}
+// flow_out. This is dis_vr_solve_rows (CPUs: one work-item walks the tile, a row's pixels of one
+// colour as a float8); GPUs run a level's iterations in one launch (dis_vr_solve_level, below).
+// The helpers below are written once for a float and for 8 lanes, so both kernels form their
+// systems with the same numbers in the same order.
 
 // DIS_REFINE_HELPERS(T, SQRT, suffix) defines, for values of type T (float, float8):
 // dis_smooth_weight: smoothness weight of a pixel, for the edges to its right and lower
@@ -956,48 +945,57 @@ void dis_densify_terms(__global const float* i0, __global const float* i1, const
     }
 }
 
+// A level's refinement in one launch (GPUs): a work-group solves a DIS_TILE^2 area, its core of
+// DIS_CORE^2 pixels and a DIS_HALO ring, for all `iterations` fixed-point iterations, with dW
+// in the 1-pixel span ring around the area held at 0 (dW's start value: areas never exchange
+// dW), and writes W + dW of the core to flow_out. Each iteration is dis_vr_solve_rows' on the
+// area: robust weights lagged at the iteration start, DIS_SWEEPS red-black SOR sweeps. The
+// halo keeps the cores' borders off the frozen ring: 5 launches of 16^2 tiles cost 5 x 9 us on
+// an H200, most of it a launch's fixed cost; this one about 25 us, at the same accuracy.
+#define DIS_CORE (DIS_TILE - 2 * DIS_HALO)
+#define DIS_AREA_LOOP(a) for (int a = lid; a < DIS_TILE * DIS_TILE; a += DIS_ITEMS)
 __kernel __attribute__((reqd_work_group_size(DIS_GROUP_W, DIS_GROUP_H, 1)))
-void dis_vr_solve(__global const float* terms, __global const float2* flow,
-                  __global const float2* dflow_in, __global float2* dflow_out,
-                  __global float2* flow_out, const int w, const int h, const int offset,
-                  const int fresh, const int last, const float a2, const float g2,
-                  const float d2)
+void dis_vr_solve_level(__global const float* terms, __global const float2* flow,
+                        __global float2* flow_out, const int w, const int h,
+                        const int iterations, const float a2, const float g2, const float d2)
 {
-    __local float2 total[DIS_SPAN * DIS_SPAN];    // W + dW at the launch start
+    __local float2 base[DIS_SPAN * DIS_SPAN];     // W
+    __local float2 total[DIS_SPAN * DIS_SPAN];    // W + dW at the iteration start
     __local float2 d[DIS_SPAN * DIS_SPAN];        // dW
     __local float smooth[DIS_SPAN * DIS_SPAN];
     __local float4 edges[DIS_TILE * DIS_TILE];
     __local float4 system[DIS_TILE * DIS_TILE];
     __local float2 rhs[DIS_TILE * DIS_TILE];
     const int lid = get_local_id(1) * DIS_GROUP_W + get_local_id(0);
-    const int ox = (int)get_group_id(0) * DIS_TILE - offset;
-    const int oy = (int)get_group_id(1) * DIS_TILE - offset;
+    const int ox = (int)get_group_id(0) * DIS_CORE - DIS_HALO;  // the area's origin
+    const int oy = (int)get_group_id(1) * DIS_CORE - DIS_HALO;
     const size_t plane = (size_t)w * h;
-    for (int k = lid; k < DIS_SPAN * DIS_SPAN; k += DIS_ITEMS) {
-        float2 t, dd;
-        dis_span_pixel(flow, dflow_in, w, h, ox, oy, k, fresh, &t, &dd);
-        total[k] = t;
-        d[k] = dd;
+    for (int k = lid; k < DIS_SPAN * DIS_SPAN; k += DIS_ITEMS) {  // borders clamped
+        const int gx = clamp_int(ox - 1 + k % DIS_SPAN, 0, w - 1);
+        const int gy = clamp_int(oy - 1 + k / DIS_SPAN, 0, h - 1);
+        const float2 f = flow[(size_t)gy * w + gx];
+        base[k] = f;
+        total[k] = f;
+        d[k] = (float2)(0.0f);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = lid; k < DIS_SPAN * DIS_SPAN; k += DIS_ITEMS) {
-        const int sx = k % DIS_SPAN, sy = k / DIS_SPAN;
-        const int gx = ox - 1 + sx, gy = oy - 1 + sy;
-        const int inside = sx <= DIS_TILE && sy <= DIS_TILE && dis_in_image(gx, gy, w, h);
-        // the span's borders are clamped: past the image's last column or row the difference
-        // is 0, as the replicated border wants
-        const float2 here = total[k];
-        const float2 ddx = total[k + 1 < DIS_SPAN * DIS_SPAN ? k + 1 : k] - here;
-        const float2 ddy = total[k + DIS_SPAN < DIS_SPAN * DIS_SPAN ? k + DIS_SPAN : k] - here;
-        smooth[k] = inside ? dis_smooth_weight(ddx.x, ddx.y, ddy.x, ddy.y, a2) : 0.0f;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    DIS_TILE_ROWS(ty) {
-        DIS_TILE_COLS(tx) {
-            const int gx = ox + tx, gy = oy + ty, k = ty * DIS_TILE + tx;
+    for (int iteration = 0; iteration < iterations; ++iteration) {
+        for (int k = lid; k < DIS_SPAN * DIS_SPAN; k += DIS_ITEMS) {
+            const int sx = k % DIS_SPAN, sy = k / DIS_SPAN;
+            const int gx = ox - 1 + sx, gy = oy - 1 + sy;
+            const int inside = sx <= DIS_TILE && sy <= DIS_TILE && dis_in_image(gx, gy, w, h);
+            // past the image's last column or row the difference is 0 (replicated border)
+            const float2 here = total[k];
+            const float2 ddx = total[k + 1 < DIS_SPAN * DIS_SPAN ? k + 1 : k] - here;
+            const float2 ddy = total[k + DIS_SPAN < DIS_SPAN * DIS_SPAN ? k + DIS_SPAN : k] - here;
+            smooth[k] = inside ? dis_smooth_weight(ddx.x, ddx.y, ddy.x, ddy.y, a2) : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        DIS_AREA_LOOP(a) {
+            const int gx = ox + a % DIS_TILE, gy = oy + a / DIS_TILE;
             if (!dis_in_image(gx, gy, w, h))
                 continue;
-            const int me = (ty + 1) * DIS_SPAN + tx + 1;
+            const int me = (a / DIS_TILE + 1) * DIS_SPAN + a % DIS_TILE + 1;
             const size_t g = (size_t)gy * w + gx;
             float a11, a12, a22, b1, b2;
             dis_data_system(terms[g], terms[g + plane], terms[g + 2 * plane],
@@ -1008,52 +1006,50 @@ void dis_vr_solve(__global const float* terms, __global const float2* flow,
                                        gx < w - 1 ? smooth[me] : 0.0f,
                                        gy > 0 ? smooth[me - DIS_SPAN] : 0.0f,
                                        gy < h - 1 ? smooth[me] : 0.0f);
-            const float2 own = total[me] - d[me], l = total[me - 1] - d[me - 1];
-            const float2 r = total[me + 1] - d[me + 1], up = total[me - DIS_SPAN] - d[me - DIS_SPAN];
-            const float2 dn = total[me + DIS_SPAN] - d[me + DIS_SPAN];
+            const float2 own = base[me], l = base[me - 1], r = base[me + 1];
+            const float2 up = base[me - DIS_SPAN], dn = base[me + DIS_SPAN];
             float i11, i22, r1, r2;
             dis_system(a11, a22, b1, b2, wn.x, wn.y, wn.z, wn.w, own.x, own.y, l.x, l.y, r.x, r.y,
                        up.x, up.y, dn.x, dn.y, &i11, &i22, &r1, &r2);
-            edges[k] = wn;
-            system[k] = (float4)(i11, a12, i22, 0.0f);
-            rhs[k] = (float2)(r1, r2);
+            edges[a] = wn;
+            system[a] = (float4)(i11, a12, i22, 0.0f);
+            rhs[a] = (float2)(r1, r2);
         }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int sweep = 0; sweep < DIS_SWEEPS; ++sweep) {
-        for (int parity = 0; parity < 2; ++parity) {
-            DIS_TILE_ROWS(ty) {
-                DIS_TILE_COLS(tx) {
-                    const int gx = ox + tx, gy = oy + ty, k = ty * DIS_TILE + tx;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int sweep = 0; sweep < DIS_SWEEPS; ++sweep) {
+            for (int parity = 0; parity < 2; ++parity) {
+                DIS_AREA_LOOP(a) {
+                    const int gx = ox + a % DIS_TILE, gy = oy + a / DIS_TILE;
                     if (((gx + gy) & 1) != parity || !dis_in_image(gx, gy, w, h))
                         continue;
-                    const int me = (ty + 1) * DIS_SPAN + tx + 1;
-                    const float4 wn = edges[k], c = system[k];
+                    const int me = (a / DIS_TILE + 1) * DIS_SPAN + a % DIS_TILE + 1;
+                    const float4 wn = edges[a], c = system[a];
                     const float2 sigma = wn.x * d[me - 1] + wn.y * d[me + 1]
                                          + wn.z * d[me - DIS_SPAN] + wn.w * d[me + DIS_SPAN]
-                                         + rhs[k];
+                                         + rhs[a];
                     float2 du = d[me];
                     du.x = (1.0f - DIS_OMEGA) * du.x + DIS_OMEGA * (sigma.x - c.y * du.y) * c.x;
                     du.y = (1.0f - DIS_OMEGA) * du.y + DIS_OMEGA * (sigma.y - c.y * du.x) * c.z;
                     d[me] = du;
                 }
+                barrier(CLK_LOCAL_MEM_FENCE);
             }
-            barrier(CLK_LOCAL_MEM_FENCE);
         }
+        for (int k = lid; k < DIS_SPAN * DIS_SPAN; k += DIS_ITEMS) {
+            // a span pixel past the image's border copies the pixel it is clamped to
+            const int gx = clamp_int(ox - 1 + k % DIS_SPAN, 0, w - 1);
+            const int gy = clamp_int(oy - 1 + k / DIS_SPAN, 0, h - 1);
+            total[k] = base[k] + d[(gy - oy + 1) * DIS_SPAN + gx - ox + 1];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
-    DIS_TILE_ROWS(ty) {
-        DIS_TILE_COLS(tx) {
-            const int gx = ox + tx, gy = oy + ty;
-            if (!dis_in_image(gx, gy, w, h))
-                continue;
-            const size_t g = (size_t)gy * w + gx;
-            const float2 dd = d[(ty + 1) * DIS_SPAN + tx + 1];
-            dflow_out[g] = dd;
-            if (last)
-                flow_out[g] = flow[g] + dd;
-        }
+    for (int k = lid; k < DIS_CORE * DIS_CORE; k += DIS_ITEMS) {
+        const int tx = DIS_HALO + k % DIS_CORE, ty = DIS_HALO + k / DIS_CORE;
+        if (dis_in_image(ox + tx, oy + ty, w, h))
+            flow_out[(size_t)(oy + ty) * w + ox + tx] = total[(ty + 1) * DIS_SPAN + tx + 1];
     }
 }
+#undef DIS_AREA_LOOP
 
 #if DIS_TILE == 16
 // dis_vr_solve_rows keeps W + dW and dW per component in two planes per span row, the span's
