@@ -24,7 +24,8 @@ second from the best of each patch's and its four neighbours' results (OpenCV pr
 rows in sequence; this is its parallel counterpart); the patches are densified
 by averaging, weighted by each patch's photometric error at the pixel; then the variational
 refinement (brightness and gradient constancy, smoothness, OpenCV's weights and normalisation)
-runs ``dis_refine_iterations`` fixed-point iterations of 5 red-black SOR sweeps on tiles. The
+runs ``dis_refine_iterations`` fixed-point iterations of 5 red-black SOR sweeps on tiles (on a
+GPU all of a level's iterations in one launch, each area of tiles solved alone). The
 finest level's flow is upsampled to full resolution in one launch (bilinear by 2^level, as the
 levels' steps of 2 compose).
 

@@ -907,8 +907,8 @@ inline int dis_in_image(int gx, int gy, int w, int h)
     return gx >= 0 && gy >= 0 && gx < w && gy < h;
 }
 
-// Loops of dis_vr_solve over the tile pixels a work-item owns: rows ly, ly + DIS_GROUP_H, ...,
-// columns lx, lx + DIS_GROUP_W, ...
+// Loops of dis_densify_terms over the tile pixels a work-item owns: rows ly, ly + DIS_GROUP_H,
+// ..., columns lx, lx + DIS_GROUP_W, ...
 #define DIS_TILE_ROWS(ty) \
     for (int ty = (int)get_local_id(1); ty < DIS_TILE; ty += DIS_GROUP_H)
 #define DIS_TILE_COLS(tx) \
