@@ -43,7 +43,7 @@ dis_vr_warp and dis_vr_terms, and dis_vr_solve_rows (a launch per fixed-point it
 edges moving between them; a work-item walks a tile, a row's pixels of one colour as a float8).
 The search and densification compute the same numbers in both formulations; the solvers differ
 in how areas meet, and give flows of the same accuracy (a GPU's launch costs more than its
-work: the H200's 5 launches a level took 5 x 9 us, the one launch 25 us). Frames with a side
+work: the H200's 5 launches a level took 5 x 9 us, the one launch 27 us). Frames with a side
 shorter than the patch get zero flow.
 """
 from __future__ import annotations
@@ -70,7 +70,7 @@ TILE = 16
 result, the work-group does not."""
 HALO = 2
 """Ring of an area of dis_vr_solve_level around its core (DIS_HALO): keeps the cores' edges off
-the frozen dW around the area (Middlebury medium mean EPE: 0.356 with none, 0.340 with 2, 0.338
+the frozen dW around the area (Middlebury medium mean EPE: 0.356 with none, 0.342 with 2, 0.338
 a launch per iteration)."""
 CORE = TILE - 2 * HALO
 """Side of the core of an area whose flow dis_vr_solve_level writes."""
