@@ -397,13 +397,15 @@ inline float dis_group_cost(__local const float (*lanes)[8], float2 gsum, float2
 // One pass of dis_search on GPUs for a work-group's patches, DIS_PATCH work-items a patch (a
 // slot): work-item j forms the template's Hessian sums of row j, and at each evaluation lane j
 // of the patch's sums over its rows (dis_group_lanes: pixels j, j + 8, ... of every row,
-// neighbouring work-items reading neighbouring pixels); the slot's first work-item (the lead)
-// folds the lanes and steps the descent, as dis_search; every work-item of the group reaches
-// every barrier (the candidates and iterations are counted alike for all; a finished or absent
-// patch only skips its loads). The start is the prolonged coarse field (propagate == 0) or
-// the best of the 5 candidates the caller read (`valid` where the neighbour exists). Returns
-// the pass's result (the lead's; the others' is meaningless). The local arrays are the
-// caller's, a row a slot.
+// neighbouring work-items reading neighbouring pixels); then every work-item of the slot folds
+// the lanes and steps the descent as dis_search does, each the same numbers, so the slot agrees
+// on its flow without telling it (one barrier an evaluation: the lanes alternate between
+// `sums[0]` and `sums[1]`, so an evaluation's lanes are written while the previous one's may
+// still be read). Every work-item of the group reaches every barrier (the candidates and
+// iterations are counted alike for all; a finished or absent patch only skips its loads). The
+// start is the prolonged coarse field (propagate == 0) or the best of the 5 candidates the
+// caller read (`valid` where the neighbour exists). Returns the pass's result. The local
+// arrays are the caller's, a row a slot.
 inline float2 dis_group_pass(__global const float* i0, __global const float2* g0,
                              __global const float* i1, int w, int h,
                              __global const float2* coarse, int cw, int ch, int slot,
@@ -411,75 +413,66 @@ inline float2 dis_group_pass(__global const float* i0, __global const float2* g0
                              const int* valid, int iterations, int propagate,
                              __local float4 (*part)[DIS_PATCH],
                              __local float (*part_yy)[DIS_PATCH],
-                             __local float (*lane_sum)[4][8], __local float2* slot_f,
-                             __local int* slot_done)
+                             __local float (*sums_a)[4][8], __local float (*sums_b)[4][8])
 {
-    const int r = get_local_id(0), lead = r == 0;
+    const int r = get_local_id(0);
     float row_yy = 0.0f;
     part[slot][r] = active ? dis_row_hessian(g0, w, ox, oy, r, &row_yy) : 0.0f;
     part_yy[slot][r] = row_yy;
     barrier(CLK_LOCAL_MEM_FENCE);
-    float4 hessian = 0.0f;
-    float2 gsum = 0.0f, start = 0.0f, b = 0.0f, f = 0.0f, previous = 0.0f;
-    float cost = INFINITY, last = INFINITY;
-    if (lead) {
-        float4 rows = 0.0f;
-        float syy = 0.0f;
-        for (int row = 0; row < DIS_PATCH; ++row) {
-            rows += part[slot][row];
-            syy += part_yy[slot][row];
-        }
-        hessian = dis_hessian(rows, syy, &gsum);
+    float4 rows = 0.0f;
+    float syy = 0.0f;
+    for (int row = 0; row < DIS_PATCH; ++row) {
+        rows += part[slot][row];
+        syy += part_yy[slot][row];
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    float2 gsum;
+    const float4 hessian = dis_hessian(rows, syy, &gsum);
+    float2 start = 0.0f, b = 0.0f;
+    float cost = INFINITY, last = INFINITY;
+    int phase = 0;  // evaluations so far: their parity picks the lanes' buffer
     if (!propagate) {
-        if (lead && active)
+        if (active)
             start = prolonged_flow(coarse, cw, ch, ox + DIS_PATCH / 2, oy + DIS_PATCH / 2);
     } else {
-        for (int n = 0; n < 5; ++n) {
+        for (int n = 0; n < 5; ++n, ++phase) {
+            __local float (*lanes)[8] = (phase & 1 ? sums_b : sums_a)[slot];
             const int at = active && valid[n];
             const float2 other = at ? candidates[n] : (float2)(0.0f);
             if (at)
-                dis_group_lanes(i0, g0, i1, w, h, ox, oy, r, other, lane_sum[slot]);
+                dis_group_lanes(i0, g0, i1, w, h, ox, oy, r, other, lanes);
             barrier(CLK_LOCAL_MEM_FENCE);
-            if (lead && at) {
+            if (at) {
                 float2 other_b;
-                const float other_cost = dis_group_cost(lane_sum[slot], gsum, &other_b);
+                const float other_cost = dis_group_cost(lanes, gsum, &other_b);
                 if (n == 0 || other_cost < cost) {
                     cost = other_cost;
                     start = other;
                     b = other_b;
                 }
             }
-            barrier(CLK_LOCAL_MEM_FENCE);
         }
     }
-    if (lead) {
-        f = previous = start;
-        slot_f[slot] = start;
-        slot_done[slot] = !active;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int t = 0; t < iterations; ++t) {
-        const int measure = (t > 0 || !propagate) && !slot_done[slot];
+    float2 f = start, previous = start;
+    int done = !active;
+    for (int t = 0; t < iterations; ++t, ++phase) {
+        __local float (*lanes)[8] = (phase & 1 ? sums_b : sums_a)[slot];
+        const int measure = (t > 0 || !propagate) && !done;
         if (measure)
-            dis_group_lanes(i0, g0, i1, w, h, ox, oy, r, slot_f[slot], lane_sum[slot]);
+            dis_group_lanes(i0, g0, i1, w, h, ox, oy, r, f, lanes);
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (lead && !slot_done[slot]) {
-            if (measure) {
-                cost = dis_group_cost(lane_sum[slot], gsum, &b);
-            }
+        if (!done) {
+            if (measure)
+                cost = dis_group_cost(lanes, gsum, &b);
             if (!(cost < last)) {
                 f = previous;
-                slot_done[slot] = 1;
+                done = 1;
             } else {
                 last = cost;
                 previous = f;
                 f = dis_step(f, hessian, b);
-                slot_f[slot] = f;
             }
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
     }
     const float2 moved = f - start;
     return moved.x * moved.x + moved.y * moved.y > DIS_PATCH * DIS_PATCH ? start : f;
@@ -497,9 +490,7 @@ void dis_search_group(__global const float* i0, __global const float2* g0,
 {
     __local float4 part[DIS_SLOTS][DIS_PATCH];
     __local float part_yy[DIS_SLOTS][DIS_PATCH];
-    __local float lane_sum[DIS_SLOTS][4][8];
-    __local float2 slot_f[DIS_SLOTS];
-    __local int slot_done[DIS_SLOTS];
+    __local float sums[2][DIS_SLOTS][4][8];
     const int slot = get_local_id(1);
     const int k = (int)get_group_id(1) * DIS_SLOTS + slot;
     const int active = k < ws * hs;
@@ -514,7 +505,7 @@ void dis_search_group(__global const float* i0, __global const float2* g0,
     }
     const float2 f = dis_group_pass(i0, g0, i1, w, h, coarse, cw, ch, slot, active, ox, oy,
                                     candidates, valid, iterations, propagate, part, part_yy,
-                                    lane_sum, slot_f, slot_done);
+                                    sums[0], sums[1]);
     if (get_local_id(0) == 0 && active)
         sparse_out[k] = f;
 }
@@ -566,9 +557,7 @@ void dis_search_both(__global const float* i0, __global const float2* g0,
 {
     __local float4 part[DIS_BOTH][DIS_PATCH];
     __local float part_yy[DIS_BOTH][DIS_PATCH];
-    __local float lane_sum[DIS_BOTH][4][8];
-    __local float2 slot_f[DIS_BOTH];
-    __local int slot_done[DIS_BOTH];
+    __local float sums[2][DIS_BOTH][4][8];
     __local float2 first[DIS_BOTH];
     const int slot = get_local_id(1), bx = get_group_id(0), by = get_group_id(1);
     const int2 kk = dis_block_patch(slot, bx, by);
@@ -580,8 +569,8 @@ void dis_search_both(__global const float* i0, __global const float2* g0,
     for (int n = 0; n < 5; ++n)
         valid[n] = 0;
     float2 f = dis_group_pass(i0, g0, i1, w, h, coarse, cw, ch, slot, in_grid, ox, oy,
-                              candidates, valid, iterations, 0, part, part_yy, lane_sum,
-                              slot_f, slot_done);
+                              candidates, valid, iterations, 0, part, part_yy, sums[0],
+                              sums[1]);
     if (get_local_id(0) == 0)
         first[slot] = f;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -593,7 +582,7 @@ void dis_search_both(__global const float* i0, __global const float2* g0,
                            : (float2)(0.0f);
     }
     f = dis_group_pass(i0, g0, i1, w, h, coarse, cw, ch, slot, own, ox, oy, candidates, valid,
-                       iterations, 1, part, part_yy, lane_sum, slot_f, slot_done);
+                       iterations, 1, part, part_yy, sums[0], sums[1]);
     if (get_local_id(0) == 0 && own)
         sparse_out[ky * ws + kx] = f;
 }
