@@ -134,16 +134,19 @@ def test_gradient_formulations_are_equal_bit_for_bit(runtime, h, w, local):
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
+@pytest.mark.parametrize('kernel', ['pyr_down_gradient', 'pyr_down_gradient_rows'])
 @pytest.mark.parametrize('local', [None, (3, 2), (64, 1)])
-@pytest.mark.parametrize('h, w', SIZES[:-1] + [(3, 4), (21, 70), (40, 161), (9, 10), (1, 5)])
-def test_pyr_down_gradient_is_pyr_down_and_the_source_gradient(runtime, h, w, local):
-    """The GPU's fused launch, bit for bit; odd sides: the last coarse pixel covers one column."""
+@pytest.mark.parametrize('h, w', SIZES[:-1] + [(3, 4), (21, 70), (40, 161), (9, 10), (1, 5),
+                                  (18, 48), (37, 17)])
+def test_pyr_down_gradient_is_pyr_down_and_the_source_gradient(runtime, h, w, local, kernel):
+    """The fused launches, bit for bit; odd sides: the last coarse pixel covers one column."""
     img = smooth_image(np.random.default_rng(h * 3 + w), h, w)
     dh, dw = (h + 1) // 2, (w + 1) // 2
     dst, grad = empty(runtime, (dh, dw)), empty(runtime, (h, w, 2))
-    pyramid.program(runtime).kernel('pyr_down_gradient')(
-        (dw, dh), (upload(runtime, img), i32(w), i32(h), dst, i32(dw), i32(dh), grad),
-        'pyramid', local=local)
+    lanes = pyramid.ROW_LANES if kernel == 'pyr_down_gradient_rows' else 1
+    pyramid.program(runtime).kernel(kernel)(
+        (-(-dw // lanes), dh), (upload(runtime, img), i32(w), i32(h), dst, i32(dw), i32(dh),
+                                grad), 'pyramid', local=local)
     np.testing.assert_array_equal(download(runtime, dst, (dh, dw)),
                                   pyr_down(runtime, 'pyr_down', img))
     np.testing.assert_array_equal(download(runtime, grad, (h, w, 2)),

@@ -22,7 +22,7 @@ a size, reused afterwards. In the CPU formulation levels at least ROWS_MIN_WIDTH
 by pyr_down_rows (8 pixels of a row a work-item, PoCL's vectors; the same values bit for bit),
 narrower ones by pyr_down, whose fewer work-groups cost less there; gradients of any level by
 gradient_rows (320 x 240: 0.26 -> 0.03 ms on 2 cores, as gradient's interleaved stores are
-scattered no longer).
+scattered no longer), or by pyr_down_gradient_rows with the level below (a launch fewer).
 """
 from __future__ import annotations
 
@@ -81,6 +81,7 @@ class DevicePyramid:
         self._pyr_down = built.kernel('pyr_down')
         self._pyr_down_rows = built.kernel('pyr_down_rows')
         self._pyr_down_gradient = built.kernel('pyr_down_gradient')
+        self._pyr_down_gradient_rows = built.kernel('pyr_down_gradient_rows')
         self._gradient = built.kernel('gradient')
         self._gradient_rows = built.kernel('gradient_rows')
 
@@ -94,10 +95,11 @@ class DevicePyramid:
 
         Fewer where the frame has fewer (``level_shapes``): the levels a method reads, no more.
         Level 0 is a copy of the frame; a method that does not read it (dis from level 1 on)
-        has level 1 made from the frame itself, a full-resolution copy fewer. In the GPU
-        formulation the launch making a level also makes the gradient of the level above where
+        has level 1 made from the frame itself, a full-resolution copy fewer. The launch making
+        a level also makes the gradient of the level above where
         it is in ``gradients`` (the levels whose gradients the method will read): a launch
-        fewer each. Other gradients are made at their first use (``gradient``).
+        fewer each (pyr_down_gradient; pyr_down_gradient_rows in the CPU formulation). Other
+        gradients are made at their first use (``gradient``).
         """
         possible = level_shapes(gray.height, gray.width)
         if possible != self._possible:  # new buffers ahead
@@ -105,7 +107,7 @@ class DevicePyramid:
         self._possible = possible
         self.shapes = self._possible[:1]
         self._gradients.clear()
-        self._fused = gradients if self.formulation == 'gpu' else range(0)
+        self._fused = gradients
         if level0 or depth < 2 or len(possible) < 2:
             kept = self.buffers.get(self._role('i', 0), gray.nbytes)
             self.images.copy(gray, kept, 'pyramid')
@@ -132,7 +134,11 @@ class DevicePyramid:
         args = (src, np.int32(sw), np.int32(sh), dst, np.int32(w), np.int32(h))
         if level - 1 in self._fused and self.has(level - 1):
             grad = self.buffers.get(self._role('g', level - 1), sh * sw * 8)
-            self._launches(self._pyr_down_gradient, (w, h), (*args, grad), 'pyramid')
+            if self.formulation == 'cpu':
+                self._launches(self._pyr_down_gradient_rows, (-(-w // ROW_LANES), h),
+                               (*args, grad), 'pyramid')
+            else:
+                self._launches(self._pyr_down_gradient, (w, h), (*args, grad), 'pyramid')
             self._gradients[level - 1] = grad
         elif self.formulation == 'cpu' and w >= ROWS_MIN_WIDTH:
             self._launches(self._pyr_down_rows, (-(-w // ROW_LANES), h), args, 'pyramid')

@@ -90,10 +90,9 @@ inline float8 pyr_row8(__global const float* r)
     return e0 + 4.0f * o0 + 6.0f * e1 + 4.0f * o1 + e2;
 }
 
-__kernel void pyr_down_rows(__global const float* src, const int sw, const int sh,
-                   __global float* dst, const int dw, const int dh)
+inline void pyr_down_row8(__global const float* src, int sw, int sh, __global float* dst,
+                          int dw, int dh, int x0, int y)
 {
-    const int x0 = (int)get_global_id(0) * PYR_LANES, y = (int)get_global_id(1);
     if (x0 >= dw || y >= dh)
         return;
     __global float* out = dst + (size_t)y * dw + x0;
@@ -109,6 +108,13 @@ __kernel void pyr_down_rows(__global const float* src, const int sw, const int s
         out[lane] = pyr_down_pixel(src, sw, sh, x0 + lane, y) * (1.0f / 256.0f);
 }
 
+__kernel void pyr_down_rows(__global const float* src, const int sw, const int sh,
+                   __global float* dst, const int dw, const int dh)
+{
+    pyr_down_row8(src, sw, sh, dst, dw, dh, (int)get_global_id(0) * PYR_LANES,
+                  (int)get_global_id(1));
+}
+
 // 5-point gradient of a level (gradient5), for Horn-Schunck's warping step.
 __kernel void gradient(__global const float* img, const int w, const int h,
                        __global float2* grad)
@@ -121,10 +127,9 @@ __kernel void gradient(__global const float* img, const int w, const int h,
 // four taps' rows and columns and stores them as one float16 of (d/dx, d/dy) pairs (PoCL
 // otherwise scatters the interleaved float2 stores of neighbouring work-items). The same sums
 // in the same order as gradient5, bit for bit; pixels near the border take its path.
-__kernel void gradient_rows(__global const float* img, const int w, const int h,
-                            __global float2* grad)
+inline void gradient_row8(__global const float* img, int w, int h, __global float2* grad,
+                          int x0, int y)
 {
-    const int x0 = (int)get_global_id(0) * PYR_LANES, y = (int)get_global_id(1);
     if (x0 >= w || y >= h)
         return;
     if (x0 >= 2 && x0 + PYR_LANES + 2 <= w && y >= 2 && y + 2 < h) {
@@ -140,4 +145,24 @@ __kernel void gradient_rows(__global const float* img, const int w, const int h,
     }
     for (int lane = 0; lane < PYR_LANES && x0 + lane < w; ++lane)
         grad[(size_t)y * w + x0 + lane] = gradient5(img, w, h, x0 + lane, y);
+}
+
+__kernel void gradient_rows(__global const float* img, const int w, const int h,
+                            __global float2* grad)
+{
+    gradient_row8(img, w, h, grad, (int)get_global_id(0) * PYR_LANES, (int)get_global_id(1));
+}
+
+// pyr_down_gradient on CPUs: pyr_down_rows' 8 coarse pixels of a row and gradient_rows' 2 x 16
+// source pixels they sit on, so the level and the gradient of the level above are one launch
+// (PoCL spends about 15 us between two commands); the values of the two kernels bit for bit.
+__kernel void pyr_down_gradient_rows(__global const float* src, const int sw, const int sh,
+                                     __global float* dst, const int dw, const int dh,
+                                     __global float2* grad)
+{
+    const int x0 = (int)get_global_id(0) * PYR_LANES, y = (int)get_global_id(1);
+    pyr_down_row8(src, sw, sh, dst, dw, dh, x0, y);
+    for (int j = 0; j < 2; ++j)
+        for (int i = 0; i < 2; ++i)
+            gradient_row8(src, sw, sh, grad, 2 * x0 + i * PYR_LANES, 2 * y + j);
 }
