@@ -137,7 +137,7 @@ def test_gradient_formulations_are_equal_bit_for_bit(runtime, h, w, local):
 @pytest.mark.parametrize('kernel', ['pyr_down_gradient', 'pyr_down_gradient_rows'])
 @pytest.mark.parametrize('local', [None, (3, 2), (64, 1)])
 @pytest.mark.parametrize('h, w', SIZES[:-1] + [(3, 4), (21, 70), (40, 161), (9, 10), (1, 5),
-                                  (18, 48), (37, 17)])
+                                               (18, 48), (37, 17)])
 def test_pyr_down_gradient_is_pyr_down_and_the_source_gradient(runtime, h, w, local, kernel):
     """The fused launches, bit for bit; odd sides: the last coarse pixel covers one column."""
     img = smooth_image(np.random.default_rng(h * 3 + w), h, w)
