@@ -326,46 +326,73 @@ __kernel void dis_search(__global const float* i0, __global const float2* g0,
 // Lane j of dis_row_sums' sums of row r, (d, d^2, d * gx, d * gy): the same operations in
 // the same order as the row's float8 (its pixels c = j, j + 8, ...; the zeros a last chunk of
 // 4 adds to lanes 4 to 7; none for lanes past a side of 4). dis_search_group's work-item j
-// forms it, so the patch's 8 work-items read 8 neighbouring pixels at once.
-inline float4 dis_lane_terms(__global const float* i0, __global const float2* g0,
-                             __global const float* i1, int w, int h, int ox, int oy, int r,
-                             int inside, int bx, int by, float tx, float ty, int c)
+// forms it, so the patch's 8 work-items read 8 neighbouring pixels at once. dis_lane_terms
+// takes a pixel's four taps of frame 1 (top left, top right, bottom left, bottom right).
+inline float4 dis_lane_terms(float4 taps, float v0, float2 g, float tx, float ty)
 {
-    const size_t at = (size_t)(oy + r) * w + ox + c;
-    float d;
-    if (inside) {
-        __global const float* top = i1 + (size_t)(by + r) * w + bx + c;
-        __global const float* bottom = top + w;
-        const float upper = top[0] * (1.0f - tx) + top[1] * tx;
-        const float lower = bottom[0] * (1.0f - tx) + bottom[1] * tx;
-        d = upper * (1.0f - ty) + lower * ty - i0[at];
-    } else {
-        const int y0 = clamp_int(by + r, 0, h - 1), y1 = clamp_int(by + r + 1, 0, h - 1);
-        const int x0 = clamp_int(bx + c, 0, w - 1), x1 = clamp_int(bx + c + 1, 0, w - 1);
-        const float top = i1[y0 * w + x0] * (1.0f - tx) + i1[y0 * w + x1] * tx;
-        const float bottom = i1[y1 * w + x0] * (1.0f - tx) + i1[y1 * w + x1] * tx;
-        d = top * (1.0f - ty) + bottom * ty - i0[at];
-    }
-    const float2 g = g0[at];
+    const float upper = taps.x * (1.0f - tx) + taps.y * tx;
+    const float lower = taps.z * (1.0f - tx) + taps.w * tx;
+    const float d = upper * (1.0f - ty) + lower * ty - v0;
     return (float4)(d, d * d, d * g.x, d * g.y);
 }
 
-inline float4 dis_lane_row(__global const float* i0, __global const float2* g0,
-                           __global const float* i1, int w, int h, int ox, int oy, int r,
-                           int inside, int bx, int by, float tx, float ty, int j)
+// A patch with a tap outside the image: lane j of row r, the taps clamped to the border, every
+// pixel added to a lane that starts at 0.
+inline float4 dis_lane_row_clamped(__global const float* i0, __global const float2* g0,
+                                   __global const float* i1, int w, int h, int ox, int oy,
+                                   int r, int bx, int by, float tx, float ty, int j)
 {
     if (j >= DIS_PATCH)
         return 0.0f;
-    // inside: the first chunk's lane as it is, later chunks added; at the border every pixel
-    // added to a lane that starts at 0
-    float4 lane = inside ? dis_lane_terms(i0, g0, i1, w, h, ox, oy, r, 1, bx, by, tx, ty, j)
-                         : 0.0f + dis_lane_terms(i0, g0, i1, w, h, ox, oy, r, 0, bx, by, tx, ty,
-                                                 j);
-    for (int c = j + 8; c - j < DIS_PATCH; c += 8)
-        lane += c < DIS_PATCH ? dis_lane_terms(i0, g0, i1, w, h, ox, oy, r, inside, bx, by, tx,
-                                               ty, c)
-                              : 0.0f;
+    const int y0 = clamp_int(by + r, 0, h - 1), y1 = clamp_int(by + r + 1, 0, h - 1);
+    float4 lane = 0.0f;
+    for (int c = j; c - j < DIS_PATCH; c += 8) {
+        const int x0 = clamp_int(bx + c, 0, w - 1), x1 = clamp_int(bx + c + 1, 0, w - 1);
+        const size_t at = (size_t)(oy + r) * w + ox + c;
+        const float4 taps = (float4)(i1[y0 * w + x0], i1[y0 * w + x1], i1[y1 * w + x0],
+                                     i1[y1 * w + x1]);
+        lane += c < DIS_PATCH ? dis_lane_terms(taps, i0[at], g0[at], tx, ty) : 0.0f;
+    }
     return lane;
+}
+
+// A patch inside the image: lane j's sums over the rows (the first chunk's lane as it is, later
+// chunks added). Frame 1's two columns of every row (DIS_PATCH + 1 rows, each shared by a row
+// and the one above it) and frame 0's pixels are loaded before any is used, so an evaluation
+// waits for its loads once, not once a row (an H200's dis medium, 640x480, levels 4 to 1: 31,
+// 30, 35 and 57 us a search launch row by row, 25, 25, 30 and 38 so).
+inline float4 dis_lane_inside(__global const float* i0, __global const float2* g0,
+                              __global const float* i1, int w, int ox, int oy, int bx, int by,
+                              float tx, float ty, int j)
+{
+    if (j >= DIS_PATCH)
+        return 0.0f;
+    float2 frame1[DIS_CHUNKS][DIS_PATCH + 1];
+    float frame0[DIS_CHUNKS][DIS_PATCH];
+    float2 grad[DIS_CHUNKS][DIS_PATCH];
+    for (int k = 0; k < DIS_CHUNKS; ++k) {
+        const int c = j + 8 * k < DIS_PATCH ? j + 8 * k : j;  // a missing chunk reloads j
+        __global const float* column = i1 + (size_t)by * w + bx + c;
+        for (int r = 0; r <= DIS_PATCH; ++r)
+            frame1[k][r] = (float2)(column[(size_t)r * w], column[(size_t)r * w + 1]);
+        for (int r = 0; r < DIS_PATCH; ++r) {
+            const size_t at = (size_t)(oy + r) * w + ox + c;
+            frame0[k][r] = i0[at];
+            grad[k][r] = g0[at];
+        }
+    }
+    float4 total = 0.0f;
+    for (int r = 0; r < DIS_PATCH; ++r) {
+        float4 lane = dis_lane_terms((float4)(frame1[0][r], frame1[0][r + 1]), frame0[0][r],
+                                     grad[0][r], tx, ty);
+        for (int k = 1; k < DIS_CHUNKS; ++k)
+            lane += j + 8 * k < DIS_PATCH
+                    ? dis_lane_terms((float4)(frame1[k][r], frame1[k][r + 1]), frame0[k][r],
+                                     grad[k][r], tx, ty)
+                    : 0.0f;
+        total += lane;
+    }
+    return total;
 }
 
 // dis_search_group's work-item j for flow f: lanes j, j + DIS_PATCH, ... (< 8) of the patch's
@@ -379,8 +406,13 @@ inline void dis_group_lanes(__global const float* i0, __global const float2* g0,
     const int inside = dis_warp(w, h, ox, oy, f, &bx, &by, &tx, &ty);
     for (int lane = j; lane < 8; lane += DIS_PATCH) {
         float4 total = 0.0f;
-        for (int r = 0; r < DIS_PATCH; ++r)
-            total += dis_lane_row(i0, g0, i1, w, h, ox, oy, r, inside, bx, by, tx, ty, lane);
+        if (inside) {
+            total = dis_lane_inside(i0, g0, i1, w, ox, oy, bx, by, tx, ty, lane);
+        } else {
+            for (int r = 0; r < DIS_PATCH; ++r)
+                total += dis_lane_row_clamped(i0, g0, i1, w, h, ox, oy, r, bx, by, tx, ty,
+                                              lane);
+        }
         lanes[0][lane] = total.x;
         lanes[1][lane] = total.y;
         lanes[2][lane] = total.z;
