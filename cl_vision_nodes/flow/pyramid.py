@@ -96,10 +96,10 @@ class DevicePyramid:
         Fewer where the frame has fewer (``level_shapes``): the levels a method reads, no more.
         Level 0 is a copy of the frame; a method that does not read it (dis from level 1 on)
         has level 1 made from the frame itself, a full-resolution copy fewer. The launch making
-        a level also makes the gradient of the level above where
-        it is in ``gradients`` (the levels whose gradients the method will read): a launch
-        fewer each (pyr_down_gradient; pyr_down_gradient_rows in the CPU formulation). Other
-        gradients are made at their first use (``gradient``).
+        a level also makes the gradient of the level above where it is in ``gradients`` (the
+        levels whose gradients the method will read): a launch fewer each (pyr_down_gradient;
+        pyr_down_gradient_rows in the CPU formulation). Other gradients are made at their first
+        use (``gradient``).
         """
         possible = level_shapes(gray.height, gray.width)
         if possible != self._possible:  # new buffers ahead
