@@ -358,9 +358,9 @@ inline float4 dis_lane_row_clamped(__global const float* i0, __global const floa
 
 // A patch inside the image: lane j's sums over the rows (the first chunk's lane as it is, later
 // chunks added). Frame 1's two columns of every row (DIS_PATCH + 1 rows, each shared by a row
-// and the one above it) and frame 0's pixels are loaded before any is used, so an evaluation
-// waits for its loads once, not once a row (an H200's dis medium, 640x480, levels 4 to 1: 31,
-// 30, 35 and 57 us a search launch row by row, 25, 25, 30 and 38 so).
+// and the one above it), frame 0's pixels and their gradients are loaded before any is used,
+// so an evaluation waits for its loads once, not once a row (an H200's dis medium, 640x480,
+// levels 4 to 1: 31, 30, 35 and 57 us a search launch row by row, 25, 25, 30 and 38 so).
 inline float4 dis_lane_inside(__global const float* i0, __global const float2* g0,
                               __global const float* i1, int w, int ox, int oy, int bx, int by,
                               float tx, float ty, int j)
@@ -432,7 +432,7 @@ inline float dis_group_cost(__local const float (*lanes)[8], float2 gsum, float2
 // neighbouring work-items reading neighbouring pixels); then every work-item of the slot folds
 // the lanes and steps the descent as dis_search does, each the same numbers, so the slot agrees
 // on its flow without telling it (one barrier an evaluation: the lanes alternate between
-// `sums[0]` and `sums[1]`, so an evaluation's lanes are written while the previous one's may
+// `sums_a` and `sums_b`, so an evaluation's lanes are written while the previous one's may
 // still be read). Every work-item of the group reaches every barrier (the candidates and
 // iterations are counted alike for all; a finished or absent patch only skips its loads). The
 // start is the prolonged coarse field (propagate == 0) or the best of the 5 candidates the
