@@ -145,11 +145,11 @@ class FlowEstimator:
         current = self._pyramids[1 - self._current]
         method = self._methods[self.method]
         levels = method.levels(level_shapes(gray.height, gray.width), self.settings)
-        current.build(gray, levels.stop, level0=levels.start == 0,
-                      gradients=levels if method.reads_gradients else range(0))
+        gradients = levels if method.reads_gradients else range(0)
+        current.build(gray, levels.stop, level0=levels.start == 0, gradients=gradients)
         self._current = 1 - self._current
         if self._has_previous and previous.shapes[0] == current.shapes[0]:
-            previous.extend(levels.stop)  # after a change of method or levels
+            previous.extend(levels.stop, gradients)  # after a change of method or levels
             if previous.has(levels.start):  # not so where its method did not keep level 0
                 return method.run(previous, current, self.settings)
         self._has_previous = True

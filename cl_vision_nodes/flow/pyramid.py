@@ -107,25 +107,31 @@ class DevicePyramid:
         self._possible = possible
         self.shapes = self._possible[:1]
         self._gradients.clear()
-        self._fused = gradients
         if level0 or depth < 2 or len(possible) < 2:
             kept = self.buffers.get(self._role('i', 0), gray.nbytes)
             self.images.copy(gray, kept, 'pyramid')
             self.levels = [kept]
         else:
             self.levels = [None]
-            self._down(gray.buffer, 1)
-        self.extend(depth)
-        self._fused = range(0)  # a later extend makes levels alone
+            self._down(gray.buffer, 1)  # level 0 not kept: no gradient of it to make
+        self.extend(depth, gradients)
 
     def has(self, level: int) -> bool:
         """Whether ``level`` is kept (level 0 is not where the method did not read it)."""
         return level < len(self.levels) and self.levels[level] is not None
 
-    def extend(self, depth: int) -> None:
-        """Add the coarser levels up to ``depth`` (for a method reading more than were built)."""
+    def extend(self, depth: int, gradients: range = range(0)) -> None:
+        """
+        Add the coarser levels up to ``depth`` (for a method reading more than were built).
+
+        With the same launches as ``build`` for the same ``gradients``: the previous frame's
+        pyramid, extended after a change of method, runs only kernels that the new method's
+        warm-up ran (PoCL compiles a kernel for each work-group size at its first run).
+        """
+        self._fused = gradients
         for level in range(len(self.levels), min(depth, len(self._possible))):
             self._down(self.levels[-1], level)
+        self._fused = range(0)
 
     def _down(self, src: cl.Buffer | None, level: int) -> None:
         """Make ``level`` from ``src``, the level above it (or the frame itself, for level 1)."""
