@@ -325,7 +325,7 @@ def test_kernel_profile_counts_the_launches_the_host_enqueues(formulation):
 def test_the_pyramid_has_the_levels_its_method_reads(method, params, depth):
     times = flow_speed.kernel_times(DEVICE, method, (640, 480), 1, 'cpu',
                                     {'method': method, **params})
-    made = ('pyr_down', 'pyr_down_rows', 'pyr_down_gradient_rows')
+    made = ('pyr_down', 'pyr_down_rows', 'pyr_down_gradient_rows', 'pyr_down_mono8_rows')
     built = sum(times[name].launches for name in made if name in times)
     assert built == depth - 1
     assert len(level_shapes(480, 640)) == 7
@@ -333,14 +333,18 @@ def test_the_pyramid_has_the_levels_its_method_reads(method, params, depth):
 
 @pytest.mark.parametrize('formulation', ['cpu', 'gpu'])
 @pytest.mark.parametrize('method, params, copied', [
-    ('dis', {}, False),  # finest level 1: level 1 made from the decoded frame
+    ('dis', {}, False),  # finest level 1: level 1 made from the frame's bytes
     ('dis', {'dis_finest_level': 0}, True),
     ('lk', {}, True),
 ])
 def test_level_0_is_copied_only_for_a_method_that_reads_it(method, params, copied, formulation):
+    """The mono8 frames of the benchmark: level 0 decoded into the pyramid, or never decoded."""
     times = flow_speed.kernel_times(DEVICE, method, (97, 65), 1, formulation,
                                     {'method': method, **params})
-    assert ('[pyramid]' in times) == copied
+    launches = {name: time.launches for name, time in times.items()}
+    assert launches.get('decode_mono8', 0) == copied
+    assert launches.get('pyr_down_mono8', 0) == (not copied)
+    assert '[pyramid]' not in times
 
 
 @pytest.mark.parametrize('preset, fused', [('ultrafast', 2), ('medium', 3)])
@@ -354,7 +358,9 @@ def test_a_gpu_dis_frame_fuses_its_launches(preset, fused):
     times = flow_speed.kernel_times(DEVICE, 'dis', (640, 480), 1, 'gpu', DIS_PRESETS[preset])
     assert times['pyr_down_gradient'].launches == fused
     assert times['gradient'].launches == 1  # the coarsest level's, at its first use
-    assert times['pyr_down'].launches == 4 - fused  # levels 1 (and 2) from the level above
+    launches = {name: time.launches for name, time in times.items()}
+    assert launches['pyr_down_mono8'] == 1  # level 1 from the frame's bytes
+    assert launches.get('pyr_down', 0) == 3 - fused  # ultrafast: level 2 from level 1
     if DIS_PRESETS[preset]['dis_refine_iterations']:
         assert times['dis_vr_solve_level'].launches == fused + 1  # one a level
     assert 'dis_vr_solve_rows' not in times

@@ -33,6 +33,7 @@ from cl_vision_nodes.flow import pyramid
 from cl_vision_nodes.flow import reference as ref
 from cl_vision_nodes.flow.horn_schunck import sor_slots, tile_offset
 from cl_vision_nodes.flow.lucas_kanade import LkTiling, local_bytes, window_taps
+from cl_vision_nodes.flow.presets import DIS_PRESETS
 from cl_vision_nodes.flow.pyramid import level_shapes
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl import runtime as runtime_module
@@ -100,6 +101,26 @@ def test_pyr_down_formulations_are_equal_bit_for_bit(runtime, h, w, local):
     want = pyr_down(runtime, 'pyr_down', img)
     got = pyr_down(runtime, 'pyr_down_rows', img, local)
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize('kernel', ['pyr_down_mono8', 'pyr_down_mono8_rows'])
+@pytest.mark.parametrize('local', [None, (3, 2), (64, 1)])
+@pytest.mark.parametrize('h, w', SIZES + [(1, 5), (21, 70), (40, 161), (18, 48), (37, 17)])
+def test_pyr_down_mono8_is_pyr_down_of_the_decoded_frame(runtime, h, w, local, kernel):
+    """Level 1 from a mono8 frame's padded rows: the step from its floats, bit for bit."""
+    img = textured(np.random.default_rng(h * 5 + w), h, w)
+    step = w + 5  # padding bytes of 255 show in the level if a row reads past its width
+    rows = np.full((h, step), 255, np.uint8)
+    rows[:, :w] = img
+    dh, dw = (h + 1) // 2, (w + 1) // 2
+    dst = empty(runtime, (dh, dw))
+    lanes = pyramid.ROW_LANES if kernel == 'pyr_down_mono8_rows' else 1
+    pyramid.program(runtime).kernel(kernel)(
+        (-(-dw // lanes), dh), (upload(runtime, rows, None), i32(step), i32(w), i32(h), dst,
+                                i32(dw), i32(dh)), 'pyramid', local=local)
+    want = pyr_down(runtime, 'pyr_down', img.astype(np.float32))
+    np.testing.assert_array_equal(download(runtime, dst, (dh, dw)).view(np.uint32),
+                                  want.view(np.uint32))
 
 
 def test_level_shapes_halve_like_pyrdown_and_stop_at_8_pixels():
@@ -565,6 +586,16 @@ def test_streaming_matches_one_shot_and_reuses_buffers(runtime, method):
     assert_same_buffers(est, buffers)
     np.testing.assert_array_equal(est.estimate(a, b), first)
     assert np.nanmedian(again[..., 0]) < -1.0 < 1.0 < np.nanmedian(first[..., 0])
+
+
+@pytest.mark.parametrize('params', [{'method': 'dis', **DIS_PRESETS['ultrafast']},
+                                    {'method': 'dis', 'dis_finest_level': 0}, {'method': 'lk'}])
+def test_a_mono8_frame_gives_the_flow_of_its_decoded_floats(runtime, params):
+    """Level 1 made from a mono8 frame's bytes (or level 0 decoded into the pyramid)."""
+    a, b = frames(97, 131, 3)
+    flows = [FlowEstimator(runtime, params).estimate(a.astype(dtype), b.astype(dtype))
+             for dtype in (np.uint8, np.float32)]  # mono8 and 32FC1 messages
+    np.testing.assert_array_equal(flows[0].view(np.uint32), flows[1].view(np.uint32))
 
 
 @pytest.mark.parametrize('before, after', [('bm', 'hs'), ('lk', 'dis')])

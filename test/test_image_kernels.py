@@ -91,6 +91,24 @@ def test_field_encoding_is_not_an_intensity_image(images):
         images.upload_gray(raw)
 
 
+@pytest.mark.parametrize('pad', [0, 3])
+def test_a_mono8_frame_is_decoded_at_the_first_ask_and_keeps_its_role(images, pad):
+    """decode(): bytes of each role kept for its frame, decoded into buffer or a copy target."""
+    rng = np.random.default_rng(11 + pad)
+    left, right = (random_image('mono8', 17, 31, rng, False, pad) for _ in range(2))
+    grays = images.decode(left, 'left'), images.decode(right, 'right')  # the right one after
+    for gray, raw in zip(grays, (left, right)):
+        assert gray.mono8 is not None and gray.mono8.step == raw.step
+        target = images.buffers.get('target', gray.nbytes)
+        images.copy(gray, target)
+        want = to_gray_reference(raw)
+        for buf in (target, gray.buffer):
+            np.testing.assert_array_equal(
+                images.download(buf, (17, 31), np.dtype(np.float32)), want)
+    bgr = images.decode(random_image('bgr8', 5, 7, rng), 'left')
+    assert bgr.mono8 is None
+
+
 def test_buffers_are_reused_across_frames(images):
     rng = np.random.default_rng(10)
     images.convert(random_image('bgr8', 40, 30, rng), 'mono8')

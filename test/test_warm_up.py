@@ -49,8 +49,9 @@ def test_first_frames_after_ready_and_after_a_method_change_compile_nothing(tmp_
     rng = np.random.default_rng(7)
     tags = itertools.count()
 
-    def send() -> str:
-        frame = numpy_to_image(rng.integers(0, 256, (HEIGHT, WIDTH), dtype=np.uint8), 'mono8')
+    def send(encoding: str = 'mono8') -> str:
+        shape = (HEIGHT, WIDTH) if encoding == 'mono8' else (HEIGHT, WIDTH, 3)
+        frame = numpy_to_image(rng.integers(0, 256, shape, dtype=np.uint8), encoding)
         frame.header.frame_id = f'frame{next(tags)}'
         pub.publish(frame)
         return frame.header.frame_id
@@ -65,6 +66,10 @@ def test_first_frames_after_ready_and_after_a_method_change_compile_nothing(tmp_
         assert ros.wait_until(lambda: pub.get_subscription_count() > 0), proc.output()
         publish_until_answered(send, flows, tries=8, timeout=5.0, log=proc.output)
         assert specialisations(cache) == warmed  # the first frames compiled nothing
+        # a bgr8 camera's frames: decoded to floats, the pyramid's level 1 made from them
+        publish_until_answered(lambda: send('bgr8'), flows, tries=8, timeout=5.0,
+                               log=proc.output)
+        assert specialisations(cache) == warmed
 
         result, = ros.set_parameters('flow_node', {'method': 'hs'})
         assert result.successful, result.reason

@@ -120,12 +120,14 @@ class FlowEstimator:
         Run the current method through every buffer it alternates between, then ``reset``.
 
         Three pushes of ``gray``: both pyramids and both flow buffers written, the method's launch
-        plan built. On a CPU device the first writes of a buffer are page faults: an estimator's
-        first two flows took twice the steady frame after its kernels were built elsewhere.
+        plan built, the second as a camera of another encoding than mono8 sends it (decoded, so
+        a pyramid's level 1 is made from floats, not bytes). On a CPU device the first writes of
+        a buffer are page faults: an estimator's first two flows took twice the steady frame
+        after its kernels were built elsewhere, and PoCL compiles a kernel at its first run.
         Returns the last flow (valid until the next push).
         """
         self.push_gray(gray)
-        self.download(self.push_gray(gray))
+        self.download(self.push_gray(DeviceGray(gray.buffer, gray.height, gray.width)))
         flow = self.push_gray(gray)
         self.download(flow)
         self.reset()

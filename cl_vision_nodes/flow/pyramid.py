@@ -20,13 +20,14 @@ frame is uploaded, decoded and pyramided exactly once and the previous one never
 device. Buffers are the estimator's, named per slot and level: allocated on the first frame of
 a size, reused afterwards. In the CPU formulation levels at least ROWS_MIN_WIDTH wide are made
 by pyr_down_rows (8 pixels of a row a work-item, PoCL's vectors; the same values bit for bit),
-narrower ones by pyr_down, whose fewer work-groups cost less there; gradients of any level by
+narrower ones by pyr_down, whose fewer work-groups cost less there (each with a _mono8 form
+that makes level 1 from a mono8 frame's bytes, the decode fused in); gradients of any level by
 gradient_rows (320 x 240: 0.26 -> 0.03 ms on 2 cores, as gradient's interleaved stores are
 scattered no longer), or by pyr_down_gradient_rows with the level below (a launch fewer).
 """
 from __future__ import annotations
 
-from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages
+from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages, Mono8Frame
 from cl_vision_nodes.opencl.buffers import Buffers
 from cl_vision_nodes.opencl.kernel import BoundLaunches
 from cl_vision_nodes.opencl.programs import Program
@@ -82,6 +83,8 @@ class DevicePyramid:
         self._pyr_down_rows = built.kernel('pyr_down_rows')
         self._pyr_down_gradient = built.kernel('pyr_down_gradient')
         self._pyr_down_gradient_rows = built.kernel('pyr_down_gradient_rows')
+        self._pyr_down_mono8 = built.kernel('pyr_down_mono8')
+        self._pyr_down_mono8_rows = built.kernel('pyr_down_mono8_rows')
         self._gradient = built.kernel('gradient')
         self._gradient_rows = built.kernel('gradient_rows')
 
@@ -95,7 +98,8 @@ class DevicePyramid:
 
         Fewer where the frame has fewer (``level_shapes``): the levels a method reads, no more.
         Level 0 is a copy of the frame; a method that does not read it (dis from level 1 on)
-        has level 1 made from the frame itself, a full-resolution copy fewer. The launch making
+        has level 1 made from the frame itself, a full-resolution copy fewer, and from a mono8
+        frame's bytes where it has them (the decode fused in). The launch making
         a level also makes the gradient of the level above where it is in ``gradients`` (the
         levels whose gradients the method will read): a launch fewer each (pyr_down_gradient;
         pyr_down_gradient_rows in the CPU formulation). Other gradients are made at their first
@@ -113,7 +117,7 @@ class DevicePyramid:
             self.levels = [kept]
         else:
             self.levels = [None]
-            self._down(gray.buffer, 1)  # level 0 not kept: no gradient of it to make
+            self._down(gray.mono8 or gray.buffer, 1)  # level 0 not kept: no gradient to make
         self.extend(depth, gradients)
 
     def has(self, level: int) -> bool:
@@ -133,23 +137,25 @@ class DevicePyramid:
             self._down(self.levels[-1], level)
         self._fused = range(0)
 
-    def _down(self, src: cl.Buffer | None, level: int) -> None:
+    def _down(self, src: cl.Buffer | Mono8Frame | None, level: int) -> None:
         """Make ``level`` from ``src``, the level above it (or the frame itself, for level 1)."""
         (h, w), (sh, sw) = self._possible[level], self._possible[level - 1]
         dst = self.buffers.get(self._role('i', level), h * w * 4)
-        args = (src, np.int32(sw), np.int32(sh), dst, np.int32(w), np.int32(h))
-        if level - 1 in self._fused and self.has(level - 1):
+        rows = self.formulation == 'cpu' and w >= ROWS_MIN_WIDTH
+        sizes = (np.int32(sw), np.int32(sh), dst, np.int32(w), np.int32(h))
+        if isinstance(src, Mono8Frame):
+            kernel = self._pyr_down_mono8_rows if rows else self._pyr_down_mono8
+            args: tuple[object, ...] = (src.buffer, np.int32(src.step), *sizes)
+        elif level - 1 in self._fused and self.has(level - 1):
             grad = self.buffers.get(self._role('g', level - 1), sh * sw * 8)
-            if self.formulation == 'cpu':
-                self._launches(self._pyr_down_gradient_rows, (-(-w // ROW_LANES), h),
-                               (*args, grad), 'pyramid')
-            else:
-                self._launches(self._pyr_down_gradient, (w, h), (*args, grad), 'pyramid')
+            rows = self.formulation == 'cpu'
+            kernel = self._pyr_down_gradient_rows if rows else self._pyr_down_gradient
+            args = (src, *sizes, grad)
             self._gradients[level - 1] = grad
-        elif self.formulation == 'cpu' and w >= ROWS_MIN_WIDTH:
-            self._launches(self._pyr_down_rows, (-(-w // ROW_LANES), h), args, 'pyramid')
         else:
-            self._launches(self._pyr_down, (w, h), args, 'pyramid')
+            kernel = self._pyr_down_rows if rows else self._pyr_down
+            args = (src, *sizes)
+        self._launches(kernel, (-(-w // ROW_LANES), h) if rows else (w, h), args, 'pyramid')
         self.levels.append(dst)
         self.shapes.append((h, w))
 

@@ -14,45 +14,103 @@
 
 // Gaussian pyramid and gradients of one frame (flow/pyramid.py); after common.cl.
 
-// A pyramid pixel's 25 taps through the mirrored border (pyr_down's order of sums).
-inline float pyr_down_pixel(__global const float* src, int sw, int sh, int x, int y)
-{
-    const float taps[5] = {1.0f, 4.0f, 6.0f, 4.0f, 1.0f};
-    float acc = 0.0f;
-    for (int j = 0; j < 5; ++j) {
-        __global const float* row = src + (size_t)mirror(2 * y + j - 2, sh) * sw;
-        float r = 0.0f;
-        for (int i = 0; i < 5; ++i)
-            r += taps[i] * row[mirror(2 * x + i - 2, sw)];
-        acc += taps[j] * r;
-    }
-    return acc;
-}
-
 // One pyramid step, identical to cv2.pyrDown: 5x5 binomial blur ([1 4 6 4 1]/16 per axis, the
 // anti-alias Gaussian of sigma ~1 that a factor-0.5 step needs) sampled at even pixels, so
-// coarse pixel (x, y) sits exactly on fine pixel (2x, 2y) and dst is ((sw+1)/2, (sh+1)/2). Away
-// from the border the 25 taps are read directly, in the order the reflected path sums them (the
-// same value bit for bit; PoCL vectorises it, 2.6x faster on a CPU).
+// coarse pixel (x, y) sits exactly on fine pixel (2x, 2y) and dst is ((sw+1)/2, (sh+1)/2).
+//
+// PYRAMID_STEP(S, T, LOAD16, LOAD4) defines the step's functions for a source of element type
+// T whose rows are `pitch` elements apart, named with suffix S: float levels (no suffix), and
+// a mono8 frame's bytes as uploaded (_mono8: level 1 made with the decode fused in; a byte's
+// value is exact in float, so the same level bit for bit as from the decoded frame):
+//   pyr_down_pixel: a coarse pixel's 25 taps through the mirrored border;
+//   pyr_down_at: the same value, away from the border read directly in the order the mirrored
+//     path sums them (PoCL vectorises it, 2.6x faster on a CPU);
+//   pyr_down_row8: pyr_down on CPUs, a work-item taking 8 coarse pixels of a row (PYR_LANES),
+//     each source row as one 16-wide and one 4-wide load split into even and odd lanes, so the
+//     25 taps of 8 pixels are 5 x 5 vector operations instead of PoCL's strided gathers across
+//     work-items (a level of 320 x 240 from 640 x 480: 0.33 -> 0.18 ms on 2 cores); pixels
+//     near the border take pyr_down_pixel, lane by lane.
+#define PYR_LANES 8
 #define PYR_ROW(r) ((r)[0] + 4.0f * (r)[1] + 6.0f * (r)[2] + 4.0f * (r)[3] + (r)[4])
-inline float pyr_down_at(__global const float* src, int sw, int sh, int x, int y)
+inline float8 pyr_row8(const float16 a, const float4 b)
 {
-    float acc = 0.0f;
-    if (x >= 1 && 2 * x + 2 < sw && y >= 1 && 2 * y + 2 < sh) {
-        __global const float* r = src + (size_t)(2 * y - 2) * sw + 2 * x - 2;
-        acc = PYR_ROW(r) + 4.0f * PYR_ROW(r + sw) + 6.0f * PYR_ROW(r + 2 * sw)
-              + 4.0f * PYR_ROW(r + 3 * sw) + PYR_ROW(r + 4 * sw);
-    } else {
-        acc = pyr_down_pixel(src, sw, sh, x, y);
-    }
-    return acc * (1.0f / 256.0f);
+    const float8 e0 = a.even, o0 = a.odd;
+    const float8 e1 = (float8)(e0.s1234, e0.s567, b.s0);
+    const float8 o1 = (float8)(o0.s1234, o0.s567, b.s1);
+    const float8 e2 = (float8)(e0.s2345, e0.s67, b.s0, b.s2);
+    return e0 + 4.0f * o0 + 6.0f * e1 + 4.0f * o1 + e2;
 }
+
+#define PYRAMID_STEP(S, T, LOAD16, LOAD4) \
+inline float pyr_down_pixel##S(__global const T* src, int pitch, int sw, int sh, int x, int y) \
+{ \
+    const float taps[5] = {1.0f, 4.0f, 6.0f, 4.0f, 1.0f}; \
+    float acc = 0.0f; \
+    for (int j = 0; j < 5; ++j) { \
+        __global const T* row = src + (size_t)mirror(2 * y + j - 2, sh) * pitch; \
+        float r = 0.0f; \
+        for (int i = 0; i < 5; ++i) \
+            r += taps[i] * row[mirror(2 * x + i - 2, sw)]; \
+        acc += taps[j] * r; \
+    } \
+    return acc; \
+} \
+\
+inline float pyr_down_at##S(__global const T* src, int pitch, int sw, int sh, int x, int y) \
+{ \
+    float acc = 0.0f; \
+    if (x >= 1 && 2 * x + 2 < sw && y >= 1 && 2 * y + 2 < sh) { \
+        __global const T* r = src + (size_t)(2 * y - 2) * pitch + 2 * x - 2; \
+        acc = PYR_ROW(r) + 4.0f * PYR_ROW(r + pitch) + 6.0f * PYR_ROW(r + 2 * pitch) \
+              + 4.0f * PYR_ROW(r + 3 * pitch) + PYR_ROW(r + 4 * pitch); \
+    } else { \
+        acc = pyr_down_pixel##S(src, pitch, sw, sh, x, y); \
+    } \
+    return acc * (1.0f / 256.0f); \
+} \
+\
+inline void pyr_down_row8##S(__global const T* src, int pitch, int sw, int sh, \
+                             __global float* dst, int dw, int dh, int x0, int y) \
+{ \
+    if (x0 >= dw || y >= dh) \
+        return; \
+    __global float* out = dst + (size_t)y * dw + x0; \
+    if (x0 >= 1 && 2 * (x0 + PYR_LANES - 1) + 2 < sw - 1 && x0 + PYR_LANES <= dw && y >= 1 \
+            && 2 * y + 2 < sh) { \
+        __global const T* r = src + (size_t)(2 * y - 2) * pitch + 2 * x0 - 2; \
+        float8 acc = pyr_row8(LOAD16(r), LOAD4(r + 16)); \
+        acc += 4.0f * pyr_row8(LOAD16(r + pitch), LOAD4(r + pitch + 16)); \
+        acc += 6.0f * pyr_row8(LOAD16(r + 2 * pitch), LOAD4(r + 2 * pitch + 16)); \
+        acc += 4.0f * pyr_row8(LOAD16(r + 3 * pitch), LOAD4(r + 3 * pitch + 16)); \
+        acc += pyr_row8(LOAD16(r + 4 * pitch), LOAD4(r + 4 * pitch + 16)); \
+        vstore8(acc * (1.0f / 256.0f), 0, out); \
+        return; \
+    } \
+    for (int lane = 0; lane < PYR_LANES && x0 + lane < dw; ++lane) \
+        out[lane] = pyr_down_pixel##S(src, pitch, sw, sh, x0 + lane, y) * (1.0f / 256.0f); \
+}
+
+#define PYR_LOAD16_F32(p) vload16(0, p)
+#define PYR_LOAD4_F32(p) vload4(0, p)
+#define PYR_LOAD16_MONO8(p) convert_float16(vload16(0, p))
+#define PYR_LOAD4_MONO8(p) convert_float4(vload4(0, p))
+PYRAMID_STEP(, float, PYR_LOAD16_F32, PYR_LOAD4_F32)
+PYRAMID_STEP(_mono8, uchar, PYR_LOAD16_MONO8, PYR_LOAD4_MONO8)
 
 __kernel void pyr_down(__global const float* src, const int sw, const int sh,
                        __global float* dst, const int dw, const int dh)
 {
     const int2 p = item_pixel(dw, dh);
-    dst[(size_t)p.y * dw + p.x] = pyr_down_at(src, sw, sh, p.x, p.y);
+    dst[(size_t)p.y * dw + p.x] = pyr_down_at(src, sw, sw, sh, p.x, p.y);
+}
+
+// Level 1 from a mono8 frame's bytes (rows `step` apart): the decode and pyr_down in one
+// launch, which reads 0.3 MB where the two moved 2.8 MB at 640 x 480.
+__kernel void pyr_down_mono8(__global const uchar* src, const int step, const int sw,
+                             const int sh, __global float* dst, const int dw, const int dh)
+{
+    const int2 p = item_pixel(dw, dh);
+    dst[(size_t)p.y * dw + p.x] = pyr_down_at_mono8(src, step, sw, sh, p.x, p.y);
 }
 
 // pyr_down, and gradient5 of the source at the 2 x 2 pixels the coarse pixel sits on (GPUs: a
@@ -62,7 +120,7 @@ __kernel void pyr_down_gradient(__global const float* src, const int sw, const i
                                 __global float2* grad)
 {
     const int2 p = item_pixel(dw, dh);
-    dst[(size_t)p.y * dw + p.x] = pyr_down_at(src, sw, sh, p.x, p.y);
+    dst[(size_t)p.y * dw + p.x] = pyr_down_at(src, sw, sw, sh, p.x, p.y);
     for (int j = 0; j < 2; ++j) {
         for (int i = 0; i < 2; ++i) {
             const int x = 2 * p.x + i, y = 2 * p.y + j;
@@ -72,47 +130,19 @@ __kernel void pyr_down_gradient(__global const float* src, const int sw, const i
     }
 }
 
-// pyr_down on CPUs: a work-item takes 8 coarse pixels of a row (PYR_LANES), each source row as
-// one float16 and one float4 load split into even and odd lanes, so the 25 taps of 8 pixels
-// are 5 x 5 vector operations instead of PoCL's strided gathers across work-items (a level
-// of 320 x 240 from 640 x 480: 0.33 -> 0.18 ms on 2 cores). The same sums in the same order as
-// pyr_down, bit for bit; pixels near the border take its mirrored path (pyr_down_pixel), lane
-// by lane.
-#define PYR_LANES 8
-inline float8 pyr_row8(__global const float* r)
-{
-    const float16 a = vload16(0, r);
-    const float4 b = vload4(0, r + 16);
-    const float8 e0 = a.even, o0 = a.odd;
-    const float8 e1 = (float8)(e0.s1234, e0.s567, b.s0);
-    const float8 o1 = (float8)(o0.s1234, o0.s567, b.s1);
-    const float8 e2 = (float8)(e0.s2345, e0.s67, b.s0, b.s2);
-    return e0 + 4.0f * o0 + 6.0f * e1 + 4.0f * o1 + e2;
-}
-
-inline void pyr_down_row8(__global const float* src, int sw, int sh, __global float* dst,
-                          int dw, int dh, int x0, int y)
-{
-    if (x0 >= dw || y >= dh)
-        return;
-    __global float* out = dst + (size_t)y * dw + x0;
-    if (x0 >= 1 && 2 * (x0 + PYR_LANES - 1) + 2 < sw - 1 && x0 + PYR_LANES <= dw && y >= 1
-            && 2 * y + 2 < sh) {
-        __global const float* r = src + (size_t)(2 * y - 2) * sw + 2 * x0 - 2;
-        const float8 acc = pyr_row8(r) + 4.0f * pyr_row8(r + sw) + 6.0f * pyr_row8(r + 2 * sw)
-                           + 4.0f * pyr_row8(r + 3 * sw) + pyr_row8(r + 4 * sw);
-        vstore8(acc * (1.0f / 256.0f), 0, out);
-        return;
-    }
-    for (int lane = 0; lane < PYR_LANES && x0 + lane < dw; ++lane)
-        out[lane] = pyr_down_pixel(src, sw, sh, x0 + lane, y) * (1.0f / 256.0f);
-}
-
+// pyr_down on CPUs (pyr_down_row8) and its mono8 form.
 __kernel void pyr_down_rows(__global const float* src, const int sw, const int sh,
-                   __global float* dst, const int dw, const int dh)
+                            __global float* dst, const int dw, const int dh)
 {
-    pyr_down_row8(src, sw, sh, dst, dw, dh, (int)get_global_id(0) * PYR_LANES,
+    pyr_down_row8(src, sw, sw, sh, dst, dw, dh, (int)get_global_id(0) * PYR_LANES,
                   (int)get_global_id(1));
+}
+
+__kernel void pyr_down_mono8_rows(__global const uchar* src, const int step, const int sw,
+                                  const int sh, __global float* dst, const int dw, const int dh)
+{
+    pyr_down_row8_mono8(src, step, sw, sh, dst, dw, dh, (int)get_global_id(0) * PYR_LANES,
+                        (int)get_global_id(1));
 }
 
 // 5-point gradient of a level (gradient5), for Horn-Schunck's warping step.
@@ -161,7 +191,7 @@ __kernel void pyr_down_gradient_rows(__global const float* src, const int sw, co
                                      __global float2* grad)
 {
     const int x0 = (int)get_global_id(0) * PYR_LANES, y = (int)get_global_id(1);
-    pyr_down_row8(src, sw, sh, dst, dw, dh, x0, y);
+    pyr_down_row8(src, sw, sw, sh, dst, dw, dh, x0, y);
     for (int j = 0; j < 2; ++j)
         for (int i = 0; i < 2; ++i)
             gradient_row8(src, sw, sh, grad, 2 * x0 + i * PYR_LANES, 2 * y + j);
