@@ -71,13 +71,13 @@ def close(got: np.ndarray, want: np.ndarray, scale: float = 255.0, rel: float = 
 
 
 def pyr_down(runtime, kernel: str, img: np.ndarray, local=None) -> np.ndarray:
-    """One pyramid step by ``kernel`` (pyr_down_rows: a work-item per 8 pixels of a row)."""
+    """One pyramid step by ``kernel`` (pyr_down_rows: a work-item per 8 x ROW_RUN pixels)."""
     h, w = img.shape
     dh, dw = (h + 1) // 2, (w + 1) // 2
     dst = empty(runtime, (dh, dw))
-    lanes = pyramid.ROW_LANES if kernel == 'pyr_down_rows' else 1
+    items = pyramid.row_items(dw, dh) if kernel == 'pyr_down_rows' else (dw, dh)
     pyramid.program(runtime).kernel(kernel)(
-        (-(-dw // lanes), dh), (upload(runtime, img), i32(w), i32(h), dst, i32(dw), i32(dh)),
+        items, (upload(runtime, img), i32(w), i32(h), dst, i32(dw), i32(dh)),
         'pyramid', local=local)
     return download(runtime, dst, (dh, dw))
 
@@ -114,9 +114,9 @@ def test_pyr_down_mono8_is_pyr_down_of_the_decoded_frame(runtime, h, w, local, k
     rows[:, :w] = img
     dh, dw = (h + 1) // 2, (w + 1) // 2
     dst = empty(runtime, (dh, dw))
-    lanes = pyramid.ROW_LANES if kernel == 'pyr_down_mono8_rows' else 1
+    items = pyramid.row_items(dw, dh) if kernel == 'pyr_down_mono8_rows' else (dw, dh)
     pyramid.program(runtime).kernel(kernel)(
-        (-(-dw // lanes), dh), (upload(runtime, rows, None), i32(step), i32(w), i32(h), dst,
+        items, (upload(runtime, rows, None), i32(step), i32(w), i32(h), dst,
                                 i32(dw), i32(dh)), 'pyramid', local=local)
     want = pyr_down(runtime, 'pyr_down', img.astype(np.float32))
     np.testing.assert_array_equal(download(runtime, dst, (dh, dw)).view(np.uint32),
@@ -133,9 +133,9 @@ def gradient(runtime, kernel: str, img: np.ndarray, local=None) -> np.ndarray:
     """Return the level's gradients by ``kernel`` (gradient_rows: 8 pixels of a row an item)."""
     h, w = img.shape
     grad = empty(runtime, (h, w, 2))
-    lanes = pyramid.ROW_LANES if kernel == 'gradient_rows' else 1
+    items = pyramid.row_items(w, h, 1) if kernel == 'gradient_rows' else (w, h)
     pyramid.program(runtime).kernel(kernel)(
-        (-(-w // lanes), h), (upload(runtime, img), i32(w), i32(h), grad), 'd', local=local)
+        items, (upload(runtime, img), i32(w), i32(h), grad), 'd', local=local)
     return download(runtime, grad, (h, w, 2))
 
 
@@ -164,9 +164,9 @@ def test_pyr_down_gradient_is_pyr_down_and_the_source_gradient(runtime, h, w, lo
     img = smooth_image(np.random.default_rng(h * 3 + w), h, w)
     dh, dw = (h + 1) // 2, (w + 1) // 2
     dst, grad = empty(runtime, (dh, dw)), empty(runtime, (h, w, 2))
-    lanes = pyramid.ROW_LANES if kernel == 'pyr_down_gradient_rows' else 1
+    items = pyramid.row_items(dw, dh) if kernel == 'pyr_down_gradient_rows' else (dw, dh)
     pyramid.program(runtime).kernel(kernel)(
-        (-(-dw // lanes), dh), (upload(runtime, img), i32(w), i32(h), dst, i32(dw), i32(dh),
+        items, (upload(runtime, img), i32(w), i32(h), dst, i32(dw), i32(dh),
                                 grad), 'pyramid', local=local)
     np.testing.assert_array_equal(download(runtime, dst, (dh, dw)),
                                   pyr_down(runtime, 'pyr_down', img))

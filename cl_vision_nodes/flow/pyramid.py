@@ -42,14 +42,23 @@ ROWS_MIN_WIDTH = 128
 """Narrowest level pyr_down_rows makes in the CPU formulation (2 cores, PoCL: 160 wide 0.09 ->
 0.07 ms, 80 wide 0.026 -> 0.033)."""
 ROW_LANES = 8
-"""Pixels of a row a work-item of pyr_down_rows and gradient_rows takes (PYR_LANES)."""
+"""Pixels of a row a work-item of the _rows kernels takes (PYR_LANES)."""
+ROW_RUN = 4
+"""Rows a work-item of pyr_down_rows (pyr_down_mono8_rows, pyr_down_gradient_rows) makes, each
+source row summed along once for the 2 or 3 coarse rows reading it (PYR_RUN; 2 cores, 640 x 480
+mono8 to 320 x 240 launched alone: 0.22 ms with 1 row, 0.12 with 2, 0.11 with 4 or 8)."""
 Shape = tuple[int, int]
 """(height, width) of a pyramid level, the NumPy order."""
 
 
 def program(runtime: ClRuntime) -> Program:
-    """Build the pyramid kernels (pyr_down, gradient and their _rows forms): no build defines."""
-    return runtime.program(KERNELS)
+    """Build the pyramid kernels (pyr_down, gradient and their _rows and _mono8 forms)."""
+    return runtime.program(KERNELS, {'PYR_RUN': ROW_RUN})
+
+
+def row_items(width: int, height: int, rows: int = ROW_RUN) -> tuple[int, int]:
+    """Global size of a _rows kernel on a ``width`` x ``height`` output: 8 x ``rows`` an item."""
+    return -(-width // ROW_LANES), -(-height // rows)
 
 
 def level_shapes(height: int, width: int) -> list[Shape]:
@@ -155,7 +164,7 @@ class DevicePyramid:
         else:
             kernel = self._pyr_down_rows if rows else self._pyr_down
             args = (src, *sizes)
-        self._launches(kernel, (-(-w // ROW_LANES), h) if rows else (w, h), args, 'pyramid')
+        self._launches(kernel, row_items(w, h) if rows else (w, h), args, 'pyramid')
         self.levels.append(dst)
         self.shapes.append((h, w))
 
@@ -167,7 +176,7 @@ class DevicePyramid:
             found = self.buffers.get(self._role('g', level), h * w * 8)
             args = (self.levels[level], np.int32(w), np.int32(h), found)
             if self.formulation == 'cpu':
-                self._launches(self._gradient_rows, (-(-w // ROW_LANES), h), args, 'derivatives')
+                self._launches(self._gradient_rows, row_items(w, h, 1), args, 'derivatives')
             else:
                 self._launches(self._gradient, (w, h), args, 'derivatives')
             self._gradients[level] = found

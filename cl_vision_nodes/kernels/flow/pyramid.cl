@@ -13,6 +13,7 @@
 // limitations under the License.
 
 // Gaussian pyramid and gradients of one frame (flow/pyramid.py); after common.cl.
+// Build define: PYR_RUN = coarse rows a work-item of the _rows kernels makes (ROW_RUN).
 
 // One pyramid step, identical to cv2.pyrDown: 5x5 binomial blur ([1 4 6 4 1]/16 per axis, the
 // anti-alias Gaussian of sigma ~1 that a factor-0.5 step needs) sampled at even pixels, so
@@ -25,14 +26,16 @@
 //   pyr_down_pixel: a coarse pixel's 25 taps through the mirrored border;
 //   pyr_down_at: the same value, away from the border read directly in the order the mirrored
 //     path sums them (PoCL vectorises it, 2.6x faster on a CPU);
-//   pyr_down_row8: pyr_down on CPUs, a work-item taking 8 coarse pixels of a row (PYR_LANES),
-//     each source row as one 16-wide and one 4-wide load split into even and odd lanes, so the
-//     25 taps of 8 pixels are 5 x 5 vector operations instead of PoCL's strided gathers across
-//     work-items (a level of 320 x 240 from 640 x 480: 0.33 -> 0.18 ms on 2 cores); pixels
-//     near the border take pyr_down_pixel, lane by lane.
+//   pyr_down_rows8: pyr_down on CPUs, a work-item taking 8 coarse pixels (PYR_LANES) of each of
+//     PYR_RUN rows, each source row as one 16-wide and one 4-wide load split into even and odd
+//     lanes and summed along the row once (pyr_taps8), for the 2 or 3 coarse rows that read it:
+//     the 25 taps of 8 pixels are vector operations instead of PoCL's strided gathers across
+//     work-items (a level of 320 x 240 from 640 x 480: 0.33 -> 0.18 ms on 2 cores), the
+//     mirrored rows of the top and bottom taken as the rows they mirror; columns near the
+//     left and right border take pyr_down_pixel, lane by lane.
 #define PYR_LANES 8
 #define PYR_ROW(r) ((r)[0] + 4.0f * (r)[1] + 6.0f * (r)[2] + 4.0f * (r)[3] + (r)[4])
-inline float8 pyr_row8(const float16 a, const float4 b)
+inline float8 pyr_taps8(const float16 a, const float4 b)
 {
     const float8 e0 = a.even, o0 = a.odd;
     const float8 e1 = (float8)(e0.s1234, e0.s567, b.s0);
@@ -69,25 +72,41 @@ inline float pyr_down_at##S(__global const T* src, int pitch, int sw, int sh, in
     return acc * (1.0f / 256.0f); \
 } \
 \
-inline void pyr_down_row8##S(__global const T* src, int pitch, int sw, int sh, \
-                             __global float* dst, int dw, int dh, int x0, int y) \
+inline float8 pyr_row8##S(__global const T* src, int pitch, int sh, int x0, int row) \
 { \
-    if (x0 >= dw || y >= dh) \
+    __global const T* r = src + (size_t)mirror(row, sh) * pitch + 2 * x0 - 2; \
+    return pyr_taps8(LOAD16(r), LOAD4(r + 16)); \
+} \
+\
+inline void pyr_down_rows8##S(__global const T* src, int pitch, int sw, int sh, \
+                              __global float* dst, int dw, int dh, int x0, int y0) \
+{ \
+    if (x0 >= dw || y0 >= dh) \
         return; \
-    __global float* out = dst + (size_t)y * dw + x0; \
-    if (x0 >= 1 && 2 * (x0 + PYR_LANES - 1) + 2 < sw - 1 && x0 + PYR_LANES <= dw && y >= 1 \
-            && 2 * y + 2 < sh) { \
-        __global const T* r = src + (size_t)(2 * y - 2) * pitch + 2 * x0 - 2; \
-        float8 acc = pyr_row8(LOAD16(r), LOAD4(r + 16)); \
-        acc += 4.0f * pyr_row8(LOAD16(r + pitch), LOAD4(r + pitch + 16)); \
-        acc += 6.0f * pyr_row8(LOAD16(r + 2 * pitch), LOAD4(r + 2 * pitch + 16)); \
-        acc += 4.0f * pyr_row8(LOAD16(r + 3 * pitch), LOAD4(r + 3 * pitch + 16)); \
-        acc += pyr_row8(LOAD16(r + 4 * pitch), LOAD4(r + 4 * pitch + 16)); \
-        vstore8(acc * (1.0f / 256.0f), 0, out); \
+    const int y1 = min(y0 + PYR_RUN, dh); \
+    if (x0 >= 1 && 2 * (x0 + PYR_LANES - 1) + 2 < sw - 1 && x0 + PYR_LANES <= dw) { \
+        float8 h0 = pyr_row8##S(src, pitch, sh, x0, 2 * y0 - 2); \
+        float8 h1 = pyr_row8##S(src, pitch, sh, x0, 2 * y0 - 1); \
+        float8 h2 = pyr_row8##S(src, pitch, sh, x0, 2 * y0); \
+        float8 h3 = pyr_row8##S(src, pitch, sh, x0, 2 * y0 + 1); \
+        float8 h4 = pyr_row8##S(src, pitch, sh, x0, 2 * y0 + 2); \
+        for (int y = y0; y < y1; ++y) { \
+            if (y > y0) { \
+                h0 = h2; \
+                h1 = h3; \
+                h2 = h4; \
+                h3 = pyr_row8##S(src, pitch, sh, x0, 2 * y + 1); \
+                h4 = pyr_row8##S(src, pitch, sh, x0, 2 * y + 2); \
+            } \
+            const float8 acc = h0 + 4.0f * h1 + 6.0f * h2 + 4.0f * h3 + h4; \
+            vstore8(acc * (1.0f / 256.0f), 0, dst + (size_t)y * dw + x0); \
+        } \
         return; \
     } \
-    for (int lane = 0; lane < PYR_LANES && x0 + lane < dw; ++lane) \
-        out[lane] = pyr_down_pixel##S(src, pitch, sw, sh, x0 + lane, y) * (1.0f / 256.0f); \
+    for (int y = y0; y < y1; ++y) \
+        for (int lane = 0; lane < PYR_LANES && x0 + lane < dw; ++lane) \
+            dst[(size_t)y * dw + x0 + lane] = \
+                pyr_down_pixel##S(src, pitch, sw, sh, x0 + lane, y) * (1.0f / 256.0f); \
 }
 
 #define PYR_LOAD16_F32(p) vload16(0, p)
@@ -130,19 +149,19 @@ __kernel void pyr_down_gradient(__global const float* src, const int sw, const i
     }
 }
 
-// pyr_down on CPUs (pyr_down_row8) and its mono8 form.
+// pyr_down on CPUs (pyr_down_rows8) and its mono8 form.
 __kernel void pyr_down_rows(__global const float* src, const int sw, const int sh,
                             __global float* dst, const int dw, const int dh)
 {
-    pyr_down_row8(src, sw, sw, sh, dst, dw, dh, (int)get_global_id(0) * PYR_LANES,
-                  (int)get_global_id(1));
+    pyr_down_rows8(src, sw, sw, sh, dst, dw, dh, (int)get_global_id(0) * PYR_LANES,
+                   (int)get_global_id(1) * PYR_RUN);
 }
 
 __kernel void pyr_down_mono8_rows(__global const uchar* src, const int step, const int sw,
                                   const int sh, __global float* dst, const int dw, const int dh)
 {
-    pyr_down_row8_mono8(src, step, sw, sh, dst, dw, dh, (int)get_global_id(0) * PYR_LANES,
-                        (int)get_global_id(1));
+    pyr_down_rows8_mono8(src, step, sw, sh, dst, dw, dh, (int)get_global_id(0) * PYR_LANES,
+                         (int)get_global_id(1) * PYR_RUN);
 }
 
 // 5-point gradient of a level (gradient5), for Horn-Schunck's warping step.
@@ -183,16 +202,17 @@ __kernel void gradient_rows(__global const float* img, const int w, const int h,
     gradient_row8(img, w, h, grad, (int)get_global_id(0) * PYR_LANES, (int)get_global_id(1));
 }
 
-// pyr_down_gradient on CPUs: pyr_down_rows' 8 coarse pixels of a row and gradient_rows' 2 x 16
-// source pixels they sit on, so the level and the gradient of the level above are one launch
-// (PoCL spends about 15 us between two commands); the values of the two kernels bit for bit.
+// pyr_down_gradient on CPUs: pyr_down_rows' 8 x PYR_RUN coarse pixels and gradient_rows' 16 x
+// 2 PYR_RUN source pixels they sit on, so the level and the gradient of the level above are one
+// launch (PoCL spends about 15 us between two commands); the values of the two kernels bit for
+// bit.
 __kernel void pyr_down_gradient_rows(__global const float* src, const int sw, const int sh,
                                      __global float* dst, const int dw, const int dh,
                                      __global float2* grad)
 {
-    const int x0 = (int)get_global_id(0) * PYR_LANES, y = (int)get_global_id(1);
-    pyr_down_row8(src, sw, sw, sh, dst, dw, dh, x0, y);
-    for (int j = 0; j < 2; ++j)
+    const int x0 = (int)get_global_id(0) * PYR_LANES, y0 = (int)get_global_id(1) * PYR_RUN;
+    pyr_down_rows8(src, sw, sw, sh, dst, dw, dh, x0, y0);
+    for (int y = 2 * y0; y < 2 * min(y0 + PYR_RUN, dh); ++y)
         for (int i = 0; i < 2; ++i)
-            gradient_row8(src, sw, sh, grad, 2 * x0 + i * PYR_LANES, 2 * y + j);
+            gradient_row8(src, sw, sh, grad, 2 * x0 + i * PYR_LANES, y);
 }
