@@ -116,8 +116,8 @@ def test_pyr_down_mono8_is_pyr_down_of_the_decoded_frame(runtime, h, w, local, k
     dst = empty(runtime, (dh, dw))
     items = pyramid.row_items(dw, dh) if kernel == 'pyr_down_mono8_rows' else (dw, dh)
     pyramid.program(runtime).kernel(kernel)(
-        items, (upload(runtime, rows, None), i32(step), i32(w), i32(h), dst,
-                                i32(dw), i32(dh)), 'pyramid', local=local)
+        items, (upload(runtime, rows, None), i32(step), i32(w), i32(h), dst, i32(dw), i32(dh)),
+        'pyramid', local=local)
     want = pyr_down(runtime, 'pyr_down', img.astype(np.float32))
     np.testing.assert_array_equal(download(runtime, dst, (dh, dw)).view(np.uint32),
                                   want.view(np.uint32))
@@ -166,8 +166,8 @@ def test_pyr_down_gradient_is_pyr_down_and_the_source_gradient(runtime, h, w, lo
     dst, grad = empty(runtime, (dh, dw)), empty(runtime, (h, w, 2))
     items = pyramid.row_items(dw, dh) if kernel == 'pyr_down_gradient_rows' else (dw, dh)
     pyramid.program(runtime).kernel(kernel)(
-        items, (upload(runtime, img), i32(w), i32(h), dst, i32(dw), i32(dh),
-                                grad), 'pyramid', local=local)
+        items, (upload(runtime, img), i32(w), i32(h), dst, i32(dw), i32(dh), grad),
+        'pyramid', local=local)
     np.testing.assert_array_equal(download(runtime, dst, (dh, dw)),
                                   pyr_down(runtime, 'pyr_down', img))
     np.testing.assert_array_equal(download(runtime, grad, (h, w, 2)),
