@@ -28,7 +28,7 @@ import time
 from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.dataio.synthetic import stereo_pair
 from cl_vision_nodes.elas.matcher import ElasMatcher
-from cl_vision_nodes.imaging.device_image import DeviceGray
+from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages
 from cl_vision_nodes.imaging.encodings import array_to_raw
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.ros.keypoint_cloud import cloud_to_array
@@ -309,6 +309,22 @@ def test_a_raw_pair_is_rectified_and_matched_on_the_device_with_one_upload_per_i
                  for gray in pair]
     np.testing.assert_array_equal(matcher.compute(*rectified), disparity)
     assert np.mean(disparity == np.float32(16.0)) > 0.5
+
+
+def test_a_mono8_pair_decoded_elsewhere_is_decoded_once_an_image_into_the_matchers_inputs():
+    """The node's frames (its own DeviceImages) reach ELAS's inputs by one decode each."""
+    runtime = ClRuntime('auto', profile=True)
+    matcher = ElasMatcher(runtime, {'disp_max': 32})
+    raws = [array_to_raw(raw_view(side), 'mono8') for side in ('left', 'right')]
+    want = matcher.compute(*raws)
+    images = DeviceImages(runtime)
+    runtime.profiler.collect_kernels()
+    left_map = matcher.match(*(images.decode(raw, side)
+                               for raw, side in zip(raws, ('left', 'right'))))
+    launches = {name: time.launches for name, time in runtime.profiler.collect_kernels().items()}
+    assert launches['decode_mono8'] == 2 and launches['[upload]'] == 2, launches  # no copy
+    np.testing.assert_array_equal(
+        matcher.images.download(left_map, want.shape, np.dtype(np.float32)), want)
 
 
 RAW_TOPICS = ('/raw_test/left/image_raw', '/raw_test/right/image_raw',

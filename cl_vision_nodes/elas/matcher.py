@@ -178,12 +178,12 @@ class ElasMatcher:
         """
         Match a gray pair on the device; return the left map's buffer (``last_output``).
 
-        The pair is copied into the plan's inputs (unless ``compute`` decoded it there), so its
-        buffers may take the next frame at once.
+        The pair is copied (a mono8 frame decoded) into the plan's inputs unless it is there
+        already, so its buffers may take the next frame at once.
         """
         plan = self._pair_plan((left.width, left.height), (right.width, right.height))
         for gray, target in zip((left, right), plan.inputs):
-            if gray.buffer != target:
+            if not gray.held_in(target):  # a mono8 frame not yet decoded: decoded into target
                 self.images.copy(gray, target, 'upload')
         return self._run(plan).post.output[0]
 

@@ -82,6 +82,10 @@ class DeviceGray:
     def nbytes(self) -> int:
         return self.height * self.width * 4
 
+    def held_in(self, buffer: cl.Buffer) -> bool:
+        """Whether the decoded frame is in ``buffer`` now (asking decodes nothing)."""
+        return isinstance(self._buffer, cl.Buffer) and self._buffer == buffer
+
 
 class DeviceImages:
     """Uploads, decodes and downloads images with buffers reused across frames."""
