@@ -19,11 +19,12 @@ The streaming estimator keeps two of these (previous and current frame) and swap
 frame is uploaded, decoded and pyramided exactly once and the previous one never leaves the
 device. Buffers are the estimator's, named per slot and level: allocated on the first frame of
 a size, reused afterwards. In the CPU formulation levels at least ROWS_MIN_WIDTH wide are made
-by pyr_down_rows (8 pixels of a row a work-item, PoCL's vectors; the same values bit for bit),
-narrower ones by pyr_down, whose fewer work-groups cost less there (each with a _mono8 form
-that makes level 1 from a mono8 frame's bytes, the decode fused in); gradients of any level by
-gradient_rows (320 x 240: 0.26 -> 0.03 ms on 2 cores, as gradient's interleaved stores are
-scattered no longer), or by pyr_down_gradient_rows with the level below (a launch fewer).
+by pyr_down_rows (8 pixels of each of ROW_RUN rows a work-item, PoCL's vectors; the same values
+bit for bit), narrower ones by pyr_down, whose fewer work-groups cost less there; each has a
+_mono8 form that makes level 1 from a mono8 frame's bytes (the decode fused in). Gradients of
+any level are made by gradient_rows (320 x 240: 0.26 -> 0.03 ms on 2 cores, as gradient's
+interleaved stores are scattered no longer), or by pyr_down_gradient_rows with the level below
+(a launch fewer).
 """
 from __future__ import annotations
 

@@ -74,6 +74,7 @@ class DeviceGray:
 
     @property
     def buffer(self) -> cl.Buffer:
+        """The float32 frame: a mono8 frame's is decoded now if it was not yet."""
         if not isinstance(self._buffer, cl.Buffer):
             self._buffer = self._buffer()
         return self._buffer
