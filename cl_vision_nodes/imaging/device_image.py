@@ -74,7 +74,7 @@ class DeviceGray:
 
     @property
     def buffer(self) -> cl.Buffer:
-        """The float32 frame: a mono8 frame's is decoded now if it was not yet."""
+        """Return the float32 frame, decoding a mono8 frame's bytes at the first ask."""
         if not isinstance(self._buffer, cl.Buffer):
             self._buffer = self._buffer()
         return self._buffer
