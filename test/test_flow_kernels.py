@@ -174,6 +174,25 @@ def test_pyr_down_gradient_is_pyr_down_and_the_source_gradient(runtime, h, w, lo
                                   gradient(runtime, 'gradient', img))
 
 
+@pytest.mark.parametrize('local', [None, (3, 2), (64, 1)])
+@pytest.mark.parametrize('h, w', SIZES[:-1] + [(3, 4), (21, 70), (9, 10), (1, 5), (18, 48),
+                                               (37, 17), (7, 11)])
+def test_pyr_down_gradients_also_make_the_coarse_levels_gradient(runtime, h, w, local):
+    """The coarsest level's launch on GPUs: its stencil's pixels recomputed, bit for bit."""
+    img = smooth_image(np.random.default_rng(h * 7 + w), h, w)
+    dh, dw = (h + 1) // 2, (w + 1) // 2
+    dst, grad, own = (empty(runtime, shape) for shape in ((dh, dw), (h, w, 2), (dh, dw, 2)))
+    pyramid.program(runtime).kernel('pyr_down_gradients')(
+        (dw, dh), (upload(runtime, img), i32(w), i32(h), dst, i32(dw), i32(dh), grad, own),
+        'pyramid', local=local)
+    coarse = pyr_down(runtime, 'pyr_down', img)
+    np.testing.assert_array_equal(download(runtime, dst, (dh, dw)), coarse)
+    np.testing.assert_array_equal(download(runtime, grad, (h, w, 2)),
+                                  gradient(runtime, 'gradient', img))
+    np.testing.assert_array_equal(download(runtime, own, (dh, dw, 2)).view(np.uint32),
+                                  gradient(runtime, 'gradient', coarse).view(np.uint32))
+
+
 def test_gradient_is_exact_on_a_ramp_up_to_the_border(runtime):
     """Odd extension: a linear image has its true derivative at every pixel, borders included."""
     h, w = 11, 17

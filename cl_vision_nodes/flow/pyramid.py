@@ -93,6 +93,7 @@ class DevicePyramid:
         self._pyr_down_rows = built.kernel('pyr_down_rows')
         self._pyr_down_gradient = built.kernel('pyr_down_gradient')
         self._pyr_down_gradient_rows = built.kernel('pyr_down_gradient_rows')
+        self._pyr_down_gradients = built.kernel('pyr_down_gradients')
         self._pyr_down_mono8 = built.kernel('pyr_down_mono8')
         self._pyr_down_mono8_rows = built.kernel('pyr_down_mono8_rows')
         self._gradient = built.kernel('gradient')
@@ -112,8 +113,8 @@ class DevicePyramid:
         frame's bytes where it has them (the decode fused in). The launch making
         a level also makes the gradient of the level above where it is in ``gradients`` (the
         levels whose gradients the method will read): a launch fewer each (pyr_down_gradient;
-        pyr_down_gradient_rows in the CPU formulation). Other gradients are made at their first
-        use (``gradient``).
+        pyr_down_gradient_rows in the CPU formulation), and on GPUs the coarsest level's own
+        (pyr_down_gradients). Other gradients are made at their first use (``gradient``).
         """
         possible = level_shapes(gray.height, gray.width)
         if possible != self._possible:  # new buffers ahead
@@ -143,12 +144,19 @@ class DevicePyramid:
         warm-up ran (PoCL compiles a kernel for each work-group size at its first run).
         """
         self._fused = gradients
-        for level in range(len(self.levels), min(depth, len(self._possible))):
-            self._down(self.levels[-1], level)
+        last = min(depth, len(self._possible)) - 1
+        for level in range(len(self.levels), last + 1):
+            self._down(self.levels[-1], level, level == last)
         self._fused = range(0)
 
-    def _down(self, src: cl.Buffer | Mono8Frame | None, level: int) -> None:
-        """Make ``level`` from ``src``, the level above it (or the frame itself, for level 1)."""
+    def _down(self, src: cl.Buffer | Mono8Frame | None, level: int,
+              coarsest: bool = False) -> None:
+        """
+        Make ``level`` from ``src``, the level above it (or the frame itself, for level 1).
+
+        On GPUs the ``coarsest`` level read also has its own gradient made in the launch
+        (pyr_down_gradients), where no level below would make it.
+        """
         (h, w), (sh, sw) = self._possible[level], self._possible[level - 1]
         dst = self.buffers.get(self._role('i', level), h * w * 4)
         rows = self.formulation == 'cpu' and w >= ROWS_MIN_WIDTH
@@ -162,6 +170,10 @@ class DevicePyramid:
             kernel = self._pyr_down_gradient_rows if rows else self._pyr_down_gradient
             args = (src, *sizes, grad)
             self._gradients[level - 1] = grad
+            if not rows and coarsest and level in self._fused:
+                own = self.buffers.get(self._role('g', level), h * w * 8)
+                kernel, args = self._pyr_down_gradients, (*args, own)
+                self._gradients[level] = own
         else:
             kernel = self._pyr_down_rows if rows else self._pyr_down
             args = (src, *sizes)

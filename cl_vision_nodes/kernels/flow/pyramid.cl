@@ -134,11 +134,10 @@ __kernel void pyr_down_mono8(__global const uchar* src, const int step, const in
 
 // pyr_down, and gradient5 of the source at the 2 x 2 pixels the coarse pixel sits on (GPUs: a
 // level and the finer level's gradient in one launch; dst's ceil-halves cover the source).
-__kernel void pyr_down_gradient(__global const float* src, const int sw, const int sh,
-                                __global float* dst, const int dw, const int dh,
-                                __global float2* grad)
+inline void pyr_down_and_source_gradient(__global const float* src, int sw, int sh,
+                                         __global float* dst, int dw, __global float2* grad,
+                                         int2 p)
 {
-    const int2 p = item_pixel(dw, dh);
     dst[(size_t)p.y * dw + p.x] = pyr_down_at(src, sw, sw, sh, p.x, p.y);
     for (int j = 0; j < 2; ++j) {
         for (int i = 0; i < 2; ++i) {
@@ -147,6 +146,48 @@ __kernel void pyr_down_gradient(__global const float* src, const int sw, const i
                 grad[(size_t)y * sw + x] = gradient5(src, sw, sh, x, y);
         }
     }
+}
+
+__kernel void pyr_down_gradient(__global const float* src, const int sw, const int sh,
+                                __global float* dst, const int dw, const int dh,
+                                __global float2* grad)
+{
+    pyr_down_and_source_gradient(src, sw, sh, dst, dw, grad, item_pixel(dw, dh));
+}
+
+// Coarse pixel i of the line through (x, y) along (dx, dy), n long, odd-extended as
+// odd_extended extends a stored line, each value recomputed from the source.
+inline float pyr_down_odd(__global const float* src, int sw, int sh, int x, int y, int dx,
+                          int dy, int i, int n)
+{
+    const int m = mirror(i, n);
+    const float inner = pyr_down_at(src, sw, sw, sh, dx ? m : x, dy ? m : y);
+    if (i < 0)
+        return 2.0f * pyr_down_at(src, sw, sw, sh, dx ? 0 : x, dy ? 0 : y) - inner;
+    if (i >= n)
+        return 2.0f * pyr_down_at(src, sw, sw, sh, dx ? n - 1 : x, dy ? n - 1 : y) - inner;
+    return inner;
+}
+
+// pyr_down_gradient, and gradient5 of the level it makes, its stencil's coarse pixels
+// recomputed (GPUs, for the coarsest level a method reads: a launch fewer; 9 or 10 evaluations
+// a pixel cost nothing at that level's size). The values of pyr_down_gradient and gradient bit
+// for bit: gradient5's sums in its order, on the same values.
+__kernel void pyr_down_gradients(__global const float* src, const int sw, const int sh,
+                                 __global float* dst, const int dw, const int dh,
+                                 __global float2* grad, __global float2* dst_grad)
+{
+    const int2 p = item_pixel(dw, dh);
+    pyr_down_and_source_gradient(src, sw, sh, dst, dw, grad, p);
+    const float gx = (pyr_down_odd(src, sw, sh, p.x, p.y, 1, 0, p.x - 2, dw)
+                      - 8.0f * pyr_down_odd(src, sw, sh, p.x, p.y, 1, 0, p.x - 1, dw)
+                      + 8.0f * pyr_down_odd(src, sw, sh, p.x, p.y, 1, 0, p.x + 1, dw)
+                      - pyr_down_odd(src, sw, sh, p.x, p.y, 1, 0, p.x + 2, dw)) * (1.0f / 12.0f);
+    const float gy = (pyr_down_odd(src, sw, sh, p.x, p.y, 0, 1, p.y - 2, dh)
+                      - 8.0f * pyr_down_odd(src, sw, sh, p.x, p.y, 0, 1, p.y - 1, dh)
+                      + 8.0f * pyr_down_odd(src, sw, sh, p.x, p.y, 0, 1, p.y + 1, dh)
+                      - pyr_down_odd(src, sw, sh, p.x, p.y, 0, 1, p.y + 2, dh)) * (1.0f / 12.0f);
+    dst_grad[(size_t)p.y * dw + p.x] = (float2)(gx, gy);
 }
 
 // pyr_down on CPUs (pyr_down_rows8) and its mono8 form.
