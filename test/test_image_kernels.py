@@ -24,6 +24,7 @@ from cl_vision_nodes.imaging.encodings import (array_to_raw, encoding_info, ENCO
                                                to_gray_reference)
 from imageutil import random_image
 import numpy as np
+import pyopencl as cl
 import pytest
 
 pytestmark = pytest.mark.kernels
@@ -107,6 +108,20 @@ def test_a_mono8_frame_is_decoded_at_the_first_ask_and_keeps_its_role(images, pa
                 images.download(buf, (17, 31), np.dtype(np.float32)), want)
     bgr = images.decode(random_image('bgr8', 5, 7, rng), 'left')
     assert bgr.mono8 is None
+
+
+def test_a_mono8_frame_decoded_at_the_ask_is_whole_for_another_queue(runtime, images):
+    """A node's capability reads ``buffer`` on a queue of its own, after the node's uploads."""
+    other = runtime.sibling()
+    rng = np.random.default_rng(12)
+    frames = [rng.integers(1, 256, (48, 64), dtype=np.uint8) for _ in range(2)]
+    for k in range(40):
+        images.decode(array_to_raw(np.zeros_like(frames[0]), 'mono8'), 'other').buffer
+        gray = images.decode(array_to_raw(frames[k % 2], 'mono8'), 'other')
+        runtime.queue.finish()  # the node waits for its uploads
+        got = np.empty((48, 64), np.float32)
+        cl.enqueue_copy(other.queue, got, gray.buffer)  # read on the other queue at once
+        np.testing.assert_array_equal(got, frames[k % 2], f'frame {k}')
 
 
 def test_buffers_are_reused_across_frames(images):

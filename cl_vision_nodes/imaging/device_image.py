@@ -163,15 +163,24 @@ class DeviceImages:
         frame = Mono8Frame(self.upload_raw(raw, f'{role}_mono8'), raw.step, raw.height,
                            raw.width)
         decoded = self.buffers.get(role, raw.width * raw.height * 4)
-        return DeviceGray(functools.partial(self._decode_mono8_into, frame, decoded),
-                          raw.height, raw.width, frame)
+        return DeviceGray(functools.partial(self._decoded, frame, decoded), raw.height,
+                          raw.width, frame)
+
+    def _decoded(self, frame: Mono8Frame, dst: cl.Buffer) -> cl.Buffer:
+        """
+        Decode ``frame`` into ``dst`` and wait: the asker may read it on a queue of its own.
+
+        A node's capabilities run on queues of their own, and the node waits for every queue
+        after its uploads only: a frame asked for later is decoded on this object's queue.
+        """
+        self._decode_mono8_into(frame, dst).wait()
+        return dst
 
     def _decode_mono8_into(self, frame: Mono8Frame, dst: cl.Buffer,
-                           stage: str = 'decode') -> cl.Buffer:
-        self._launches(self._decode_mono8, (frame.width, frame.height),
-                       (frame.buffer, np.int32(frame.step), np.int32(frame.width),
-                        np.int32(frame.height), dst), stage)
-        return dst
+                           stage: str = 'decode') -> cl.Event:
+        return self._launches(self._decode_mono8, (frame.width, frame.height),
+                              (frame.buffer, np.int32(frame.step), np.int32(frame.width),
+                               np.int32(frame.height), dst), stage)
 
     def copy(self, gray: DeviceGray, dst: cl.Buffer, stage: str = 'copy') -> None:
         """
