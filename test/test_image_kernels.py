@@ -93,34 +93,34 @@ def test_field_encoding_is_not_an_intensity_image(images):
 
 
 @pytest.mark.parametrize('pad', [0, 3])
-def test_a_mono8_frame_is_decoded_at_the_first_ask_and_keeps_its_role(images, pad):
-    """decode(): bytes of each role kept for its frame, decoded into buffer or a copy target."""
+def test_a_mono8_frame_keeps_its_bytes_until_a_consumer_decodes_it(images, pad):
+    """decode(): bytes of each role kept for its frame, decoded by floats() or into a copy."""
     rng = np.random.default_rng(11 + pad)
     left, right = (random_image('mono8', 17, 31, rng, False, pad) for _ in range(2))
     grays = images.decode(left, 'left'), images.decode(right, 'right')  # the right one after
     for gray, raw in zip(grays, (left, right)):
-        assert gray.mono8 is not None and gray.mono8.step == raw.step
+        assert gray.buffer is None and gray.mono8 is not None and gray.mono8.step == raw.step
         target = images.buffers.get('target', gray.nbytes)
         images.copy(gray, target)
         want = to_gray_reference(raw)
-        for buf in (target, gray.buffer):
+        for buf in (target, images.floats(gray, 'floats')):
             np.testing.assert_array_equal(
                 images.download(buf, (17, 31), np.dtype(np.float32)), want)
     bgr = images.decode(random_image('bgr8', 5, 7, rng), 'left')
-    assert bgr.mono8 is None
+    assert bgr.mono8 is None and images.floats(bgr) == bgr.buffer
 
 
-def test_a_mono8_frame_decoded_at_the_ask_is_whole_for_another_queue(runtime, images):
-    """A node's capability reads ``buffer`` on a queue of its own, after the node's uploads."""
+def test_a_consumer_on_a_queue_of_its_own_decodes_a_mono8_frame_there(runtime, images):
+    """A node's capability (SURF) asks its own DeviceImages for floats after the node's uploads."""
     other = runtime.sibling()
+    consumer = DeviceImages(other)
     rng = np.random.default_rng(12)
     frames = [rng.integers(1, 256, (48, 64), dtype=np.uint8) for _ in range(2)]
     for k in range(40):
-        images.decode(array_to_raw(np.zeros_like(frames[0]), 'mono8'), 'other').buffer
         gray = images.decode(array_to_raw(frames[k % 2], 'mono8'), 'other')
         runtime.queue.finish()  # the node waits for its uploads
         got = np.empty((48, 64), np.float32)
-        cl.enqueue_copy(other.queue, got, gray.buffer)  # read on the other queue at once
+        cl.enqueue_copy(other.queue, got, consumer.floats(gray))  # read on its queue at once
         np.testing.assert_array_equal(got, frames[k % 2], f'frame {k}')
 
 

@@ -127,7 +127,8 @@ class FlowEstimator:
         Returns the last flow (valid until the next push).
         """
         self.push_gray(gray)
-        self.download(self.push_gray(DeviceGray(gray.buffer, gray.height, gray.width)))
+        floats = DeviceGray(self.images.floats(gray), gray.height, gray.width)
+        self.download(self.push_gray(floats))
         flow = self.push_gray(gray)
         self.download(flow)
         self.reset()

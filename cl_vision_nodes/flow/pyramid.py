@@ -128,7 +128,7 @@ class DevicePyramid:
             self.levels = [kept]
         else:
             self.levels = [None]
-            self._down(gray.mono8 or gray.buffer, 1)  # level 0 not kept: no gradient to make
+            self._down(gray.source, 1)  # level 0 not kept: no gradient to make
         self.extend(depth, gradients)
 
     def has(self, level: int) -> bool:

@@ -101,8 +101,9 @@ class SurfExtractor:
         """
         settings = self.settings
         height, width = gray.height, gray.width
-        self._frame, self._records = (gray.buffer, (height, width)), None
-        integ = self._integral.compute(gray.buffer, height, width)
+        frame = self.images.floats(gray)  # a mono8 frame decoded on this extractor's queue
+        self._frame, self._records = (frame, (height, width)), None
+        integ = self._integral.compute(frame, height, width)
         keypoints, count = self._detector.detect(integ, height, width, settings)
         self._records = (keypoints, count, KP_FIELDS + settings.descriptor_length)
         if count:
