@@ -27,6 +27,7 @@ can flip one: its flows must agree to 1e-3 px on at least 97 % of the patches. T
 """
 from cl_vision_nodes.dataio.synthetic import flow_pair
 from cl_vision_nodes.errors import CLVisionError, ParameterError
+from cl_vision_nodes.flow import coarse_to_fine
 from cl_vision_nodes.flow import dense_inverse_search as dis, FlowEstimator
 from cl_vision_nodes.flow import reference as ref
 from cl_vision_nodes.flow.metrics import flow_errors
@@ -171,6 +172,88 @@ def test_dis_search_both_is_the_two_passes(runtime, h, w, patch, stride, coarses
          upload(runtime, i1), i32(w), i32(h), upload(runtime, field), i32(cw), i32(ch), out,
          i32(ws), i32(hs), i32(stride), i32(12)), 'test', local=(patch, dis.SEARCH_BOTH))
     np.testing.assert_array_equal(download(runtime, out, (hs, ws, 2)), want)
+
+
+def search_both(runtime, kernel_name: str, patch: int, stride: int, level: tuple,
+                start: tuple) -> np.ndarray:
+    """
+    Return the patch flows of a dis_search_both kernel, 12 iterations a pass.
+
+    ``level``: the arguments i0, g0, i1, w, h; ``start``: those of the coarser level.
+    """
+    w, h = int(level[3]), int(level[4])
+    ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
+    built, _ = program(runtime, patch)
+    kernel = built.kernel(kernel_name)
+    if not dis.both_fit(runtime.limits, kernel, patch):  # the estimator takes two launches
+        pytest.skip(f'the device allows no {patch} x {dis.SEARCH_BOTH} work-group here')
+    out = empty(runtime, (hs, ws, 2))
+    blocks = (-(-ws // dis.SEARCH_BLOCK), -(-hs // dis.SEARCH_BLOCK))
+    kernel((patch * blocks[0], dis.SEARCH_BOTH * blocks[1]),
+           (*level, *start, out, i32(ws), i32(hs), i32(stride), i32(12)), 'test',
+           local=(patch, dis.SEARCH_BOTH))
+    return download(runtime, out, (hs, ws, 2))
+
+
+@pytest.mark.parametrize('h, w, patch, stride', [*CASES, (53, 61, 8, 3), (9, 70, 8, 2)])
+def test_dis_search_both_patches_is_densify_then_search_both(runtime, h, w, patch, stride):
+    """
+    An unrefined coarser level's starts densified as read: dis_densify's field, bit for bit.
+
+    Textureless blocks, patch flows larger than a patch, odd sizes.
+    """
+    i0, i1, _, _ = search_inputs(h, w, patch, stride, 3 * h + w)
+    ch, cw = (h + 1) // 2, (w + 1) // 2
+    rng = np.random.default_rng(h + 2 * w)
+    i0c, i1c = textured(rng, ch, cw, flat=True), textured(rng, ch, cw)
+    if min(ch, cw) < patch:
+        pytest.skip('the coarser level holds no patch')
+    wsc, hsc = dis.grid_count(cw, patch, stride), dis.grid_count(ch, patch, stride)
+    sparse_c = rng.normal(0, 1.0, (hsc, wsc, 2)).astype(np.float32)
+    sparse_c[::3, ::2] += 9.0  # starts further than a patch: clamped taps
+    coarse = densify(runtime, 'gpu', i0c, i1c, sparse_c, patch, stride)
+    level = (upload(runtime, i0), upload(runtime, ref.gradient(i0).astype(np.float32)),
+             upload(runtime, i1), i32(w), i32(h))
+    want = search_both(runtime, 'dis_search_both', patch, stride, level,
+                       (upload(runtime, coarse), i32(cw), i32(ch)))
+    got = search_both(runtime, 'dis_search_both_patches', patch, stride, level,
+                      (upload(runtime, i0c), upload(runtime, i1c), i32(cw), i32(ch),
+                       upload(runtime, sparse_c), i32(wsc), i32(hsc)))
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize('factor', [2, 4, 8])
+@pytest.mark.parametrize('h, w, patch, stride', [(29, 37, 8, 3), (37, 29, 8, 4), (13, 8, 8, 3),
+                                                 (31, 9, 4, 1), (26, 70, 8, 8)])
+@pytest.mark.parametrize('group', [(16, 16), (8, 8), (3, 2), (1, 1)])
+def test_dis_densify_upsample_is_densify_then_upsample(runtime, h, w, patch, stride, factor,
+                                                       group):
+    """
+    The finest unrefined level straight to full resolution: the two launches' field bit for bit.
+
+    Work-groups of 256, 64, 6 and 1 items, levels that are no multiple of them, a full
+    resolution cut short of factor x level (as a pyramid's odd sizes round up).
+    """
+    rng = np.random.default_rng(h * w + factor)
+    i0, i1 = textured(rng, h, w, flat=h > 25), textured(rng, h, w)
+    ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
+    sparse = rng.normal(0, 3.0, (hs, ws, 2)).astype(np.float32)
+    fh, fw = h * factor - factor // 2, w * factor - 1
+    dense = densify(runtime, 'gpu', i0, i1, sparse, patch, stride)
+    want = empty(runtime, (fh, fw, 2))
+    coarse_to_fine.upsample_kernel(runtime, factor)((w, h), (
+        upload(runtime, dense), i32(w), i32(h), want, i32(fw), i32(fh), i32(factor)), 'test')
+    built = dis.program(runtime, patch, group)
+    got = empty(runtime, (fh, fw, 2))
+    built.kernel(f'dis_densify_upsample_by{factor}')(
+        (w, h), (upload(runtime, i0), upload(runtime, i1), i32(w), i32(h),
+                 upload(runtime, sparse), i32(ws), i32(hs), i32(stride), got, i32(fw), i32(fh)),
+        'test', local=group)
+    expected = download(runtime, want, (fh, fw, 2))
+    np.testing.assert_array_equal(download(runtime, got, (fh, fw, 2)), expected)
+    reference = ref.flow_upsample(ref.dis_densify(i0, i1, sparse, patch, stride), (fh, fw),
+                                  factor)
+    np.testing.assert_allclose(expected, reference, atol=1e-4 * factor * np.abs(sparse).max())
 
 
 def test_dis_search_finds_a_translation_and_keeps_textureless_patches_at_their_start(runtime):

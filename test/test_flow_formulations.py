@@ -353,7 +353,8 @@ def test_a_gpu_dis_frame_fuses_its_launches(preset, fused):
     Levels 2-4 (1-4) read: each gradient comes with the next level, the coarsest's with itself.
 
     A level's two search passes are one launch where the device allows its work-group; so are
-    a refined level's fixed-point iterations.
+    a refined level's fixed-point iterations. Unrefined levels are then never densified but at
+    the finest, straight to full resolution.
     """
     times = flow_speed.kernel_times(DEVICE, 'dis', (640, 480), 1, 'gpu', DIS_PRESETS[preset])
     assert times['pyr_down_gradient'].launches == fused - 1
@@ -368,10 +369,17 @@ def test_a_gpu_dis_frame_fuses_its_launches(preset, fused):
     runtime = ClRuntime(DEVICE)
     group = dis.solve_group(runtime.limits, 'gpu')
     both = dis.program(runtime, 8, group).kernel('dis_search_both')
-    if dis.both_fit(runtime.limits, both, 8):
-        assert times['dis_search_both'].launches == fused + 1 and 'dis_search_group' not in times
-    else:
+    if not dis.both_fit(runtime.limits, both, 8):
         assert times['dis_search_group'].launches == 2 * (fused + 1)
+        return
+    assert 'dis_search_group' not in times
+    if DIS_PRESETS[preset]['dis_refine_iterations']:
+        assert times['dis_search_both'].launches == fused + 1
+        return
+    # unrefined: the levels pass on patch flows, the finest is densified to full resolution
+    assert launches['dis_search_both'] == 1 and launches['dis_search_both_patches'] == fused
+    assert launches['dis_densify_upsample_by4'] == 1
+    assert 'dis_densify' not in times and 'flow_upsample_by4' not in times
 
 
 def test_a_change_to_a_method_reading_level_0_restarts_the_stream_for_one_frame(runtime):

@@ -24,6 +24,8 @@ run these tests also under POCL_MAX_WORK_GROUP_SIZE=64 (the smallest groups we s
 """
 import dataclasses
 
+from cl_vision_nodes.capabilities.flow import FlowFrames
+from cl_vision_nodes.capabilities.stages import StageTimes
 from cl_vision_nodes.errors import ImageFormatError, ParameterError
 from cl_vision_nodes.flow import (block_matching, coarse_to_fine, flow_errors, FLOW_SCHEMA,
                                   flow_to_color, FlowEstimator)
@@ -605,6 +607,32 @@ def test_streaming_matches_one_shot_and_reuses_buffers(runtime, method):
     assert_same_buffers(est, buffers)
     np.testing.assert_array_equal(est.estimate(a, b), first)
     assert np.nanmedian(again[..., 0]) < -1.0 < 1.0 < np.nanmedian(first[..., 0])
+
+
+@pytest.mark.parametrize('method', ['lk', 'hs', 'bm', 'dis'])
+@pytest.mark.parametrize('host_memory', [True, False])
+def test_a_flows_array_is_kept_while_the_next_frame_is_computed_and_read(method, host_memory):
+    """
+    A node serializes a frame's flow on its publishing thread while the next frame runs.
+
+    Consecutive frames' kernels write flow buffers of their own pyramid slot (mapped where the
+    device computes in host memory) and their reads fill pinned arrays of their own (a GPU's
+    path, taken here on PoCL too).
+    """
+    runtime = runtime_module.ClRuntime('auto')
+    runtime.limits = dataclasses.replace(runtime.limits, host_memory=host_memory)
+    values = FLOW_SCHEMA.validate(FLOW_SCHEMA.defaults(), {'method': method})
+    flows = FlowFrames(runtime, values, StageTimes())
+    a, b = frames()
+    grays = [flows.estimator.images.decode(array_to_raw(f, 'mono8'), f'frame_{i}')
+             for i, f in enumerate((a, b))]
+    answers = [flows.start(grays[k % 2], k + 1, ('mono8', a.shape[1], a.shape[0]))()
+               for k in range(2)]
+    for k in range(2, 6):
+        kept = answers[-1].flow.copy()
+        answers.append(flows.start(grays[k % 2], k + 1, ('mono8', a.shape[1], a.shape[0]))())
+        np.testing.assert_array_equal(answers[-2].flow, kept)
+        assert not np.array_equal(answers[-1].flow, kept)  # opposite motions
 
 
 @pytest.mark.parametrize('params', [{'method': 'dis', **DIS_PRESETS['ultrafast']},

@@ -14,10 +14,12 @@
 
 """The device layer: probed device choice, programs by value, no fp64, limits, owned buffers."""
 import dataclasses
+import functools
 import json
 import os
 import subprocess
 import sys
+import threading
 
 from cl_vision_nodes.errors import DeviceError, KernelBuildError
 from cl_vision_nodes.imaging.encodings import opencl_defines
@@ -316,12 +318,43 @@ def test_read_maps_where_the_device_computes_in_host_memory_else_downloads(host_
     buffers = runtime.buffers()
     buf = buffers.get('flow', 4 * 30)
     runtime.upload(buf, np.arange(30, dtype=np.float32), 'upload')
-    first = runtime.read(buffers, 'flow_host', buf, (5, 3), np.dtype(np.float32), 'download')
+    first = runtime.start_read(buffers, 'flow_host', buf, (5, 3), np.dtype(np.float32),
+                               'download').wait()
     assert np.array_equal(first, np.arange(15, dtype=np.float32).reshape(5, 3))
     assert isinstance(first.base, cl.MemoryMap) == host_memory
     buffers.release_views()  # before the buffer is written again
     runtime.fill(buf, np.float32(2.5), 'fill')
-    again = runtime.read(buffers, 'flow_host', buf, (4,), np.dtype(np.float32), 'download')
+    again = runtime.start_read(buffers, 'flow_host', buf, (4,), np.dtype(np.float32),
+                               'download').wait()
     assert np.array_equal(again, np.full(4, 2.5, np.float32))
     buffers.release_views()
     assert runtime.profiler.collect_kernels()['[download]'].launches == 2
+
+
+@pytest.mark.parametrize('host_memory', [True, False])
+def test_a_read_is_queued_behind_the_work_before_it_without_waiting(host_memory):
+    """start_read returns while the queue is held; the array is filled once the work ran."""
+    runtime = ClRuntime('auto')
+    runtime.limits = dataclasses.replace(runtime.limits, host_memory=host_memory)
+    buffers = runtime.buffers()
+    buf = buffers.get('flow', 4 * 16)
+    read = functools.partial(runtime.start_read, buffers, 'flow_host', buf, (16,),
+                             np.dtype(np.float32), 'download')
+    read().wait()  # the pinned array is mapped at its first read
+    buffers.release_views()
+    gate = cl.UserEvent(runtime.context)
+    cl.enqueue_marker(runtime.queue, wait_for=[gate])  # the queue held until the gate opens
+    runtime.fill(buf, np.float32(7.0), 'fill')
+    pending: list = []
+    reader = threading.Thread(target=lambda: pending.append(read()))
+    reader.start()
+    reader.join(60)
+    try:
+        assert pending, 'start_read waited for the held queue'
+        status = pending[0].event.command_execution_status
+        assert status != cl.command_execution_status.COMPLETE, 'read before the work it follows'
+    finally:
+        gate.set_status(cl.command_execution_status.COMPLETE)
+        reader.join()
+    assert np.array_equal(pending[0].wait(), np.full(16, 7.0, np.float32))
+    buffers.release_views()

@@ -121,23 +121,29 @@ class FlowFrames:
         """
         Enqueue the flow from the stream's previous frame to ``gray``, without waiting.
 
-        Returns its finish: wait, download and return the answer (None for the first frame of
-        a stream).
+        The flow's read into a host array is enqueued behind its kernels. Returns its finish:
+        wait for both and return the answer (None for the first frame of a stream).
         """
         previous_ns = self._last_stamp
         self._follow_stream(stamp_ns, stream)
         with self.clock.stage(self.prefix + 'compute'):
             flow = self.estimator.push_gray(gray)
+            # the read queued behind the kernels: the host waits once a frame
+            pending = None if flow is None else (flow, self.runtime.marker(),
+                                                 self.estimator.start_download(flow))
 
         def finish() -> FlowAnswer | None:
-            with self.clock.device_stage(self.prefix + 'compute', self.runtime):
-                pass  # the device work enqueued above
-            if flow is None:
+            if pending is None:
+                with self.clock.device_stage(self.prefix + 'compute', self.runtime):
+                    pass  # the first frame's pyramid, enqueued above
                 return None
+            device_flow, computed, read = pending
+            with self.clock.stage(self.prefix + 'compute'):
+                computed.wait()
             with self.clock.download_stage(self.prefix + 'download'):
-                host = self.estimator.download(flow)
+                host = read.wait()
             self.spans.flow_published(stamp_ns - previous_ns)
-            return FlowAnswer(host, previous_ns, flow, gray.height, gray.width)
+            return FlowAnswer(host, previous_ns, device_flow, gray.height, gray.width)
         return finish
 
     def picture(self, answer: FlowAnswer) -> np.ndarray:

@@ -48,15 +48,17 @@ def used_levels(prev: DevicePyramid, cur: DevicePyramid, requested: int) -> int:
     return max(1, min(requested, len(prev.shapes), len(cur.shapes)))
 
 
-def flow_buffers(buffers: Buffers, finest: Shape) -> tuple[cl.Buffer, cl.Buffer]:
+def flow_buffers(buffers: Buffers, finest: Shape, slot: int) -> tuple[cl.Buffer, cl.Buffer]:
     """
-    Return the estimator's pair of float2 flow buffers sized for level 0.
+    Return the estimator's pair of float2 flow buffers of pyramid slot ``slot``, sized for level 0.
 
-    lk and hs ping-pong between them level by level, bm writes the first; each method's result is
-    one of them.
+    lk, hs and dis ping-pong between them level by level, bm writes the first; each method's
+    result is one of them. Consecutive frames have pyramids of alternate slots, so a frame's
+    kernels never write the previous frame's result, which a node may still be serializing
+    from its mapped view (``ClRuntime.start_read``).
     """
     nbytes = finest[0] * finest[1] * 8
-    return buffers.get('flow_a', nbytes), buffers.get('flow_b', nbytes)
+    return buffers.get(f'flow_a{slot}', nbytes), buffers.get(f'flow_b{slot}', nbytes)
 
 
 class FlowField:

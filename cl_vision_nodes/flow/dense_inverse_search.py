@@ -53,7 +53,8 @@ import functools
 import math
 from typing import Callable
 
-from cl_vision_nodes.flow.coarse_to_fine import flow_buffers, upsample_kernel, upsample_launch
+from cl_vision_nodes.flow.coarse_to_fine import (flow_buffers, upsample_kernel, upsample_launch,
+                                                 VECTOR_FACTORS)
 from cl_vision_nodes.flow.pyramid import DevicePyramid, Shape
 from cl_vision_nodes.flow.schema import FlowSettings
 from cl_vision_nodes.opencl.buffers import Buffers
@@ -64,7 +65,7 @@ from cl_vision_nodes.opencl.runtime import ClRuntime
 import numpy as np
 import pyopencl as cl
 
-KERNELS = ('flow/common.cl', 'flow/dense_inverse_search.cl')
+KERNELS = ('flow/common.cl', 'flow/coarse_to_fine.cl', 'flow/dense_inverse_search.cl')
 TILE = 16
 """Side of dis_vr_solve_rows' tiles and dis_vr_solve_level's areas (DIS_TILE): they shape the
 result, the work-group does not."""
@@ -160,6 +161,9 @@ class DenseInverseSearch:
         self._search = built.kernel('dis_search')
         self._search_group = built.kernel('dis_search_group')
         self._search_both = built.kernel('dis_search_both')
+        self._search_both_patches = built.kernel('dis_search_both_patches')
+        self._densify_upsample = {factor: built.kernel(f'dis_densify_upsample_by{factor}')
+                                  for factor in VECTOR_FACTORS}
         self._densify = built.kernel('dis_densify')
         self._densify_terms = built.kernel('dis_densify_terms')
         self._densify_rows = built.kernel('dis_densify_rows')
@@ -200,7 +204,7 @@ class DenseInverseSearch:
         sparse = grid_count(w0, patch, stride) * grid_count(h0, patch, stride) * 8 if min(
             h0, w0) >= patch else 8
         count = h0 * w0
-        flow_a, flow_b = flow_buffers(self.buffers, prev.shapes[0])
+        flow_a, flow_b = flow_buffers(self.buffers, prev.shapes[0], prev.slot)
         named = {'flow_a': flow_a, 'flow_b': flow_b,
                  'sparse_a': self.buffers.get('dis_sparse_a', sparse),
                  'sparse_b': self.buffers.get('dis_sparse_b', sparse),
@@ -225,14 +229,16 @@ class DenseInverseSearch:
         steps = _Steps(self.runtime, named['flow_a'], named['flow_b'])
         if not levels:  # a frame smaller than a patch: zero flow
             steps.zero(prev.shapes[0])
-        for level in levels:
-            coarse = prev.shapes[level + 1] if level < levels.start else (0, 0)
-            self._search_level(prev, cur, level, coarse, named, steps, settings)
-            if settings.dis_refine_iterations > 0:
-                self._refine_level(prev, cur, level, named, steps, settings)
-        finest = levels.stop + 1 if levels else 0
-        if finest > 0:  # straight to full resolution, the levels between skipped
-            self._prolong(prev, finest, 0, steps)
+        elif self._sparse_between_levels(settings):
+            self._unrefined_levels(prev, cur, levels, named, steps, settings)
+        else:
+            for level in levels:
+                coarse = prev.shapes[level + 1] if level < levels.start else (0, 0)
+                self._search_level(prev, cur, level, coarse, named, steps, settings)
+                if settings.dis_refine_iterations > 0:
+                    self._refine_level(prev, cur, level, named, steps, settings)
+            if levels[-1] > 0:  # straight to full resolution, the levels between skipped
+                self._prolong(prev, levels[-1], 0, steps)
         plan = _Plan(key, buffers, tuple(steps.launches), steps.current)
         self._plans[prev.slot] = plan
         return plan
@@ -243,6 +249,63 @@ class DenseInverseSearch:
         items, args = upsample_launch(steps.current, prev.shapes[coarse], steps.spare,
                                       prev.shapes[fine], factor)
         steps.add(upsample_kernel(self.runtime, factor), items, args, 'upsample', swap=True)
+
+    def _sparse_between_levels(self, settings: FlowSettings) -> bool:
+        """
+        Whether levels pass on patch flows, not dense fields (``_unrefined_levels``).
+
+        On GPUs where both search passes take one launch, when no level is refined: a dense
+        field is then read only at the next level's patch centres and at full resolution.
+        """
+        return (self.formulation == 'gpu' and settings.dis_refine_iterations == 0
+                and both_fit(self.runtime.limits, self._search_both, settings.dis_patch_size))
+
+    def _unrefined_levels(self, prev: DevicePyramid, cur: DevicePyramid, levels: range,
+                          named: dict[str, cl.Buffer], steps: _Steps,
+                          settings: FlowSettings) -> None:
+        """
+        Search every level in one launch each, then densify the finest to full resolution.
+
+        A level's first pass densifies its starts from the coarser level's patch flows as it
+        reads them (dis_search_both_patches), so no coarser level is densified; the finest
+        level's densification writes the full-resolution field (dis_densify_upsample_byF):
+        ultrafast's three levels take 4 launches, not 7, and give the numbers of
+        ``_search_level`` and ``_prolong`` bit for bit.
+        """
+        patch, stride = settings.dis_patch_size, settings.dis_patch_stride
+        sparse = named['sparse_a'], named['sparse_b']
+        grids: dict[int, tuple[np.int32, np.int32]] = {}
+        for level in levels:
+            h, w = prev.shapes[level]
+            ws, hs = grid_count(w, patch, stride), grid_count(h, patch, stride)
+            grids[level] = np.int32(ws), np.int32(hs)
+            if level == levels.start:  # the coarsest: from zero
+                kernel, start = self._search_both, (steps.current, np.int32(0), np.int32(0))
+            else:
+                ch, cw = prev.shapes[level + 1]
+                kernel = self._search_both_patches
+                start = (prev.levels[level + 1], cur.levels[level + 1], np.int32(cw),
+                         np.int32(ch), sparse[(level + 1) % 2], *grids[level + 1])
+            blocks = (-(-ws // SEARCH_BLOCK), -(-hs // SEARCH_BLOCK))
+            steps.add(kernel, (patch * blocks[0], SEARCH_BOTH * blocks[1]),
+                      (prev.levels[level], prev.gradient(level), cur.levels[level], np.int32(w),
+                       np.int32(h), *start, sparse[level % 2], *grids[level], np.int32(stride),
+                       np.int32(settings.dis_iterations // 2)),
+                      'dis_search', local=(patch, SEARCH_BOTH))
+        finest = levels[-1]
+        h, w = prev.shapes[finest]
+        densify = (prev.levels[finest], cur.levels[finest], np.int32(w), np.int32(h),
+                   sparse[finest % 2], *grids[finest], np.int32(stride), steps.spare)
+        factor = 1 << finest
+        if factor in VECTOR_FACTORS:
+            (h0, w0) = prev.shapes[0]
+            steps.add(self._densify_upsample[factor], (w, h),
+                      (*densify, np.int32(w0), np.int32(h0)), 'dis_densify', local=self.group,
+                      swap=True)
+            return
+        steps.add(self._densify, (w, h), densify, 'dis_densify', swap=True)
+        if finest > 0:
+            self._prolong(prev, finest, 0, steps)
 
     def _search_level(self, prev: DevicePyramid, cur: DevicePyramid, level: int, coarse: Shape,
                       named: dict[str, cl.Buffer], steps: _Steps,

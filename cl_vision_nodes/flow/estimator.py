@@ -17,8 +17,9 @@ FlowEstimator: the public entry point of the optical-flow algorithm layer (no RO
 
 Streaming use (flow_node): ``push_gray(gray)`` per decoded frame returns the device flow from the
 previous frame to this one (None for the first frame, or after a size change or ``reset()``),
-``download`` brings it to a pinned host array; ``push(raw)`` does all three for a message. Each
-frame is pyramided once; the two frames' pyramids live on the device and swap roles.
+``start_download`` enqueues its read into a host array behind it (``download`` waits for it);
+``push(raw)`` does all three for a message. Each frame is pyramided once; the two frames'
+pyramids live on the device and swap roles.
 One-shot use (CLI, tests): ``estimate(gray0, gray1)``. ``configure(params)`` validates changed
 parameters against FLOW_SCHEMA and applies them to the next frame. The estimator owns its device
 buffers (``buffers``, and ``images`` for the uploads): two estimators on one runtime never share
@@ -40,7 +41,7 @@ from cl_vision_nodes.flow.pyramid import DevicePyramid, level_shapes, Shape
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA, FlowSettings, resolve_method
 from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages
 from cl_vision_nodes.imaging.encodings import gray_to_raw, RawImage
-from cl_vision_nodes.opencl.runtime import ClRuntime
+from cl_vision_nodes.opencl.runtime import ClRuntime, PendingRead
 from cl_vision_nodes.params import Value
 import numpy as np
 import pyopencl as cl
@@ -158,16 +159,21 @@ class FlowEstimator:
         self._has_previous = True
         return None
 
-    def download(self, flow: cl.Buffer) -> np.ndarray:
+    def start_download(self, flow: cl.Buffer) -> PendingRead:
         """
-        Return a flow of the last frame on the host (``ClRuntime.read``: mapped or pinned).
+        Enqueue the read of a flow of the last frame into a host array (mapped or pinned).
 
-        HxWx2 float32, valid until the next push or download: a node serializes its message
-        from it.
+        HxWx2 float32 once read, valid until the push after next: consecutive frames read into
+        two pinned arrays in turn, so the previous frame's array, which a node may still be
+        serializing, is not overwritten by this one's read (``ClRuntime.start_read``).
         """
         height, width = self._pyramids[self._current].shapes[0]
-        return self.runtime.read(self.buffers, 'flow_host', flow, (height, width, 2),
-                                 np.dtype(np.float32), 'download')
+        return self.runtime.start_read(self.buffers, f'flow_host_{self._current}', flow,
+                                       (height, width, 2), np.dtype(np.float32), 'download')
+
+    def download(self, flow: cl.Buffer) -> np.ndarray:
+        """Return a flow of the last frame on the host (``start_download``, waited for)."""
+        return self.start_download(flow).wait()
 
     def push(self, raw: RawImage, copy: bool = True) -> np.ndarray | None:
         """

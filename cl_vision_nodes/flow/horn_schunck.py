@@ -131,7 +131,7 @@ class HornSchunck:
                   np.float32(settings.smooth_epsilon ** -2), np.float32(settings.tolerance))
         levels = used_levels(prev, cur, settings.pyramid_levels)
         field = FlowField(self.runtime, self._upsample, flow_buffers(self.buffers,
-                                                                     prev.shapes[0]))
+                                                                     prev.shapes[0], prev.slot))
         field.zero(prev.shapes[levels - 1])
         for level in reversed(range(levels)):
             h, w = shape = prev.shapes[level]

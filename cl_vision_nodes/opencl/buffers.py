@@ -73,11 +73,12 @@ class Buffers:
         """
         Map the start of ``buf`` for reading, after the commands before; return it and its event.
 
-        Valid until ``release_views``, which must come before any command writes ``buf`` again.
+        Enqueued without waiting: the array is readable once the event has completed. Valid
+        until ``release_views``, which must come before any command writes ``buf`` again.
         """
         dtype = np.dtype(dtype)
         host, event = cl.enqueue_map_buffer(self.queue, buf, cl.map_flags.READ, 0, shape, dtype,
-                                            is_blocking=True)
+                                            is_blocking=False)
         self._views.append(host)
         return host, event
 

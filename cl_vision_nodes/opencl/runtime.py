@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 import copy
+from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
 
 from cl_vision_nodes.opencl.buffers import Buffers
@@ -54,6 +55,19 @@ def _cached(cache: OrderedDict[ProgramKey, T], key: ProgramKey, make: Callable[[
     else:
         cache.move_to_end(key)
     return found
+
+
+@dataclass(frozen=True)
+class PendingRead:
+    """A host array that an enqueued read fills (``ClRuntime.start_read``)."""
+
+    host: np.ndarray
+    event: cl.Event
+
+    def wait(self) -> np.ndarray:
+        """Return the array once the read has filled it."""
+        self.event.wait()
+        return self.host
 
 
 class ClRuntime:
@@ -142,22 +156,28 @@ class ClRuntime:
         self.profiler.record(stage, event)
         return event
 
-    def read(self, buffers: Buffers, role: str, buf: cl.Buffer, shape: tuple[int, ...],
-             dtype: np.dtype, stage: str) -> np.ndarray:
+    def marker(self) -> cl.Event:
+        """Return an event that completes when every command enqueued so far has."""
+        return cl.enqueue_marker(self.queue)
+
+    def start_read(self, buffers: Buffers, role: str, buf: cl.Buffer, shape: tuple[int, ...],
+                   dtype: np.dtype, stage: str) -> PendingRead:
         """
-        Return the start of ``buf`` as a host array, once the commands before have completed.
+        Enqueue a read of the start of ``buf`` after the commands before; return it pending.
 
         Mapped where the device computes in host memory (``DeviceLimits.host_memory``), else
-        downloaded into ``buffers``' pinned array of ``role``. Valid until ``buffers``'
-        ``release_views``, which the owner calls before it writes ``buf`` again.
+        downloaded into ``buffers``' pinned array of ``role``. Nothing waits here, so a frame's
+        read follows its kernels on the queue and the host waits once for both. The array is
+        valid until ``buffers``' ``release_views``, which the owner calls before it writes
+        ``buf`` again.
         """
         if self.limits.host_memory:
             host, event = buffers.map_read(buf, shape, dtype)
-            self.profiler.record(stage, event)
-            return host
-        host = buffers.pinned(role, shape, dtype)
-        self.download(host, buf, stage)
-        return host
+        else:
+            host = buffers.pinned(role, shape, dtype)
+            event = cl.enqueue_copy(self.queue, host, buf, is_blocking=False)
+        self.profiler.record(stage, event)
+        return PendingRead(host, event)
 
     def copy(self, dst: cl.Buffer, src: cl.Buffer, stage: str,
              byte_count: int | None = None) -> cl.Event:

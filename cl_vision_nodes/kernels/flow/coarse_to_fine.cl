@@ -55,25 +55,24 @@ inline float16 flow_splat16(float2 v) { return (float16)(v, v, v, v, v, v, v, v)
 #define FLOW_COLUMNS8 ((float8)(0.0f, 0.0f, 1.0f, 1.0f, 2.0f, 2.0f, 3.0f, 3.0f))
 #define FLOW_COLUMNS16 ((float16)(0.0f, 0.0f, 1.0f, 1.0f, 2.0f, 2.0f, 3.0f, 3.0f, \
                                   4.0f, 4.0f, 5.0f, 5.0f, 6.0f, 6.0f, 7.0f, 7.0f))
+
+// The F x F block of fine pixels of coarse pixel c from its taps: c00 its own value, c10 the
+// right neighbour's, c01 the lower, c11 the diagonal (clamped at the border); flow_upsample_byF
+// reads them from the coarse field, dis_densify_upsample_byF from its work-group's tile.
 #define FLOW_UPSAMPLE_BY(F, N)                                                                    \
-__kernel void flow_upsample_by##F(__global const float2* coarse, const int cw, const int ch,     \
-                                  __global float2* fine, const int fw, const int fh,             \
-                                  const int factor)                                              \
+inline void flow_block_by##F(float2 c00, float2 c10, float2 c01, float2 c11, int2 c,              \
+                             __global float2* fine, const int fw, const int fh)                   \
 {                                                                                                 \
-    const int2 c = item_pixel(cw, ch);                                                            \
-    const int x1 = c.x + 1 < cw ? c.x + 1 : cw - 1, y1 = c.y + 1 < ch ? c.y + 1 : ch - 1;         \
-    const float step = 1.0f / (float)F, scale = (float)F;                                        \
+    const float step = 1.0f / (float)F, scale = (float)F;                                         \
     const float##N tx = FLOW_COLUMNS##N * step;                                                   \
-    const float##N top = flow_splat##N(coarse[c.y * cw + c.x]) * (1.0f - tx)                     \
-                         + flow_splat##N(coarse[c.y * cw + x1]) * tx;                             \
-    const float##N bottom = flow_splat##N(coarse[y1 * cw + c.x]) * (1.0f - tx)                   \
-                            + flow_splat##N(coarse[y1 * cw + x1]) * tx;                           \
+    const float##N top = flow_splat##N(c00) * (1.0f - tx) + flow_splat##N(c10) * tx;              \
+    const float##N bottom = flow_splat##N(c01) * (1.0f - tx) + flow_splat##N(c11) * tx;           \
     const int x = c.x * F;                                                                        \
     for (int b = 0; b < F; ++b) {                                                                 \
         const int y = c.y * F + b;                                                                \
         const float ty = (float)b * step;                                                         \
-        const float##N v = scale * (top * (1.0f - ty) + bottom * ty);                            \
-        __global float* row = (__global float*)(fine + (size_t)y * fw + x);                      \
+        const float##N v = scale * (top * (1.0f - ty) + bottom * ty);                             \
+        __global float* row = (__global float*)(fine + (size_t)y * fw + x);                       \
         if (y >= fh)                                                                              \
             break;                                                                                \
         if (x + F <= fw) {                                                                        \
@@ -85,6 +84,16 @@ __kernel void flow_upsample_by##F(__global const float2* coarse, const int cw, c
                 vstore2(vload2(a, lanes), 0, row + 2 * a);                                        \
         }                                                                                         \
     }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+__kernel void flow_upsample_by##F(__global const float2* coarse, const int cw, const int ch,      \
+                                  __global float2* fine, const int fw, const int fh,              \
+                                  const int factor)                                               \
+{                                                                                                 \
+    const int2 c = item_pixel(cw, ch);                                                            \
+    const int x1 = c.x + 1 < cw ? c.x + 1 : cw - 1, y1 = c.y + 1 < ch ? c.y + 1 : ch - 1;         \
+    flow_block_by##F(coarse[c.y * cw + c.x], coarse[c.y * cw + x1], coarse[y1 * cw + c.x],        \
+                     coarse[y1 * cw + x1], c, fine, fw, fh);                                      \
 }
 FLOW_UPSAMPLE_BY(2, 4)
 FLOW_UPSAMPLE_BY(4, 8)

@@ -111,15 +111,32 @@ inline int mirror(int i, int n)
     return clamp_int(i, 0, n - 1);
 }
 
-inline float2 bilinear2(__global const float2* img, int w, int h, float x, float y)
+// The bilinear mix of four taps (c00 at the floor, c10 right of it, c01 below, c11 diagonal).
+inline float2 bilinear_mix2(float2 c00, float2 c10, float2 c01, float2 c11, float tx, float ty)
+{
+    const float2 top = c00 * (1.0f - tx) + c10 * tx;
+    const float2 bottom = c01 * (1.0f - tx) + c11 * tx;
+    return top * (1.0f - ty) + bottom * ty;
+}
+
+// The taps of a bilinear sample at (x, y) of a w x h image (replicated border): columns
+// (x0, x1), rows (y0, y1) and the fractions.
+typedef struct { int x0, x1, y0, y1; float tx, ty; } bilinear_taps;
+
+inline bilinear_taps bilinear_at(int w, int h, float x, float y)
 {
     const int ix = floor_int(x), iy = floor_int(y);
-    const float tx = x - (float)ix, ty = y - (float)iy;
-    const int x0 = clamp_int(ix, 0, w - 1), x1 = clamp_int(ix + 1, 0, w - 1);
-    const int y0 = clamp_int(iy, 0, h - 1), y1 = clamp_int(iy + 1, 0, h - 1);
-    const float2 top = img[y0 * w + x0] * (1.0f - tx) + img[y0 * w + x1] * tx;
-    const float2 bottom = img[y1 * w + x0] * (1.0f - tx) + img[y1 * w + x1] * tx;
-    return top * (1.0f - ty) + bottom * ty;
+    const bilinear_taps taps = {clamp_int(ix, 0, w - 1), clamp_int(ix + 1, 0, w - 1),
+                                clamp_int(iy, 0, h - 1), clamp_int(iy + 1, 0, h - 1),
+                                x - (float)ix, y - (float)iy};
+    return taps;
+}
+
+inline float2 bilinear2(__global const float2* img, int w, int h, float x, float y)
+{
+    const bilinear_taps t = bilinear_at(w, h, x, y);
+    return bilinear_mix2(img[t.y0 * w + t.x0], img[t.y0 * w + t.x1], img[t.y1 * w + t.x0],
+                         img[t.y1 * w + t.x1], t.tx, t.ty);
 }
 
 // The coarser level's flow prolonged to pixel (x, y) of the next finer level, as flow_upsample

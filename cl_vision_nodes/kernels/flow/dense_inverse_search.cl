@@ -12,11 +12,14 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-// Dense inverse search (flow/dense_inverse_search.py); after common.cl. Per level: the patch
-// search twice (patches from the dense start, then from the best neighbour), the densification,
-// then the variational refinement: dis_vr_warp and dis_vr_terms (on a GPU both within the
-// densification, dis_densify_terms) and the solver: on a CPU a launch per fixed-point iteration,
-// on a GPU a level's iterations in one launch (dis_vr_solve_level).
+// Dense inverse search (flow/dense_inverse_search.py); after common.cl and coarse_to_fine.cl.
+// Per level: the patch search twice (patches from the dense start, then from the best
+// neighbour), the densification, then the variational refinement: dis_vr_warp and dis_vr_terms
+// (on a GPU both within the densification, dis_densify_terms) and the solver: on a CPU a launch
+// per fixed-point iteration, on a GPU a level's iterations in one launch (dis_vr_solve_level).
+// On a GPU, levels that are not refined are not densified: the next level's search densifies
+// its starts as it reads them (dis_search_both_patches), and the finest level's densification
+// writes the full-resolution field (dis_densify_upsample_byF).
 //
 // Built with DIS_PATCH (patch side), DIS_TILE (side of the solver's tiles and areas), DIS_GROUP_W
 // x DIS_GROUP_H (dis_vr_solve_level's work-group), DIS_SLOTS (patches a dis_search_group
@@ -256,6 +259,51 @@ inline int dis_candidate(int n, int kx, int ky, int ws, int hs)
     return cx >= 0 && cx < ws && cy >= 0 && cy < hs ? cy * ws + cx + 1 : 0;
 }
 
+// Dense flow from the patches covering each pixel, weighted by 1 / max(1, |I1(x + f) - I0(x)|)
+// of each patch's flow f at that pixel. Patches k < n - 1 start at k * stride and cover pixel
+// p for ceil((p - DIS_PATCH + 1) / stride) <= k <= p / stride; the last one starts at
+// n - DIS_PATCH.
+inline int2 dis_covering(int p, int n, int count, int stride)
+{
+    return (int2)(p < DIS_PATCH ? 0 : (p - DIS_PATCH + stride) / stride,
+                  p / stride < count - 2 ? p / stride : count - 2);
+}
+
+inline void dis_vote(__global const float* i1, int w, int h, int x, int y, float v0, float2 f,
+                     float2* num, float* den)
+{
+    const float error = bilinear1(i1, w, h, x + f.x, y + f.y) - v0;
+    const float size = error < 0.0f ? -error : error;
+    const float weight = 1.0f / (size > 1.0f ? size : 1.0f);
+    *num += weight * f;
+    *den += weight;
+}
+
+// Pixel (x, y)'s dense flow from the patches covering it (dis_densify).
+inline float2 dis_densify_pixel(__global const float* i0, __global const float* i1, int w, int h,
+                                __global const float2* sparse, int ws, int hs, int stride,
+                                int x, int y)
+{
+    const float v0 = i0[(size_t)y * w + x];
+    const int2 rows = dis_covering(y, h, hs, stride), cols = dis_covering(x, w, ws, stride);
+    const int last_row = y >= h - DIS_PATCH, last_col = x >= w - DIS_PATCH;
+    float2 num = 0.0f;
+    float den = 0.0f;
+    for (int a = rows.x; a <= rows.y; ++a) {
+        for (int b = cols.x; b <= cols.y; ++b)
+            dis_vote(i1, w, h, x, y, v0, sparse[a * ws + b], &num, &den);
+        if (last_col)
+            dis_vote(i1, w, h, x, y, v0, sparse[a * ws + ws - 1], &num, &den);
+    }
+    if (last_row) {
+        for (int b = cols.x; b <= cols.y; ++b)
+            dis_vote(i1, w, h, x, y, v0, sparse[(hs - 1) * ws + b], &num, &den);
+        if (last_col)
+            dis_vote(i1, w, h, x, y, v0, sparse[hs * ws - 1], &num, &den);
+    }
+    return num / den;
+}
+
 // One pass of the patch search, a work-item per patch of the ws x hs grid (CPUs). The start is
 // the coarser level's flow prolonged to the patch centre (propagate == 0; zero on the coarsest
 // level, cw == 0: no dense field is prolonged between levels) or the best, by mean-normalised
@@ -435,13 +483,13 @@ inline float dis_group_cost(__local const float (*lanes)[8], float2 gsum, float2
 // `sums_a` and `sums_b`, so an evaluation's lanes are written while the previous one's may
 // still be read). Every work-item of the group reaches every barrier (the candidates and
 // iterations are counted alike for all; a finished or absent patch only skips its loads). The
-// start is the prolonged coarse field (propagate == 0) or the best of the 5 candidates the
-// caller read (`valid` where the neighbour exists). Returns the pass's result. The local
+// start is the coarse field prolonged to the patch centre, which the caller read (`prolonged`,
+// propagate == 0), or the best of the 5 candidates the caller read (`valid` where the neighbour
+// exists). Returns the pass's result. The local
 // arrays are the caller's, a row a slot.
 inline float2 dis_group_pass(__global const float* i0, __global const float2* g0,
-                             __global const float* i1, int w, int h,
-                             __global const float2* coarse, int cw, int ch, int slot,
-                             int active, int ox, int oy, const float2* candidates,
+                             __global const float* i1, int w, int h, float2 prolonged,
+                             int slot, int active, int ox, int oy, const float2* candidates,
                              const int* valid, int iterations, int propagate,
                              __local float4 (*part)[DIS_PATCH],
                              __local float (*part_yy)[DIS_PATCH],
@@ -465,7 +513,7 @@ inline float2 dis_group_pass(__global const float* i0, __global const float2* g0
     int phase = 0;  // evaluations so far: their parity picks the lanes' buffer
     if (!propagate) {
         if (active)
-            start = prolonged_flow(coarse, cw, ch, ox + DIS_PATCH / 2, oy + DIS_PATCH / 2);
+            start = prolonged;
     } else {
         for (int n = 0; n < 5; ++n, ++phase) {
             __local float (*lanes)[8] = (phase & 1 ? sums_b : sums_a)[slot];
@@ -535,7 +583,9 @@ void dis_search_group(__global const float* i0, __global const float2* g0,
         valid[n] = at != 0;
         candidates[n] = at ? sparse_in[at - 1] : (float2)(0.0f);
     }
-    const float2 f = dis_group_pass(i0, g0, i1, w, h, coarse, cw, ch, slot, active, ox, oy,
+    const float2 prolonged = !propagate && active
+        ? prolonged_flow(coarse, cw, ch, ox + DIS_PATCH / 2, oy + DIS_PATCH / 2) : (float2)(0.0f);
+    const float2 f = dis_group_pass(i0, g0, i1, w, h, prolonged, slot, active, ox, oy,
                                     candidates, valid, iterations, propagate, part, part_yy,
                                     sums[0], sums[1]);
     if (get_local_id(0) == 0 && active)
@@ -580,6 +630,58 @@ inline int dis_block_slot(int cx, int cy, int bx, int by)
     return -1;
 }
 
+// Patch (kx, ky) of slot `slot` of block (bx, by) in the grid; (-1, -1) where there is none.
+inline int2 dis_both_patch(int slot, int bx, int by, int ws, int hs)
+{
+    const int2 kk = dis_block_patch(slot, bx, by);
+    return kk.x >= 0 && kk.y >= 0 && kk.x < ws && kk.y < hs ? kk : (int2)(-1);
+}
+
+// Both passes of a dis_search_both work-group, the first from `prolonged`, the slot's start.
+inline void dis_both_passes(__global const float* i0, __global const float2* g0,
+                            __global const float* i1, int w, int h, float2 prolonged,
+                            __global float2* sparse_out, int ws, int hs, int stride,
+                            int iterations, __local float4 (*part)[DIS_PATCH],
+                            __local float (*part_yy)[DIS_PATCH],
+                            __local float (*sums)[DIS_BOTH][4][8],
+                            __local float2* first)
+{
+    const int slot = get_local_id(1), bx = get_group_id(0), by = get_group_id(1);
+    const int2 kk = dis_both_patch(slot, bx, by, ws, hs);
+    const int in_grid = kk.x >= 0;
+    const int kx = in_grid ? kk.x : 0, ky = in_grid ? kk.y : 0;
+    const int ox = dis_origin(kx, stride, w), oy = dis_origin(ky, stride, h);
+    float2 candidates[5];
+    int valid[5];
+    for (int n = 0; n < 5; ++n)
+        valid[n] = 0;
+    float2 f = dis_group_pass(i0, g0, i1, w, h, prolonged, slot, in_grid, ox, oy, candidates,
+                              valid, iterations, 0, part, part_yy, sums[0], sums[1]);
+    if (get_local_id(0) == 0)
+        first[slot] = f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int own = in_grid && slot < DIS_BLOCK * DIS_BLOCK;
+    for (int n = 0; n < 5; ++n) {
+        const int at = own ? dis_candidate(n, kx, ky, ws, hs) : 0;
+        valid[n] = at != 0;
+        candidates[n] = at ? first[dis_block_slot((at - 1) % ws, (at - 1) / ws, bx, by)]
+                           : (float2)(0.0f);
+    }
+    f = dis_group_pass(i0, g0, i1, w, h, prolonged, slot, own, ox, oy, candidates, valid,
+                       iterations, 1, part, part_yy, sums[0], sums[1]);
+    if (get_local_id(0) == 0 && own)
+        sparse_out[ky * ws + kx] = f;
+}
+
+// The centre of the patch of this work-item's slot (a patch origin plus DIS_PATCH / 2), the
+// origin of the grid's first patch where the slot has none.
+inline int2 dis_both_centre(int w, int h, int ws, int hs, int stride)
+{
+    const int2 kk = dis_both_patch(get_local_id(1), get_group_id(0), get_group_id(1), ws, hs);
+    const int kx = kk.x >= 0 ? kk.x : 0, ky = kk.x >= 0 ? kk.y : 0;
+    return (int2)(dis_origin(kx, stride, w), dis_origin(ky, stride, h)) + DIS_PATCH / 2;
+}
+
 __kernel __attribute__((reqd_work_group_size(DIS_PATCH, DIS_BOTH, 1)))
 void dis_search_both(__global const float* i0, __global const float2* g0,
                      __global const float* i1, const int w, const int h,
@@ -591,77 +693,46 @@ void dis_search_both(__global const float* i0, __global const float2* g0,
     __local float part_yy[DIS_BOTH][DIS_PATCH];
     __local float sums[2][DIS_BOTH][4][8];
     __local float2 first[DIS_BOTH];
-    const int slot = get_local_id(1), bx = get_group_id(0), by = get_group_id(1);
-    const int2 kk = dis_block_patch(slot, bx, by);
-    const int in_grid = kk.x >= 0 && kk.y >= 0 && kk.x < ws && kk.y < hs;
-    const int kx = in_grid ? kk.x : 0, ky = in_grid ? kk.y : 0;
-    const int ox = dis_origin(kx, stride, w), oy = dis_origin(ky, stride, h);
-    float2 candidates[5];
-    int valid[5];
-    for (int n = 0; n < 5; ++n)
-        valid[n] = 0;
-    float2 f = dis_group_pass(i0, g0, i1, w, h, coarse, cw, ch, slot, in_grid, ox, oy,
-                              candidates, valid, iterations, 0, part, part_yy, sums[0],
-                              sums[1]);
-    if (get_local_id(0) == 0)
-        first[slot] = f;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const int own = in_grid && slot < DIS_BLOCK * DIS_BLOCK;
-    for (int n = 0; n < 5; ++n) {
-        const int at = own ? dis_candidate(n, kx, ky, ws, hs) : 0;
-        valid[n] = at != 0;
-        candidates[n] = at ? first[dis_block_slot((at - 1) % ws, (at - 1) / ws, bx, by)]
-                           : (float2)(0.0f);
-    }
-    f = dis_group_pass(i0, g0, i1, w, h, coarse, cw, ch, slot, own, ox, oy, candidates, valid,
-                       iterations, 1, part, part_yy, sums[0], sums[1]);
-    if (get_local_id(0) == 0 && own)
-        sparse_out[ky * ws + kx] = f;
+    const int2 c = dis_both_centre(w, h, ws, hs, stride);
+    dis_both_passes(i0, g0, i1, w, h, prolonged_flow(coarse, cw, ch, c.x, c.y), sparse_out, ws,
+                    hs, stride, iterations, part, part_yy, sums, first);
 }
 
-// Dense flow from the patches covering each pixel, weighted by 1 / max(1, |I1(x + f) - I0(x)|)
-// of each patch's flow f at that pixel. Patches k < n - 1 start at k * stride and cover pixel
-// p for ceil((p - DIS_PATCH + 1) / stride) <= k <= p / stride; the last one starts at
-// n - DIS_PATCH.
-inline int2 dis_covering(int p, int n, int count, int stride)
+// The coarser level's field prolonged to pixel (x, y), as prolonged_flow reads dis_densify's
+// output: its four taps densified here from the coarser level's patches (frames i0c, i1c of
+// cw x ch, patch flows sparse_c of a wsc x hsc grid), the same numbers bit for bit.
+inline float2 dis_prolonged_patches(__global const float* i0c, __global const float* i1c,
+                                    int cw, int ch, __global const float2* sparse_c, int wsc,
+                                    int hsc, int stride, int x, int y)
 {
-    return (int2)(p < DIS_PATCH ? 0 : (p - DIS_PATCH + stride) / stride,
-                  p / stride < count - 2 ? p / stride : count - 2);
+    const bilinear_taps t = bilinear_at(cw, ch, 0.5f * x, 0.5f * y);
+#define DIS_DENSE(px, py) dis_densify_pixel(i0c, i1c, cw, ch, sparse_c, wsc, hsc, stride, px, py)
+    return 2.0f * bilinear_mix2(DIS_DENSE(t.x0, t.y0), DIS_DENSE(t.x1, t.y0),
+                                DIS_DENSE(t.x0, t.y1), DIS_DENSE(t.x1, t.y1), t.tx, t.ty);
+#undef DIS_DENSE
 }
 
-inline void dis_vote(__global const float* i1, int w, int h, int x, int y, float v0, float2 f,
-                     float2* num, float* den)
+// dis_search_both on a level whose coarser level was searched but not refined: the first
+// pass's start densified from the coarser level's patch flows as it is read, so that level's
+// dense field (dis_densify, a launch) is never made. The same flows bit for bit.
+__kernel __attribute__((reqd_work_group_size(DIS_PATCH, DIS_BOTH, 1)))
+void dis_search_both_patches(__global const float* i0, __global const float2* g0,
+                             __global const float* i1, const int w, const int h,
+                             __global const float* i0c, __global const float* i1c,
+                             const int cw, const int ch, __global const float2* sparse_c,
+                             const int wsc, const int hsc,
+                             __global float2* sparse_out, const int ws, const int hs,
+                             const int stride, const int iterations)
 {
-    const float error = bilinear1(i1, w, h, x + f.x, y + f.y) - v0;
-    const float size = error < 0.0f ? -error : error;
-    const float weight = 1.0f / (size > 1.0f ? size : 1.0f);
-    *num += weight * f;
-    *den += weight;
-}
-
-// Pixel (x, y)'s dense flow from the patches covering it (dis_densify).
-inline float2 dis_densify_pixel(__global const float* i0, __global const float* i1, int w, int h,
-                                __global const float2* sparse, int ws, int hs, int stride,
-                                int x, int y)
-{
-    const float v0 = i0[(size_t)y * w + x];
-    const int2 rows = dis_covering(y, h, hs, stride), cols = dis_covering(x, w, ws, stride);
-    const int last_row = y >= h - DIS_PATCH, last_col = x >= w - DIS_PATCH;
-    float2 num = 0.0f;
-    float den = 0.0f;
-    for (int a = rows.x; a <= rows.y; ++a) {
-        for (int b = cols.x; b <= cols.y; ++b)
-            dis_vote(i1, w, h, x, y, v0, sparse[a * ws + b], &num, &den);
-        if (last_col)
-            dis_vote(i1, w, h, x, y, v0, sparse[a * ws + ws - 1], &num, &den);
-    }
-    if (last_row) {
-        for (int b = cols.x; b <= cols.y; ++b)
-            dis_vote(i1, w, h, x, y, v0, sparse[(hs - 1) * ws + b], &num, &den);
-        if (last_col)
-            dis_vote(i1, w, h, x, y, v0, sparse[hs * ws - 1], &num, &den);
-    }
-    return num / den;
+    __local float4 part[DIS_BOTH][DIS_PATCH];
+    __local float part_yy[DIS_BOTH][DIS_PATCH];
+    __local float sums[2][DIS_BOTH][4][8];
+    __local float2 first[DIS_BOTH];
+    const int2 c = dis_both_centre(w, h, ws, hs, stride);
+    const float2 prolonged = dis_prolonged_patches(i0c, i1c, cw, ch, sparse_c, wsc, hsc, stride,
+                                                   c.x, c.y);
+    dis_both_passes(i0, g0, i1, w, h, prolonged, sparse_out, ws, hs, stride, iterations, part,
+                    part_yy, sums, first);
 }
 
 __kernel void dis_densify(__global const float* i0, __global const float* i1, const int w,
@@ -672,6 +743,40 @@ __kernel void dis_densify(__global const float* i0, __global const float* i1, co
     dense[(size_t)p.y * w + p.x] = dis_densify_pixel(i0, i1, w, h, sparse, ws, hs, stride, p.x,
                                                      p.y);
 }
+
+// dis_densify then flow_upsample_byF in one launch, for the finest level searched when it is
+// not refined (after coarse_to_fine.cl): a DIS_GROUP_W x DIS_GROUP_H work-group densifies its
+// pixels and the column and row past them (clamped at the border, as the upsampling's taps)
+// into local memory, then each work-item writes its pixel's F x F block of the full-resolution
+// field from there: flow_upsample_byF's numbers of dis_densify's field bit for bit, that field
+// never written. Work-items past the level densify its last pixel and store nothing.
+#define DIS_DENSIFY_UPSAMPLE_BY(F)                                                                \
+__kernel __attribute__((reqd_work_group_size(DIS_GROUP_W, DIS_GROUP_H, 1)))                       \
+void dis_densify_upsample_by##F(__global const float* i0, __global const float* i1,               \
+                                const int w, const int h, __global const float2* sparse,          \
+                                const int ws, const int hs, const int stride,                     \
+                                __global float2* fine, const int fw, const int fh)                \
+{                                                                                                 \
+    __local float2 tile[DIS_GROUP_H + 1][DIS_GROUP_W + 1];                                        \
+    const int lx = get_local_id(0), ly = get_local_id(1);                                         \
+    const int gx = get_global_id(0), gy = get_global_id(1);                                       \
+    const int x = gx < w ? gx : w - 1, y = gy < h ? gy : h - 1;                                   \
+    const int x1 = gx + 1 < w ? gx + 1 : w - 1, y1 = gy + 1 < h ? gy + 1 : h - 1;                 \
+    tile[ly][lx] = dis_densify_pixel(i0, i1, w, h, sparse, ws, hs, stride, x, y);                 \
+    if (lx == DIS_GROUP_W - 1)                                                                    \
+        tile[ly][lx + 1] = dis_densify_pixel(i0, i1, w, h, sparse, ws, hs, stride, x1, y);        \
+    if (ly == DIS_GROUP_H - 1)                                                                    \
+        tile[ly + 1][lx] = dis_densify_pixel(i0, i1, w, h, sparse, ws, hs, stride, x, y1);        \
+    if (lx == DIS_GROUP_W - 1 && ly == DIS_GROUP_H - 1)                                           \
+        tile[ly + 1][lx + 1] = dis_densify_pixel(i0, i1, w, h, sparse, ws, hs, stride, x1, y1);   \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
+    if (gx < w && gy < h)                                                                         \
+        flow_block_by##F(tile[ly][lx], tile[ly][lx + 1], tile[ly + 1][lx], tile[ly + 1][lx + 1],  \
+                         (int2)(gx, gy), fine, fw, fh);                                           \
+}
+DIS_DENSIFY_UPSAMPLE_BY(2)
+DIS_DENSIFY_UPSAMPLE_BY(4)
+DIS_DENSIFY_UPSAMPLE_BY(8)
 
 // The CPU formulation of dis_densify: a work-item takes 8 neighbouring pixels of a row
 // (DIS_LANES, lane i at x0 + i; DIS_DENSIFY_ROWS rows in turn) and each covering patch votes for all of them at once, its
