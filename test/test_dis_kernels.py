@@ -147,33 +147,6 @@ def test_dis_search_formulations_are_equal(runtime, h, w, patch, stride, propaga
     np.testing.assert_array_equal(flows[0], flows[1])
 
 
-@pytest.mark.parametrize('h, w, patch, stride', [*CASES, (53, 61, 8, 3), (9, 70, 8, 2)])
-@pytest.mark.parametrize('coarsest', [False, True])
-def test_dis_search_both_is_the_two_passes(runtime, h, w, patch, stride, coarsest):
-    """The GPU's one launch a level: the second pass's flows of the two launches, bit for bit."""
-    i0, i1, coarse, sparse = search_inputs(h, w, patch, stride, 5 * h + w)
-    coarse[::4, ::3] += 4.5  # starts far off: clamped taps and descents stopped early
-    if coarsest:
-        coarse = None
-    first = search(runtime, 'gpu', i0, i1, coarse, sparse, patch, stride, 12, 0)
-    want = search(runtime, 'gpu', i0, i1, coarse, first, patch, stride, 12, 1)
-    built, _ = program(runtime, patch)
-    kernel = built.kernel('dis_search_both')
-    if not dis.both_fit(runtime.limits, kernel, patch):  # the estimator takes two launches
-        pytest.skip(f'the device allows no {patch} x {dis.SEARCH_BOTH} work-group here')
-    ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
-    out = empty(runtime, (hs, ws, 2))
-    field = np.zeros((1, 1, 2), np.float32) if coarse is None else coarse
-    ch, cw = (0, 0) if coarse is None else coarse.shape[:2]
-    blocks = (-(-ws // dis.SEARCH_BLOCK), -(-hs // dis.SEARCH_BLOCK))
-    kernel(
-        (patch * blocks[0], dis.SEARCH_BOTH * blocks[1]),
-        (upload(runtime, i0), upload(runtime, ref.gradient(i0).astype(np.float32)),
-         upload(runtime, i1), i32(w), i32(h), upload(runtime, field), i32(cw), i32(ch), out,
-         i32(ws), i32(hs), i32(stride), i32(12)), 'test', local=(patch, dis.SEARCH_BOTH))
-    np.testing.assert_array_equal(download(runtime, out, (hs, ws, 2)), want)
-
-
 def search_both(runtime, kernel_name: str, patch: int, stride: int, level: tuple,
                 start: tuple) -> np.ndarray:
     """
@@ -193,6 +166,25 @@ def search_both(runtime, kernel_name: str, patch: int, stride: int, level: tuple
            (*level, *start, out, i32(ws), i32(hs), i32(stride), i32(12)), 'test',
            local=(patch, dis.SEARCH_BOTH))
     return download(runtime, out, (hs, ws, 2))
+
+
+@pytest.mark.parametrize('h, w, patch, stride', [*CASES, (53, 61, 8, 3), (9, 70, 8, 2)])
+@pytest.mark.parametrize('coarsest', [False, True])
+def test_dis_search_both_is_the_two_passes(runtime, h, w, patch, stride, coarsest):
+    """The GPU's one launch a level: the second pass's flows of the two launches, bit for bit."""
+    i0, i1, coarse, sparse = search_inputs(h, w, patch, stride, 5 * h + w)
+    coarse[::4, ::3] += 4.5  # starts far off: clamped taps and descents stopped early
+    if coarsest:
+        coarse = None
+    first = search(runtime, 'gpu', i0, i1, coarse, sparse, patch, stride, 12, 0)
+    want = search(runtime, 'gpu', i0, i1, coarse, first, patch, stride, 12, 1)
+    field = np.zeros((1, 1, 2), np.float32) if coarse is None else coarse
+    ch, cw = (0, 0) if coarse is None else coarse.shape[:2]
+    level = (upload(runtime, i0), upload(runtime, ref.gradient(i0).astype(np.float32)),
+             upload(runtime, i1), i32(w), i32(h))
+    got = search_both(runtime, 'dis_search_both', patch, stride, level,
+                      (upload(runtime, field), i32(cw), i32(ch)))
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize('h, w, patch, stride', [*CASES, (53, 61, 8, 3), (9, 70, 8, 2)])
