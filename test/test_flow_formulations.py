@@ -361,8 +361,10 @@ def test_a_gpu_dis_frame_fuses_its_launches(preset, fused):
     assert times['pyr_down_gradients'].launches == 1  # and the coarsest level's own gradient
     assert 'gradient' not in times
     launches = {name: time.launches for name, time in times.items()}
-    assert launches['pyr_down_mono8'] == 1  # level 1 from the frame's bytes
-    assert launches.get('pyr_down', 0) == 3 - fused  # ultrafast: level 2 from level 1
+    # level 1 from the frame's bytes (medium); ultrafast reads no level 1: level 2 from them
+    assert launches.get('pyr_down_mono8', 0) == fused - 2
+    assert launches.get('pyr_down2_mono8', 0) == 3 - fused
+    assert 'pyr_down' not in launches
     if DIS_PRESETS[preset]['dis_refine_iterations']:
         assert times['dis_vr_solve_level'].launches == fused + 1  # one a level
     assert 'dis_vr_solve_rows' not in times
@@ -380,6 +382,21 @@ def test_a_gpu_dis_frame_fuses_its_launches(preset, fused):
     assert launches['dis_search_both'] == 1 and launches['dis_search_both_patches'] == fused
     assert launches['dis_densify_upsample_by4'] == 1
     assert 'dis_densify' not in times and 'flow_upsample_by4' not in times
+
+
+def test_a_gpu_change_to_a_preset_reading_level_1_restarts_the_stream_for_one_frame(runtime):
+    """Ultrafast's frames on GPUs keep no level 1 (pyr_down2_mono8); medium reads it."""
+    rng = np.random.default_rng(8)
+    base = cv2.GaussianBlur(rng.integers(0, 256, (170, 210)).astype(np.float32), (5, 5), 1.5)
+    a, b, c, d = (gray_to_raw(np.clip(base[k:k + 160, k:k + 200], 0, 255).astype(np.uint8))
+                  for k in range(4))
+    switching = FlowEstimator(runtime, DIS_PRESETS['ultrafast'], 'gpu')
+    assert switching.push(a) is None and switching.push(b) is not None
+    switching.configure(DIS_PRESETS['medium'])
+    assert switching.push(c) is None
+    medium = FlowEstimator(runtime, DIS_PRESETS['medium'], 'gpu')
+    medium.push(c)
+    np.testing.assert_array_equal(switching.push(d), medium.push(d))
 
 
 def test_a_change_to_a_method_reading_level_0_restarts_the_stream_for_one_frame(runtime):

@@ -125,6 +125,32 @@ def test_pyr_down_mono8_is_pyr_down_of_the_decoded_frame(runtime, h, w, local, k
                                   want.view(np.uint32))
 
 
+@pytest.mark.parametrize('group', [(16, 16), (8, 8), (3, 2), (1, 1)])
+@pytest.mark.parametrize('h, w', SIZES + [(1, 5), (2, 9), (21, 70), (40, 161), (37, 17), (66, 9)])
+def test_pyr_down2_mono8_is_two_steps_of_the_decoded_frame(runtime, h, w, group):
+    """
+    Level 2 from a mono8 frame's padded rows in one launch: the two steps' level, bit for bit.
+
+    Work-groups of 256, 64, 6 and 1 items, levels that are no multiple of them, sides of 1.
+    """
+    if not runtime.limits.fits(group):
+        pytest.skip(f'the device allows no {group} work-group here')
+    img = textured(np.random.default_rng(h * 7 + w), h, w)
+    step = w + 5  # padding bytes of 255 show in the level if a row reads past its width
+    rows = np.full((h, step), 255, np.uint8)
+    rows[:, :w] = img
+    h2, w2 = ((h + 1) // 2 + 1) // 2, ((w + 1) // 2 + 1) // 2
+    built = runtime.program(pyramid.KERNELS, {'PYR_RUN': pyramid.ROW_RUN, 'PYR_GW': group[0],
+                                              'PYR_GH': group[1]})
+    dst = empty(runtime, (h2, w2))
+    built.kernel('pyr_down2_mono8')(
+        (w2, h2), (upload(runtime, rows, None), i32(step), i32(w), i32(h), dst, i32(w2),
+                   i32(h2)), 'pyramid', local=group)
+    want = pyr_down(runtime, 'pyr_down', pyr_down(runtime, 'pyr_down', img.astype(np.float32)))
+    np.testing.assert_array_equal(download(runtime, dst, (h2, w2)).view(np.uint32),
+                                  want.view(np.uint32))
+
+
 def test_level_shapes_halve_like_pyrdown_and_stop_at_8_pixels():
     assert level_shapes(480, 640) == [(480, 640), (240, 320), (120, 160), (60, 80), (30, 40),
                                       (15, 20), (8, 10)]

@@ -150,7 +150,7 @@ class FlowEstimator:
         method = self._methods[self.method]
         levels = method.levels(level_shapes(gray.height, gray.width), self.settings)
         gradients = levels if method.reads_gradients else range(0)
-        current.build(gray, levels.stop, level0=levels.start == 0, gradients=gradients)
+        current.build(gray, levels.stop, first=levels.start, gradients=gradients)
         self._current = 1 - self._current
         if self._has_previous and previous.shapes[0] == current.shapes[0]:
             previous.extend(levels.stop, gradients)  # after a change of method or levels

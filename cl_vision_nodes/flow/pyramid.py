@@ -21,7 +21,8 @@ device. Buffers are the estimator's, named per slot and level: allocated on the 
 a size, reused afterwards. In the CPU formulation levels at least ROWS_MIN_WIDTH wide are made
 by pyr_down_rows (8 pixels of each of ROW_RUN rows a work-item, PoCL's vectors; the same values
 bit for bit), narrower ones by pyr_down, whose fewer work-groups cost less there; each has a
-_mono8 form that makes level 1 from a mono8 frame's bytes (the decode fused in). Gradients of
+_mono8 form that makes level 1 from a mono8 frame's bytes (the decode fused in); on GPUs
+pyr_down2_mono8 makes level 2 from them for a method that reads no level 1. Gradients of
 any level are made by gradient_rows (320 x 240: 0.26 -> 0.03 ms on 2 cores, as gradient's
 interleaved stores are scattered no longer), or by pyr_down_gradient_rows with the level below
 (a launch fewer).
@@ -52,9 +53,15 @@ Shape = tuple[int, int]
 """(height, width) of a pyramid level, the NumPy order."""
 
 
+TWO_STEP_GROUP = (16, 16)
+"""Work-group of pyr_down2_mono8 (PYR_GW x PYR_GH), halved as the device needs."""
+
+
 def program(runtime: ClRuntime) -> Program:
     """Build the pyramid kernels (pyr_down, gradient and their _rows and _mono8 forms)."""
-    return runtime.program(KERNELS, {'PYR_RUN': ROW_RUN})
+    group = runtime.limits.group_2d(TWO_STEP_GROUP)
+    return runtime.program(KERNELS, {'PYR_RUN': ROW_RUN, 'PYR_GW': group[0],
+                                     'PYR_GH': group[1]})
 
 
 def row_items(width: int, height: int, rows: int = ROW_RUN) -> tuple[int, int]:
@@ -96,25 +103,29 @@ class DevicePyramid:
         self._pyr_down_gradients = built.kernel('pyr_down_gradients')
         self._pyr_down_mono8 = built.kernel('pyr_down_mono8')
         self._pyr_down_mono8_rows = built.kernel('pyr_down_mono8_rows')
+        self._pyr_down2_mono8 = built.kernel('pyr_down2_mono8')
+        self._two_step_group = runtime.limits.group_2d(TWO_STEP_GROUP)
         self._gradient = built.kernel('gradient')
         self._gradient_rows = built.kernel('gradient_rows')
 
     def _role(self, kind: str, level: int) -> str:
         return f'p{self.slot}_{kind}{level}'
 
-    def build(self, gray: DeviceGray, depth: int, level0: bool = True,
+    def build(self, gray: DeviceGray, depth: int, first: int = 0,
               gradients: range = range(0)) -> None:
         """
-        Blur-decimate a decoded frame into its levels, ``depth`` in all, level 0 kept if asked.
+        Blur-decimate a decoded frame into its levels, ``depth`` in all, from level ``first`` on.
 
         Fewer where the frame has fewer (``level_shapes``): the levels a method reads, no more.
         Level 0 is a copy of the frame; a method that does not read it (dis from level 1 on)
         has level 1 made from the frame itself, a full-resolution copy fewer, and from a mono8
-        frame's bytes where it has them (the decode fused in). The launch making
-        a level also makes the gradient of the level above where it is in ``gradients`` (the
-        levels whose gradients the method will read): a launch fewer each (pyr_down_gradient;
-        pyr_down_gradient_rows in the CPU formulation), and on GPUs the coarsest level's own
-        (pyr_down_gradients). Other gradients are made at their first use (``gradient``).
+        frame's bytes where it has them (the decode fused in); on GPUs a method that reads
+        neither (dis ultrafast and fast) has level 2 made from the bytes in one launch
+        (pyr_down2_mono8). Levels not kept are None. The launch making a level also makes the
+        gradient of the level above where it is in ``gradients`` (the levels whose gradients
+        the method will read): a launch fewer each (pyr_down_gradient; pyr_down_gradient_rows
+        in the CPU formulation), and on GPUs the coarsest level's own (pyr_down_gradients).
+        Other gradients are made at their first use (``gradient``).
         """
         possible = level_shapes(gray.height, gray.width)
         if possible != self._possible:  # new buffers ahead
@@ -122,10 +133,14 @@ class DevicePyramid:
         self._possible = possible
         self.shapes = self._possible[:1]
         self._gradients.clear()
-        if level0 or depth < 2 or len(possible) < 2:
+        if first == 0 or depth < 2 or len(possible) < 2:
             kept = self.buffers.get(self._role('i', 0), gray.nbytes)
             self.images.copy(gray, kept, 'pyramid')
             self.levels = [kept]
+        elif (first >= 2 and depth > 2 and self.formulation == 'gpu' and len(possible) > 2
+              and isinstance(gray.source, Mono8Frame)):
+            self.levels = [None, None]
+            self._down_twice(gray.source)
         else:
             self.levels = [None]
             self._down(gray.source, 1)  # level 0 not kept: no gradient to make
@@ -180,6 +195,17 @@ class DevicePyramid:
         self._launches(kernel, row_items(w, h) if rows else (w, h), args, 'pyramid')
         self.levels.append(dst)
         self.shapes.append((h, w))
+
+    def _down_twice(self, frame: Mono8Frame) -> None:
+        """Make level 2 from a mono8 frame's bytes, level 1 not kept (pyr_down2_mono8)."""
+        (h, w) = self._possible[2]
+        dst = self.buffers.get(self._role('i', 2), h * w * 4)
+        self._launches(self._pyr_down2_mono8, (w, h),
+                       (frame.buffer, np.int32(frame.step), np.int32(frame.width),
+                        np.int32(frame.height), dst, np.int32(w), np.int32(h)), 'pyramid',
+                       self._two_step_group)
+        self.levels.append(dst)
+        self.shapes.extend(self._possible[1:3])
 
     def gradient(self, level: int) -> cl.Buffer:
         """float2 (d/dx, d/dy) of ``level``, computed at its first use for this frame."""

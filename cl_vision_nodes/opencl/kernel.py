@@ -189,13 +189,13 @@ class BoundLaunches:
         self._bound: dict[tuple[object, ...], BoundLaunch] = {}
 
     def __call__(self, kernel: Kernel, items: tuple[int, ...], args: tuple[Any, ...],
-                 stage: str) -> cl.Event:
-        key = (kernel.name, items, stage, *args)
+                 stage: str, local: tuple[int, ...] | None = None) -> cl.Event:
+        key = (kernel.name, items, stage, local, *args)
         launch = self._bound.get(key)
         if launch is None:
             if len(self._bound) >= BOUND_MAX:
                 self._bound.clear()
-            launch = self._bound[key] = kernel.bind(items, args, stage)
+            launch = self._bound[key] = kernel.bind(items, args, stage, local)
         return launch()
 
     def clear(self) -> None:

@@ -13,7 +13,8 @@
 // limitations under the License.
 
 // Gaussian pyramid and gradients of one frame (flow/pyramid.py); after common.cl.
-// Build define: PYR_RUN = coarse rows a work-item of the _rows kernels makes (ROW_RUN).
+// Build defines: PYR_RUN = coarse rows a work-item of the _rows kernels makes (ROW_RUN);
+// PYR_GW x PYR_GH = pyr_down2_mono8's work-group (TWO_STEP_GROUP as the device allows).
 
 // One pyramid step, identical to cv2.pyrDown: 5x5 binomial blur ([1 4 6 4 1]/16 per axis, the
 // anti-alias Gaussian of sigma ~1 that a factor-0.5 step needs) sampled at even pixels, so
@@ -130,6 +131,38 @@ __kernel void pyr_down_mono8(__global const uchar* src, const int step, const in
 {
     const int2 p = item_pixel(dw, dh);
     dst[(size_t)p.y * dw + p.x] = pyr_down_at_mono8(src, step, sw, sh, p.x, p.y);
+}
+
+// Level 2 from a mono8 frame's bytes in one launch (GPUs, for a method that reads no level 1):
+// a work-group makes the level-1 pixels its level-2 pixels read (an area of 2 PYR_GW + 3 by
+// 2 PYR_GH + 3, mirrored at level 1's border as pyr_down reads them) into local memory with
+// pyr_down_mono8's sum, then pyr_down's sum of them in its order: the two launches' level 2 bit
+// for bit, level 1 never written. Work-items past the level fill the area and store nothing.
+#define PYR_AREA_W (2 * PYR_GW + 3)
+#define PYR_AREA_H (2 * PYR_GH + 3)
+__kernel __attribute__((reqd_work_group_size(PYR_GW, PYR_GH, 1)))
+void pyr_down2_mono8(__global const uchar* src, const int step, const int sw, const int sh,
+                     __global float* dst, const int dw, const int dh)
+{
+    __local float area[PYR_AREA_H][PYR_AREA_W];
+    const int mw = (sw + 1) / 2, mh = (sh + 1) / 2;  // level 1
+    const int lx = get_local_id(0), ly = get_local_id(1);
+    const int ax = 2 * PYR_GW * (int)get_group_id(0) - 2;
+    const int ay = 2 * PYR_GH * (int)get_group_id(1) - 2;
+    for (int i = ly * PYR_GW + lx; i < PYR_AREA_W * PYR_AREA_H; i += PYR_GW * PYR_GH) {
+        const int tx = i % PYR_AREA_W, ty = i / PYR_AREA_W;
+        area[ty][tx] = pyr_down_at_mono8(src, step, sw, sh, mirror(ax + tx, mw),
+                                         mirror(ay + ty, mh));
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int x = (int)get_global_id(0), y = (int)get_global_id(1);
+    if (x < dw && y < dh) {
+        __local const float* r = &area[2 * ly][2 * lx];
+        const float acc = PYR_ROW(r) + 4.0f * PYR_ROW(r + PYR_AREA_W)
+                          + 6.0f * PYR_ROW(r + 2 * PYR_AREA_W) + 4.0f * PYR_ROW(r + 3 * PYR_AREA_W)
+                          + PYR_ROW(r + 4 * PYR_AREA_W);
+        dst[(size_t)y * dw + x] = acc * (1.0f / 256.0f);
+    }
 }
 
 // pyr_down, and gradient5 of the source at the 2 x 2 pixels the coarse pixel sits on (GPUs: a
