@@ -125,6 +125,14 @@ def test_pyr_down_mono8_is_pyr_down_of_the_decoded_frame(runtime, h, w, local, k
                                   want.view(np.uint32))
 
 
+def area_program(runtime, group: tuple[int, int]):
+    """The pyramid kernels built for a work-group of the area kernels (skipped if not allowed)."""
+    if not runtime.limits.fits(group):
+        pytest.skip(f'the device allows no {group} work-group here')
+    return runtime.program(pyramid.KERNELS, {'PYR_RUN': pyramid.ROW_RUN, 'PYR_GW': group[0],
+                                             'PYR_GH': group[1]})
+
+
 @pytest.mark.parametrize('group', [(16, 16), (8, 8), (3, 2), (1, 1)])
 @pytest.mark.parametrize('h, w', SIZES + [(1, 5), (2, 9), (21, 70), (40, 161), (37, 17), (66, 9)])
 def test_pyr_down2_mono8_is_two_steps_of_the_decoded_frame(runtime, h, w, group):
@@ -133,15 +141,12 @@ def test_pyr_down2_mono8_is_two_steps_of_the_decoded_frame(runtime, h, w, group)
 
     Work-groups of 256, 64, 6 and 1 items, levels that are no multiple of them, sides of 1.
     """
-    if not runtime.limits.fits(group):
-        pytest.skip(f'the device allows no {group} work-group here')
+    built = area_program(runtime, group)
     img = textured(np.random.default_rng(h * 7 + w), h, w)
     step = w + 5  # padding bytes of 255 show in the level if a row reads past its width
     rows = np.full((h, step), 255, np.uint8)
     rows[:, :w] = img
     h2, w2 = ((h + 1) // 2 + 1) // 2, ((w + 1) // 2 + 1) // 2
-    built = runtime.program(pyramid.KERNELS, {'PYR_RUN': pyramid.ROW_RUN, 'PYR_GW': group[0],
-                                              'PYR_GH': group[1]})
     dst = empty(runtime, (h2, w2))
     built.kernel('pyr_down2_mono8')(
         (w2, h2), (upload(runtime, rows, None), i32(step), i32(w), i32(h), dst, i32(w2),
@@ -202,17 +207,21 @@ def test_pyr_down_gradient_is_pyr_down_and_the_source_gradient(runtime, h, w, lo
                                   gradient(runtime, 'gradient', img))
 
 
-@pytest.mark.parametrize('local', [None, (3, 2), (64, 1)])
+@pytest.mark.parametrize('group', [(16, 16), (8, 8), (3, 2), (1, 1)])
 @pytest.mark.parametrize('h, w', SIZES[:-1] + [(3, 4), (21, 70), (9, 10), (1, 5), (18, 48),
-                                               (37, 17), (7, 11)])
-def test_pyr_down_gradients_also_make_the_coarse_levels_gradient(runtime, h, w, local):
-    """The coarsest level's launch on GPUs: its stencil's pixels recomputed, bit for bit."""
+                                               (37, 17), (7, 11), (66, 9)])
+def test_pyr_down_gradients_also_make_the_coarse_levels_gradient(runtime, h, w, group):
+    """
+    The coarsest level's launch on GPUs: its stencil's pixels from local memory, bit for bit.
+
+    Work-groups of 256, 64, 6 and 1 items, levels no multiple of them, sides of 1 and 2.
+    """
     img = smooth_image(np.random.default_rng(h * 7 + w), h, w)
     dh, dw = (h + 1) // 2, (w + 1) // 2
     dst, grad, own = (empty(runtime, shape) for shape in ((dh, dw), (h, w, 2), (dh, dw, 2)))
-    pyramid.program(runtime).kernel('pyr_down_gradients')(
+    area_program(runtime, group).kernel('pyr_down_gradients')(
         (dw, dh), (upload(runtime, img), i32(w), i32(h), dst, i32(dw), i32(dh), grad, own),
-        'pyramid', local=local)
+        'pyramid', local=group)
     coarse = pyr_down(runtime, 'pyr_down', img)
     np.testing.assert_array_equal(download(runtime, dst, (dh, dw)), coarse)
     np.testing.assert_array_equal(download(runtime, grad, (h, w, 2)),

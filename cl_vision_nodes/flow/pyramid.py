@@ -53,13 +53,14 @@ Shape = tuple[int, int]
 """(height, width) of a pyramid level, the NumPy order."""
 
 
-TWO_STEP_GROUP = (16, 16)
-"""Work-group of pyr_down2_mono8 (PYR_GW x PYR_GH), halved as the device needs."""
+AREA_GROUP = (16, 16)
+"""Work-group of the GPU kernels that make an area of a level in local memory first
+(pyr_down2_mono8, pyr_down_gradients: PYR_GW x PYR_GH), halved as the device needs."""
 
 
 def program(runtime: ClRuntime) -> Program:
     """Build the pyramid kernels (pyr_down, gradient and their _rows and _mono8 forms)."""
-    group = runtime.limits.group_2d(TWO_STEP_GROUP)
+    group = runtime.limits.group_2d(AREA_GROUP)
     return runtime.program(KERNELS, {'PYR_RUN': ROW_RUN, 'PYR_GW': group[0],
                                      'PYR_GH': group[1]})
 
@@ -104,7 +105,7 @@ class DevicePyramid:
         self._pyr_down_mono8 = built.kernel('pyr_down_mono8')
         self._pyr_down_mono8_rows = built.kernel('pyr_down_mono8_rows')
         self._pyr_down2_mono8 = built.kernel('pyr_down2_mono8')
-        self._two_step_group = runtime.limits.group_2d(TWO_STEP_GROUP)
+        self._area_group = runtime.limits.group_2d(AREA_GROUP)
         self._gradient = built.kernel('gradient')
         self._gradient_rows = built.kernel('gradient_rows')
 
@@ -176,6 +177,7 @@ class DevicePyramid:
         dst = self.buffers.get(self._role('i', level), h * w * 4)
         rows = self.formulation == 'cpu' and w >= ROWS_MIN_WIDTH
         sizes = (np.int32(sw), np.int32(sh), dst, np.int32(w), np.int32(h))
+        local = None
         if isinstance(src, Mono8Frame):
             kernel = self._pyr_down_mono8_rows if rows else self._pyr_down_mono8
             args: tuple[object, ...] = (src.buffer, np.int32(src.step), *sizes)
@@ -188,11 +190,12 @@ class DevicePyramid:
             if not rows and coarsest and level in self._fused:
                 own = self.buffers.get(self._role('g', level), h * w * 8)
                 kernel, args = self._pyr_down_gradients, (*args, own)
+                local = self._area_group
                 self._gradients[level] = own
         else:
             kernel = self._pyr_down_rows if rows else self._pyr_down
             args = (src, *sizes)
-        self._launches(kernel, row_items(w, h) if rows else (w, h), args, 'pyramid')
+        self._launches(kernel, row_items(w, h) if rows else (w, h), args, 'pyramid', local)
         self.levels.append(dst)
         self.shapes.append((h, w))
 
@@ -203,7 +206,7 @@ class DevicePyramid:
         self._launches(self._pyr_down2_mono8, (w, h),
                        (frame.buffer, np.int32(frame.step), np.int32(frame.width),
                         np.int32(frame.height), dst, np.int32(w), np.int32(h)), 'pyramid',
-                       self._two_step_group)
+                       self._area_group)
         self.levels.append(dst)
         self.shapes.extend(self._possible[1:3])
 

@@ -14,7 +14,8 @@
 
 // Gaussian pyramid and gradients of one frame (flow/pyramid.py); after common.cl.
 // Build defines: PYR_RUN = coarse rows a work-item of the _rows kernels makes (ROW_RUN);
-// PYR_GW x PYR_GH = pyr_down2_mono8's work-group (TWO_STEP_GROUP as the device allows).
+// PYR_GW x PYR_GH = the work-group of pyr_down2_mono8 and pyr_down_gradients (AREA_GROUP as the
+// device allows).
 
 // One pyramid step, identical to cv2.pyrDown: 5x5 binomial blur ([1 4 6 4 1]/16 per axis, the
 // anti-alias Gaussian of sigma ~1 that a factor-0.5 step needs) sampled at even pixels, so
@@ -188,39 +189,61 @@ __kernel void pyr_down_gradient(__global const float* src, const int sw, const i
     pyr_down_and_source_gradient(src, sw, sh, dst, dw, grad, item_pixel(dw, dh));
 }
 
-// Coarse pixel i of the line through (x, y) along (dx, dy), n long, odd-extended as
-// odd_extended extends a stored line, each value recomputed from the source.
-inline float pyr_down_odd(__global const float* src, int sw, int sh, int x, int y, int dx,
-                          int dy, int i, int n)
+// Tap i of a line of n coarse pixels held mirrored in local memory from pixel a on (pixel j
+// at line[(j - a) * stride]), odd-extended as odd_extended extends a stored line.
+inline float pyr_area_odd(__local const float* line, int a, int i, int n, int stride)
 {
-    const int m = mirror(i, n);
-    const float inner = pyr_down_at(src, sw, sw, sh, dx ? m : x, dy ? m : y);
+    const float inner = line[(i - a) * stride];
     if (i < 0)
-        return 2.0f * pyr_down_at(src, sw, sw, sh, dx ? 0 : x, dy ? 0 : y) - inner;
+        return 2.0f * line[-a * stride] - inner;
     if (i >= n)
-        return 2.0f * pyr_down_at(src, sw, sw, sh, dx ? n - 1 : x, dy ? n - 1 : y) - inner;
+        return 2.0f * line[(n - 1 - a) * stride] - inner;
     return inner;
 }
 
-// pyr_down_gradient, and gradient5 of the level it makes, its stencil's coarse pixels
-// recomputed (GPUs, for the coarsest level a method reads: a launch fewer; 9 or 10 evaluations
-// a pixel cost nothing at that level's size). The values of pyr_down_gradient and gradient bit
-// for bit: gradient5's sums in its order, on the same values.
-__kernel void pyr_down_gradients(__global const float* src, const int sw, const int sh,
-                                 __global float* dst, const int dw, const int dh,
-                                 __global float2* grad, __global float2* dst_grad)
+// pyr_down_gradient, and gradient5 of the level it makes (GPUs, for the coarsest level a method
+// reads: a launch fewer). A work-group makes its coarse pixels and a 2-pixel ring around them
+// (mirrored at the level's border) into local memory, then the stencil of each pixel from
+// there, odd-extended at the border as gradient5 extends the stored level. The values of
+// pyr_down_gradient and gradient bit for bit (gradient5's sums in its order, on the same
+// values). Work-items past the level fill the area and store nothing.
+#define PYR_RING_W (PYR_GW + 4)
+#define PYR_RING_H (PYR_GH + 4)
+__kernel __attribute__((reqd_work_group_size(PYR_GW, PYR_GH, 1)))
+void pyr_down_gradients(__global const float* src, const int sw, const int sh,
+                        __global float* dst, const int dw, const int dh,
+                        __global float2* grad, __global float2* dst_grad)
 {
-    const int2 p = item_pixel(dw, dh);
-    pyr_down_and_source_gradient(src, sw, sh, dst, dw, grad, p);
-    const float gx = (pyr_down_odd(src, sw, sh, p.x, p.y, 1, 0, p.x - 2, dw)
-                      - 8.0f * pyr_down_odd(src, sw, sh, p.x, p.y, 1, 0, p.x - 1, dw)
-                      + 8.0f * pyr_down_odd(src, sw, sh, p.x, p.y, 1, 0, p.x + 1, dw)
-                      - pyr_down_odd(src, sw, sh, p.x, p.y, 1, 0, p.x + 2, dw)) * (1.0f / 12.0f);
-    const float gy = (pyr_down_odd(src, sw, sh, p.x, p.y, 0, 1, p.y - 2, dh)
-                      - 8.0f * pyr_down_odd(src, sw, sh, p.x, p.y, 0, 1, p.y - 1, dh)
-                      + 8.0f * pyr_down_odd(src, sw, sh, p.x, p.y, 0, 1, p.y + 1, dh)
-                      - pyr_down_odd(src, sw, sh, p.x, p.y, 0, 1, p.y + 2, dh)) * (1.0f / 12.0f);
-    dst_grad[(size_t)p.y * dw + p.x] = (float2)(gx, gy);
+    __local float area[PYR_RING_H][PYR_RING_W];
+    const int lx = get_local_id(0), ly = get_local_id(1);
+    const int ax = PYR_GW * (int)get_group_id(0) - 2, ay = PYR_GH * (int)get_group_id(1) - 2;
+    for (int i = ly * PYR_GW + lx; i < PYR_RING_W * PYR_RING_H; i += PYR_GW * PYR_GH) {
+        const int tx = i % PYR_RING_W, ty = i / PYR_RING_W;
+        area[ty][tx] = pyr_down_at(src, sw, sw, sh, mirror(ax + tx, dw), mirror(ay + ty, dh));
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int x = (int)get_global_id(0), y = (int)get_global_id(1);
+    if (x >= dw || y >= dh)
+        return;
+    dst[(size_t)y * dw + x] = area[ly + 2][lx + 2];
+    for (int j = 0; j < 2; ++j) {
+        for (int i = 0; i < 2; ++i) {
+            const int fx = 2 * x + i, fy = 2 * y + j;
+            if (fx < sw && fy < sh)
+                grad[(size_t)fy * sw + fx] = gradient5(src, sw, sh, fx, fy);
+        }
+    }
+    __local const float* row = area[ly + 2];  // the level's row y from pixel ax on
+    __local const float* col = &area[0][lx + 2];  // its column x from pixel ay on
+    const float gx = (pyr_area_odd(row, ax, x - 2, dw, 1)
+                      - 8.0f * pyr_area_odd(row, ax, x - 1, dw, 1)
+                      + 8.0f * pyr_area_odd(row, ax, x + 1, dw, 1)
+                      - pyr_area_odd(row, ax, x + 2, dw, 1)) * (1.0f / 12.0f);
+    const float gy = (pyr_area_odd(col, ay, y - 2, dh, PYR_RING_W)
+                      - 8.0f * pyr_area_odd(col, ay, y - 1, dh, PYR_RING_W)
+                      + 8.0f * pyr_area_odd(col, ay, y + 1, dh, PYR_RING_W)
+                      - pyr_area_odd(col, ay, y + 2, dh, PYR_RING_W)) * (1.0f / 12.0f);
+    dst_grad[(size_t)y * dw + x] = (float2)(gx, gy);
 }
 
 // pyr_down on CPUs (pyr_down_rows8) and its mono8 form.
