@@ -126,7 +126,7 @@ def test_pyr_down_mono8_is_pyr_down_of_the_decoded_frame(runtime, h, w, local, k
 
 
 def area_program(runtime, group: tuple[int, int]):
-    """The pyramid kernels built for a work-group of the area kernels (skipped if not allowed)."""
+    """Return the pyramid kernels built for an area kernels' work-group (a skip if not allowed)."""
     if not runtime.limits.fits(group):
         pytest.skip(f'the device allows no {group} work-group here')
     return runtime.program(pyramid.KERNELS, {'PYR_RUN': pyramid.ROW_RUN, 'PYR_GW': group[0],
@@ -650,9 +650,9 @@ def test_a_flows_array_is_kept_while_the_next_frame_is_computed_and_read(method,
     """
     A node serializes a frame's flow on its publishing thread while the next frame runs.
 
-    Consecutive frames' kernels write flow buffers of their own pyramid slot (mapped where the
-    device computes in host memory) and their reads fill pinned arrays of their own (a GPU's
-    path, taken here on PoCL too).
+    Where the device computes in host memory, consecutive frames' kernels write flow buffers of
+    their own pyramid slot, mapped until the frame after next; elsewhere their reads fill pinned
+    arrays of their own (a GPU's path, taken here on PoCL too).
     """
     runtime = runtime_module.ClRuntime('auto')
     runtime.limits = dataclasses.replace(runtime.limits, host_memory=host_memory)
@@ -668,6 +668,8 @@ def test_a_flows_array_is_kept_while_the_next_frame_is_computed_and_read(method,
         answers.append(flows.start(grays[k % 2], k + 1, ('mono8', a.shape[1], a.shape[0]))())
         np.testing.assert_array_equal(answers[-2].flow, kept)
         assert not np.array_equal(answers[-1].flow, kept)  # opposite motions
+    if host_memory:  # the previous frame's flow is still mapped (unmapping it would fail if not)
+        answers[-2].flow.base.release(runtime.queue)
 
 
 @pytest.mark.parametrize('params', [{'method': 'dis', **DIS_PRESETS['ultrafast']},

@@ -322,13 +322,35 @@ def test_read_maps_where_the_device_computes_in_host_memory_else_downloads(host_
                                'download').wait()
     assert np.array_equal(first, np.arange(15, dtype=np.float32).reshape(5, 3))
     assert isinstance(first.base, cl.MemoryMap) == host_memory
-    buffers.release_views()  # before the buffer is written again
+    buffers.age_views()
+    buffers.age_views()  # unmapped, before the buffer is written again
     runtime.fill(buf, np.float32(2.5), 'fill')
     again = runtime.start_read(buffers, 'flow_host', buf, (4,), np.dtype(np.float32),
                                'download').wait()
     assert np.array_equal(again, np.full(4, 2.5, np.float32))
-    buffers.release_views()
+    buffers.age_views()
+    buffers.age_views()
     assert runtime.profiler.collect_kernels()['[download]'].launches == 2
+
+
+@pytest.mark.parametrize('frames', [1, 2])
+def test_a_mapped_view_stays_mapped_for_one_more_frame(frames):
+    """
+    age_views, once a frame: a frame's mapped flow is unmapped at the frame after next.
+
+    Unmapping an array that is no longer mapped fails, so the test unmaps it to ask.
+    """
+    runtime = ClRuntime('auto')
+    buffers = runtime.buffers()
+    host, event = buffers.map_read(buffers.get('flow', 4 * 16), (16,), np.dtype(np.float32))
+    event.wait()
+    for _ in range(frames):
+        buffers.age_views()
+    if frames == 1:  # the next frame: still mapped
+        host.base.release(runtime.queue)
+        return
+    with pytest.raises(cl.LogicError):  # the frame after next: unmapped
+        host.base.release(runtime.queue)
 
 
 @pytest.mark.parametrize('host_memory', [True, False])
@@ -341,7 +363,8 @@ def test_a_read_is_queued_behind_the_work_before_it_without_waiting(host_memory)
     read = functools.partial(runtime.start_read, buffers, 'flow_host', buf, (16,),
                              np.dtype(np.float32), 'download')
     read().wait()  # the pinned array is mapped at its first read
-    buffers.release_views()
+    buffers.age_views()
+    buffers.age_views()
     gate = cl.UserEvent(runtime.context)
     cl.enqueue_marker(runtime.queue, wait_for=[gate])  # the queue held until the gate opens
     runtime.fill(buf, np.float32(7.0), 'fill')
@@ -357,4 +380,5 @@ def test_a_read_is_queued_behind_the_work_before_it_without_waiting(host_memory)
         gate.set_status(cl.command_execution_status.COMPLETE)
         reader.join()
     assert np.array_equal(pending[0].wait(), np.full(16, 7.0, np.float32))
-    buffers.release_views()
+    buffers.age_views()
+    buffers.age_views()

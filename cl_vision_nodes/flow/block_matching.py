@@ -94,7 +94,7 @@ class BlockMatcher:
 
     def run(self, prev: DevicePyramid, cur: DevicePyramid, settings: FlowSettings) -> cl.Buffer:
         h, w = prev.shapes[0]
-        flow = flow_buffers(self.buffers, (h, w), prev.slot)[0]
+        flow = flow_buffers(self.runtime, self.buffers, (h, w), prev.slot)[0]
         self.search(prev.levels[0], cur.levels[0], (h, w), settings.subpixel, flow)
         return flow
 

@@ -48,17 +48,21 @@ def used_levels(prev: DevicePyramid, cur: DevicePyramid, requested: int) -> int:
     return max(1, min(requested, len(prev.shapes), len(cur.shapes)))
 
 
-def flow_buffers(buffers: Buffers, finest: Shape, slot: int) -> tuple[cl.Buffer, cl.Buffer]:
+def flow_buffers(runtime: ClRuntime, buffers: Buffers, finest: Shape,
+                 slot: int) -> tuple[cl.Buffer, cl.Buffer]:
     """
-    Return the estimator's pair of float2 flow buffers of pyramid slot ``slot``, sized for level 0.
+    Return the estimator's pair of float2 flow buffers for pyramid slot ``slot``, level 0's size.
 
     lk, hs and dis ping-pong between them level by level, bm writes the first; each method's
-    result is one of them. Consecutive frames have pyramids of alternate slots, so a frame's
-    kernels never write the previous frame's result, which a node may still be serializing
-    from its mapped view (``ClRuntime.start_read``).
+    result is one of them. Where flows are read by mapping them (``ClRuntime.start_read``),
+    each slot has a pair: consecutive frames have pyramids of alternate slots, so a frame's
+    kernels never write the previous frame's result, still mapped while a node serializes it.
+    Elsewhere one pair serves every frame: a frame's read into a pinned array is queued behind
+    its kernels and the next frame's kernels behind the read.
     """
     nbytes = finest[0] * finest[1] * 8
-    return buffers.get(f'flow_a{slot}', nbytes), buffers.get(f'flow_b{slot}', nbytes)
+    own = slot if runtime.limits.host_memory else ''
+    return buffers.get(f'flow_a{own}', nbytes), buffers.get(f'flow_b{own}', nbytes)
 
 
 class FlowField:

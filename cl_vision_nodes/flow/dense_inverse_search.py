@@ -204,7 +204,8 @@ class DenseInverseSearch:
         sparse = grid_count(w0, patch, stride) * grid_count(h0, patch, stride) * 8 if min(
             h0, w0) >= patch else 8
         count = h0 * w0
-        flow_a, flow_b = flow_buffers(self.buffers, prev.shapes[0], prev.slot)
+        flow_a, flow_b = flow_buffers(self.runtime, self.buffers, prev.shapes[0],
+                                      prev.slot)
         named = {'flow_a': flow_a, 'flow_b': flow_b,
                  'sparse_a': self.buffers.get('dis_sparse_a', sparse),
                  'sparse_b': self.buffers.get('dis_sparse_b', sparse),

@@ -144,7 +144,7 @@ class FlowEstimator:
         when the previous frame's method did not). ``gray`` is read into this frame's pyramid
         now, so the caller may decode the next frame into its buffer at once.
         """
-        self.buffers.release_views()  # the last download's, before kernels write its buffer
+        self.buffers.age_views()  # the download before the last, before kernels write its buffer
         previous = self._pyramids[self._current]
         current = self._pyramids[1 - self._current]
         method = self._methods[self.method]
@@ -164,8 +164,9 @@ class FlowEstimator:
         Enqueue the read of a flow of the last frame into a host array (mapped or pinned).
 
         HxWx2 float32 once read, valid until the push after next: consecutive frames read into
-        two pinned arrays in turn, so the previous frame's array, which a node may still be
-        serializing, is not overwritten by this one's read (``ClRuntime.start_read``).
+        two pinned arrays in turn, or map flow buffers of their own that stay mapped until then
+        (``Buffers.age_views``), so the previous frame's array, which a node may still be
+        serializing, is neither overwritten nor unmapped by this one (``ClRuntime.start_read``).
         """
         height, width = self._pyramids[self._current].shapes[0]
         return self.runtime.start_read(self.buffers, f'flow_host_{self._current}', flow,

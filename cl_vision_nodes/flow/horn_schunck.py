@@ -130,8 +130,8 @@ class HornSchunck:
                   np.float32(settings.data_epsilon ** -2),
                   np.float32(settings.smooth_epsilon ** -2), np.float32(settings.tolerance))
         levels = used_levels(prev, cur, settings.pyramid_levels)
-        field = FlowField(self.runtime, self._upsample, flow_buffers(self.buffers,
-                                                                     prev.shapes[0], prev.slot))
+        pair = flow_buffers(self.runtime, self.buffers, prev.shapes[0], prev.slot)
+        field = FlowField(self.runtime, self._upsample, pair)
         field.zero(prev.shapes[levels - 1])
         for level in reversed(range(levels)):
             h, w = shape = prev.shapes[level]

@@ -227,7 +227,7 @@ class LucasKanade:
         levels = used_levels(prev, cur, settings.pyramid_levels)
         key = (tuple(prev.shapes[:levels]), self.tiling, settings.window_sigma,
                settings.lk_iterations, settings.min_eigenvalue)
-        flows = flow_buffers(self.buffers, prev.shapes[0], prev.slot)
+        flows = flow_buffers(self.runtime, self.buffers, prev.shapes[0], prev.slot)
         taps = self._window(settings)
         buffers = (*prev.levels[:levels], *cur.levels[:levels], *flows, taps)
         plan = self._plans.get(prev.slot)

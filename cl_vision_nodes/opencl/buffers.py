@@ -40,7 +40,8 @@ class Buffers:
         self.queue = queue
         self._buffers: dict[str, cl.Buffer] = {}
         self._mapped: dict[str, tuple[cl.Buffer, np.ndarray]] = {}
-        self._views: list[np.ndarray] = []
+        self._views: list[np.ndarray] = []  # mapped since the last age_views
+        self._older: list[np.ndarray] = []  # mapped before it
 
     def get(self, role: str, nbytes: int, flags: int = cl.mem_flags.READ_WRITE) -> cl.Buffer:
         """Return the buffer of ``role``, reallocated only when its byte size (or flags) change."""
@@ -74,7 +75,8 @@ class Buffers:
         Map the start of ``buf`` for reading, after the commands before; return it and its event.
 
         Enqueued without waiting: the array is readable once the event has completed. Valid
-        until ``release_views``, which must come before any command writes ``buf`` again.
+        until the second ``age_views`` after it, which must come before any command writes
+        ``buf`` again.
         """
         dtype = np.dtype(dtype)
         host, event = cl.enqueue_map_buffer(self.queue, buf, cl.map_flags.READ, 0, shape, dtype,
@@ -82,11 +84,17 @@ class Buffers:
         self._views.append(host)
         return host, event
 
-    def release_views(self) -> None:
-        """Unmap what ``map_read`` mapped: its arrays no longer show their buffers."""
-        for view in self._views:
+    def age_views(self) -> None:
+        """
+        Unmap the arrays mapped before the last call; keep those mapped since, until the next.
+
+        A stream calls it once a frame: a frame's mapped flow stays mapped (and readable) while
+        the next frame runs, as a node serializes it then, and is unmapped before the frame after
+        next, the first to write its buffer again.
+        """
+        for view in self._older:
             view.base.release(self.queue)
-        self._views.clear()
+        self._older, self._views = self._views, []
 
     def handles(self) -> dict[str, cl.Buffer]:
         """Return the buffers by role now (a copy: tests compare it with a later one)."""

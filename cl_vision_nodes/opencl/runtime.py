@@ -167,9 +167,9 @@ class ClRuntime:
 
         Mapped where the device computes in host memory (``DeviceLimits.host_memory``), else
         downloaded into ``buffers``' pinned array of ``role``. Nothing waits here, so a frame's
-        read follows its kernels on the queue and the host waits once for both. The array is
-        valid until ``buffers``' ``release_views``, which the owner calls before it writes
-        ``buf`` again.
+        read follows its kernels on the queue and the host waits once for both. A mapped array
+        is valid until the second ``age_views`` of ``buffers`` after it, which the owner calls
+        before it writes ``buf`` again.
         """
         if self.limits.host_memory:
             host, event = buffers.map_read(buf, shape, dtype)
