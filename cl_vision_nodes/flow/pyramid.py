@@ -58,9 +58,14 @@ AREA_GROUP = (16, 16)
 (pyr_down2_mono8, pyr_down_gradients: PYR_GW x PYR_GH), halved as the device needs."""
 
 
+def area_group(runtime: ClRuntime) -> tuple[int, int]:
+    """Return the work-group the area kernels are built for and launched with on this device."""
+    return runtime.limits.group_2d(AREA_GROUP)
+
+
 def program(runtime: ClRuntime) -> Program:
     """Build the pyramid kernels (pyr_down, gradient and their _rows and _mono8 forms)."""
-    group = runtime.limits.group_2d(AREA_GROUP)
+    group = area_group(runtime)
     return runtime.program(KERNELS, {'PYR_RUN': ROW_RUN, 'PYR_GW': group[0],
                                      'PYR_GH': group[1]})
 
@@ -105,7 +110,7 @@ class DevicePyramid:
         self._pyr_down_mono8 = built.kernel('pyr_down_mono8')
         self._pyr_down_mono8_rows = built.kernel('pyr_down_mono8_rows')
         self._pyr_down2_mono8 = built.kernel('pyr_down2_mono8')
-        self._area_group = runtime.limits.group_2d(AREA_GROUP)
+        self._area_group = area_group(runtime)
         self._gradient = built.kernel('gradient')
         self._gradient_rows = built.kernel('gradient_rows')
 
