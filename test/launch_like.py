@@ -17,7 +17,8 @@
 
 A terminal's Ctrl-C reaches the whole process group, the child included; ``ros2 launch`` then
 sends the same signal to each process it started ("sending signal 'SIGINT' to process[...]").
-This parent does the latter DELAY seconds after it got the signal and exits with the child's code.
+This parent does the latter DELAY seconds after it got the signal and exits with the child's code;
+signals that come once the child has ended are ignored.
 """
 import signal
 import subprocess
@@ -35,6 +36,10 @@ def main() -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, forward)
     code = child.wait()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        # the interpreter's finalization puts a Python handler back to the default action: a
+        # signal sent now, while this parent exits, would end it by that signal
+        signal.signal(signum, signal.SIG_IGN)
     return code if code >= 0 else 128 - code
 
 

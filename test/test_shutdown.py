@@ -95,10 +95,10 @@ CASES = (
 
 ROUND_PERIOD_S = 1.0 / 30.0
 """The feeder's rounds come at 30 Hz, a camera's rate, so every node is busy with frames when it
-is signalled. Faster, Jazzy's node teardown (rclpy's destroy_when_not_in_use: rmw deleting the
-node while Fast DDS 2.14 still takes in best-effort fragments, holding the interpreter lock, so
-the stop watchdog cannot run) outlasted the stop deadline now and then: CI, convert_node exit 1
-with about a thousand 640x480 rounds a second, disparity_node exit 1 once at 100 Hz."""
+is signalled. Jazzy's node teardown can outlast the stop deadline holding the interpreter lock
+(Fast DDS 2.14's participant deletion spinning while the other nodes' endpoints go away, under
+rclpy's destroy_node; stop_signals' C library timer then ends it, exit 0): a node in a few
+hundred at 30 Hz, more often with a thousand 640x480 rounds a second."""
 
 
 class Feeder:

@@ -25,6 +25,7 @@ import time
 
 from cl_vision_nodes.ros.stop_signals import HARD_MARGIN_S
 from cliutil import REPO
+import pytest
 
 # The main thread waits for the stop request through a callback, then cleans up for CLEANUP s;
 # numpy is imported first so that threads exist that started before the signals were taken.
@@ -32,7 +33,8 @@ PROCESS = """
 import sys, threading, time
 import numpy
 from cl_vision_nodes.ros.stop_signals import StopSignals
-stop = StopSignals(lambda line: print('WARN', line, flush=True), deadline_s=1.0)
+stop = StopSignals(lambda line: print('WARN', line, flush=True), deadline_s=1.0,
+                   hard_exit_code=lambda signum: 128 + signum if 'code' in sys.argv else 0)
 stop.install()
 woken = []
 event = threading.Event()
@@ -40,7 +42,7 @@ print('ready', flush=True)
 with stop.calling(lambda: (woken.append(1), event.set())):
     event.wait()
 stop.phase = 'the test clean-up'
-if sys.argv[2:] == ['holding the GIL']:  # as a C call that never returns and never lets go
+if 'holding the GIL' in sys.argv:  # as a C call that never returns and never lets go
     import ctypes
     ctypes.PyDLL(None).sleep(int(sys.argv[1]))
 time.sleep(float(sys.argv[1]))
@@ -74,13 +76,42 @@ def test_a_clean_up_that_does_not_end_is_abandoned_with_a_line_and_exit_0():
         'exiting without waiting for it\n', output
 
 
-def test_a_clean_up_stuck_holding_the_interpreter_lock_ends_with_every_stack_and_exit_1():
-    """The watchdog cannot run; faulthandler, which needs no lock, ends it HARD_MARGIN_S after."""
-    code, output = run(60, [signal.SIGINT], 0.0, 'holding the GIL')
-    assert code == 1, output  # not the 60 s of the stuck call: communicate() waits 30 s at most
+@pytest.mark.parametrize('signum, how, expected', [
+    (signal.SIGINT, (), 0), (signal.SIGTERM, (), 0), (signal.SIGTERM, ('code',), 143)])
+def test_a_clean_up_stuck_holding_the_interpreter_lock_ends_with_every_stack_and_its_code(
+        signum, how, expected):
+    """
+    The watchdog cannot run; HARD_MARGIN_S after, every stack is printed and the process ends.
+
+    faulthandler, which needs no lock, prints them; a timer of the C library exits with the code
+    given for the signal (0 for a node, the signal's for a command).
+    """
+    code, output = run(60, [signum], 0.0, 'holding the GIL', *how)
+    assert code == expected, output  # not the 60 s of the stuck call: communicate() waits 30 s
     hard_s = round(1.0 + HARD_MARGIN_S)  # the process's deadline_s, then the margin
     assert f'Timeout (0:00:{hard_s:02d})!' in output and 'most recent call first' in output, \
         output
+
+
+EXIT_TIMER = """
+import ctypes, sys, time
+from cl_vision_nodes.ros.exit_timer import ExitTimer
+timer = ExitTimer(7)
+timer.start(0.2)
+if sys.argv[1] == 'cancel':
+    timer.cancel()
+    time.sleep(0.6)
+    sys.exit(3)
+ctypes.PyDLL(None).sleep(30)  # holds the interpreter lock
+"""
+
+
+@pytest.mark.parametrize('how, expected', [('cancel', 3), ('hold', 7)])
+def test_the_exit_timer_ends_a_process_holding_the_interpreter_lock_unless_cancelled(
+        how, expected):
+    result = subprocess.run([sys.executable, '-c', EXIT_TIMER, how], cwd=REPO,
+                            capture_output=True, text=True, timeout=20)
+    assert result.returncode == expected, result.stderr
 
 
 # Reads the C-level SIGINT/SIGTERM actions after an OpenCL device was opened: whose handler

@@ -216,7 +216,8 @@ def _signals() -> Iterator[None]:
         finally:
             _state.depth -= 1
         return
-    stop_signals = StopSignals(_deadline_passed, DEADLINE_S)
+    stop_signals = StopSignals(_deadline_passed, DEADLINE_S,
+                               lambda signum: Interrupted(signum).exit_code)
     stop_signals.install()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _on_signal)  # StopSignals' pipe still gets them: the watchdog

@@ -68,6 +68,7 @@ def spin_node(node_class: type[VisionNode], args: list[str] | None = None,
     except (ParameterError, RCLError) as exc:  # bad ROS arguments, e.g. a YAML file's syntax
         reason = rcl_reason(exc) if isinstance(exc, RCLError) else str(exc)
         logger.fatal(f'cannot start: {reason}')
+        stop.finished()
         return EXIT_CANNOT_START
     node = node_class()
     code = None

@@ -33,9 +33,10 @@ they are ignored (Python's finalization would otherwise restore the default acti
 kills). A watchdog bounds the clean-up: when the process has not called ``finished``
 ``deadline_s`` after the first signal (a device call or a thread join that does not return),
 it logs what it was doing and exits 0 without waiting for it. Should even the watchdog be unable
-to run (a C call that holds Python's interpreter lock and never returns), ``faulthandler``,
-which needs no such lock, prints every thread's stack and ends the process with exit code 1
-``HARD_MARGIN_S`` later.
+to run (a C call that holds Python's interpreter lock and does not return, as Fast DDS's
+participant deletion under rclpy's ``destroy_node``, ``exit_timer``), ``HARD_MARGIN_S`` later
+``faulthandler``, which needs no such lock, prints every thread's stack, and a timer of the C
+library ends the process with exit code 0 (a command's: that of the signal).
 """
 from __future__ import annotations
 
@@ -47,20 +48,30 @@ import sys
 import threading
 from typing import Callable, Iterator
 
+from cl_vision_nodes.ros.exit_timer import ExitTimer
+
 STOP_DEADLINE_S = 4.0
 """Seconds from the first signal to a forced exit: within ros2 launch's 5 s before SIGTERM."""
-HARD_MARGIN_S = 5.0
-"""Seconds after the deadline before faulthandler ends a process whose watchdog cannot run: a
-kernel that PoCL compiles inside an enqueue holds the interpreter lock for seconds on a loaded
-CPU (the watchdog then runs once it returns); 4 + 5 s stays under launch's SIGKILL at 10 s."""
+HARD_MARGIN_S = 1.0
+"""Seconds after the deadline before a process whose watchdog cannot run prints every stack and
+ends: the watchdog's line comes first when the interpreter lock is let go within them (a kernel
+that PoCL compiles inside an enqueue holds it for a second or more on a loaded CPU)."""
+DUMP_TO_EXIT_S = 0.25
+"""Seconds from faulthandler's dump to the C library's exit: the dump is written first."""
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class StopSignals:
     """The process's SIGINT and SIGTERM: a stop request, the clean-up's phase and its deadline."""
 
-    def __init__(self, warn: Callable[[str], None], deadline_s: float = STOP_DEADLINE_S):
-        """``warn`` logs the line said when the deadline passes."""
+    def __init__(self, warn: Callable[[str], None], deadline_s: float = STOP_DEADLINE_S,
+                 hard_exit_code: Callable[[int], int] = lambda _signum: 0):
+        """
+        ``warn`` logs the line said when the deadline passes (and may exit with a code of its own).
+
+        ``hard_exit_code``: the exit code, given the first signal, of a process whose watchdog
+        cannot run.
+        """
         self.phase = 'starting'
         """What the process is doing, in words that complete 'stopping while ...'."""
         self._warn = warn
@@ -70,6 +81,7 @@ class StopSignals:
         self._signal_name = ''
         self._requested = threading.Event()
         self._finished = threading.Event()
+        self._exit_timers = {signum: ExitTimer(hard_exit_code(signum)) for signum in STOP_SIGNALS}
 
     def install(self) -> None:
         """Take SIGINT and SIGTERM over for this process; call it in the main thread, first."""
@@ -109,9 +121,17 @@ class StopSignals:
                 self._callbacks.remove(callback)
 
     def finished(self) -> None:
-        """Say that the clean-up is done (main thread): later signals are ignored."""
-        self._finished.set()
-        faulthandler.cancel_dump_traceback_later()
+        """
+        Say that the clean-up is done (main thread): later signals are ignored.
+
+        Ignored, not left to the handler: the interpreter's exit puts a Python handler back to
+        the default action, and a signal in that window would end the process by the signal.
+        """
+        with self._lock:  # not between _received's look at it and its arming
+            self._finished.set()
+            faulthandler.cancel_dump_traceback_later()
+            for timer in self._exit_timers.values():
+                timer.cancel()
         for signum in STOP_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
 
@@ -123,13 +143,14 @@ class StopSignals:
 
     def _received(self, signum: int) -> None:
         with self._lock:
-            if self.requested:
+            if self.requested or self._finished.is_set():
                 return  # a second Ctrl-C, launch's forwarded SIGINT, its SIGTERM: absorbed
             self._signal_name = signal.Signals(signum).name
             self._requested.set()
             for callback in self._callbacks:
                 callback()
-        faulthandler.dump_traceback_later(self._deadline_s + HARD_MARGIN_S, exit=True)
+            faulthandler.dump_traceback_later(self._deadline_s + HARD_MARGIN_S)
+            self._exit_timers[signum].start(self._deadline_s + HARD_MARGIN_S + DUMP_TO_EXIT_S)
         threading.Thread(target=self._watch_deadline, name='stop deadline', daemon=True).start()
 
     def _watch_deadline(self) -> None:
