@@ -98,16 +98,16 @@ import ctypes, sys, time
 from cl_vision_nodes.ros.exit_timer import ExitTimer
 timer = ExitTimer(7)
 timer.start(0.2)
-if sys.argv[1] == 'cancel':
-    timer.cancel()
+if sys.argv[1] == 'close':
+    timer.close()
     time.sleep(0.6)
     sys.exit(3)
 ctypes.PyDLL(None).sleep(30)  # holds the interpreter lock
 """
 
 
-@pytest.mark.parametrize('how, expected', [('cancel', 3), ('hold', 7)])
-def test_the_exit_timer_ends_a_process_holding_the_interpreter_lock_unless_cancelled(
+@pytest.mark.parametrize('how, expected', [('close', 3), ('hold', 7)])
+def test_the_exit_timer_ends_a_process_holding_the_interpreter_lock_unless_closed(
         how, expected):
     result = subprocess.run([sys.executable, '-c', EXIT_TIMER, how], cwd=REPO,
                             capture_output=True, text=True, timeout=20)

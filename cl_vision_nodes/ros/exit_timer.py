@@ -56,36 +56,38 @@ class _Itimerspec(ctypes.Structure):
 
 
 class ExitTimer:
-    """One C library timer that ends the process with ``code`` unless cancelled."""
+    """One C library timer that ends the process with ``code`` when it expires, unless closed."""
 
     def __init__(self, code: int) -> None:
         """Create the timer, unarmed; raise ExitTimerError where the C library has none."""
         libc = ctypes.CDLL(None, use_errno=True)
-        try:
-            self._create = libc.timer_create
-            self._settime = libc.timer_settime
-        except AttributeError:  # glibc before 2.34 keeps them in librt
-            try:
-                librt = ctypes.CDLL('librt.so.1', use_errno=True)
-                self._create, self._settime = librt.timer_create, librt.timer_settime
-            except (OSError, AttributeError) as exc:
-                raise ExitTimerError(f'no POSIX timers: {exc}') from exc
-        self._create.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+        try:  # glibc before 2.34 keeps them in librt
+            timers = libc if hasattr(libc, 'timer_create') \
+                else ctypes.CDLL('librt.so.1', use_errno=True)
+            create, self._settime, self._delete = (timers.timer_create, timers.timer_settime,
+                                                   timers.timer_delete)
+        except (OSError, AttributeError) as exc:
+            raise ExitTimerError(f'no POSIX timers: {exc}') from exc
+        create.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
         self._settime.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+        self._delete.argtypes = [ctypes.c_void_p]
         self._event = _Sigevent(value=code, notify=SIGEV_THREAD,
                                 function=ctypes.cast(libc._exit, ctypes.c_void_p).value)
         self._timer = ctypes.c_void_p()
-        if self._create(CLOCK_MONOTONIC, ctypes.byref(self._event), ctypes.byref(self._timer)):
+        if create(CLOCK_MONOTONIC, ctypes.byref(self._event), ctypes.byref(self._timer)):
             raise ExitTimerError(ctypes.get_errno(), 'timer_create failed')
+        self._open = True
 
     def start(self, seconds: float) -> None:
         """End the process ``seconds`` from now."""
         whole = int(seconds)
         self._set(_Timespec(whole, int((seconds - whole) * 1e9)))
 
-    def cancel(self) -> None:
-        """Disarm the timer (armed or not)."""
-        self._set(_Timespec(0, 0))
+    def close(self) -> None:
+        """Disarm and delete the timer (armed or not); it cannot be started again."""
+        if self._open:
+            self._open = False
+            self._delete(self._timer)
 
     def _set(self, when: _Timespec) -> None:
         spec = _Itimerspec(value=when)

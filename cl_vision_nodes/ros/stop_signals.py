@@ -131,7 +131,7 @@ class StopSignals:
             self._finished.set()
             faulthandler.cancel_dump_traceback_later()
             for timer in self._exit_timers.values():
-                timer.cancel()
+                timer.close()
         for signum in STOP_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
 
