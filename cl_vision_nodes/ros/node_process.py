@@ -160,5 +160,7 @@ def main_for(node_class: type[VisionNode], stop: StopSignals | None = None) -> N
     """
     if wants_help(sys.argv):
         print(usage(node_class))
+        if stop is not None:
+            stop.finished()
         sys.exit(0)
     sys.exit(spin_node(node_class, sys.argv, stop))
