@@ -52,10 +52,11 @@ from cl_vision_nodes.ros.exit_timer import ExitTimer
 
 STOP_DEADLINE_S = 4.0
 """Seconds from the first signal to a forced exit: within ros2 launch's 5 s before SIGTERM."""
-HARD_MARGIN_S = 1.0
+HARD_MARGIN_S = 2.0
 """Seconds after the deadline before a process whose watchdog cannot run prints every stack and
 ends: the watchdog's line comes first when the interpreter lock is let go within them (a kernel
-that PoCL compiles inside an enqueue holds it for a second or more on a loaded CPU)."""
+that PoCL compiles inside an enqueue holds it up to a second or so on a loaded CPU); 4 + 2 s
+leaves launch's SIGKILL at 10 s well ahead."""
 DUMP_TO_EXIT_S = 0.25
 """Seconds from faulthandler's dump to the C library's exit: the dump is written first."""
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
