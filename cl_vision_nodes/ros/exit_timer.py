@@ -39,12 +39,15 @@ class ExitTimerError(OSError):
     """The C library has no POSIX timers (not glibc on Linux)."""
 
 
+_POINTER = ctypes.sizeof(ctypes.c_void_p)
+
+
 class _Sigevent(ctypes.Structure):
-    """``struct sigevent`` of Linux for SIGEV_THREAD (64 bytes on 64-bit targets)."""
+    """``struct sigevent`` of Linux for SIGEV_THREAD: 64 bytes, with 32- or 64-bit pointers."""
 
     _fields_ = [('value', ctypes.c_void_p), ('signo', ctypes.c_int), ('notify', ctypes.c_int),
                 ('function', ctypes.c_void_p), ('attributes', ctypes.c_void_p),
-                ('pad', ctypes.c_int * 8)]
+                ('pad', ctypes.c_int * ((64 - 3 * _POINTER - 8) // 4))]
 
 
 class _Timespec(ctypes.Structure):
