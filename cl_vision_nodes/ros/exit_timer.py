@@ -36,7 +36,7 @@ SIGEV_THREAD = 2
 
 
 class ExitTimerError(OSError):
-    """The C library has no POSIX timers (not glibc on Linux)."""
+    """The C library has no POSIX timers (not glibc on Linux), or made none (a resource limit)."""
 
 
 _POINTER = ctypes.sizeof(ctypes.c_void_p)
