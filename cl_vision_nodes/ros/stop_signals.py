@@ -122,12 +122,7 @@ class StopSignals:
                 self._callbacks.remove(callback)
 
     def finished(self) -> None:
-        """
-        Say that the clean-up is done (main thread): later signals are ignored.
-
-        Ignored, not left to the handler: the interpreter's exit puts a Python handler back to
-        the default action, and a signal in that window would end the process by the signal.
-        """
+        """Say that the clean-up is done (main thread): later signals are ignored (see above)."""
         with self._lock:  # not between _received's look at it and its arming
             self._finished.set()
             faulthandler.cancel_dump_traceback_later()
