@@ -559,12 +559,15 @@ inline float2 dis_group_pass(__global const float* i0, __global const float2* g0
 }
 
 // dis_search on GPUs, one pass: DIS_SLOTS patches a work-group (patch k = group * DIS_SLOTS +
-// slot), the candidates of a propagating pass read from sparse_in.
+// slot), the candidates of a propagating pass read from sparse_in. The search kernels' inputs
+// are `restrict` (no store of the kernel reaches them), which NVIDIA's compiler turns into
+// faster loads: an H100's dis medium, 640x480, level 1's search 43 -> 40 us (the coarser levels,
+// bound by the chain of an evaluation's steps, unchanged).
 __kernel __attribute__((reqd_work_group_size(DIS_PATCH, DIS_SLOTS, 1)))
-void dis_search_group(__global const float* i0, __global const float2* g0,
-                      __global const float* i1, const int w, const int h,
-                      __global const float2* coarse, const int cw, const int ch,
-                      __global const float2* sparse_in,
+void dis_search_group(__global const float* restrict i0, __global const float2* restrict g0,
+                      __global const float* restrict i1, const int w, const int h,
+                      __global const float2* restrict coarse, const int cw, const int ch,
+                      __global const float2* restrict sparse_in,
                       __global float2* sparse_out, const int ws, const int hs,
                       const int stride, const int iterations, const int propagate)
 {
@@ -683,9 +686,9 @@ inline int2 dis_both_centre(int w, int h, int ws, int hs, int stride)
 }
 
 __kernel __attribute__((reqd_work_group_size(DIS_PATCH, DIS_BOTH, 1)))
-void dis_search_both(__global const float* i0, __global const float2* g0,
-                     __global const float* i1, const int w, const int h,
-                     __global const float2* coarse, const int cw, const int ch,
+void dis_search_both(__global const float* restrict i0, __global const float2* restrict g0,
+                     __global const float* restrict i1, const int w, const int h,
+                     __global const float2* restrict coarse, const int cw, const int ch,
                      __global float2* sparse_out, const int ws, const int hs, const int stride,
                      const int iterations)
 {
@@ -716,10 +719,12 @@ inline float2 dis_prolonged_patches(__global const float* i0c, __global const fl
 // pass's start densified from the coarser level's patch flows as it is read, so that level's
 // dense field (dis_densify, a launch) is never made. The same flows bit for bit.
 __kernel __attribute__((reqd_work_group_size(DIS_PATCH, DIS_BOTH, 1)))
-void dis_search_both_patches(__global const float* i0, __global const float2* g0,
-                             __global const float* i1, const int w, const int h,
-                             __global const float* i0c, __global const float* i1c,
-                             const int cw, const int ch, __global const float2* sparse_c,
+void dis_search_both_patches(__global const float* restrict i0,
+                             __global const float2* restrict g0,
+                             __global const float* restrict i1, const int w, const int h,
+                             __global const float* restrict i0c,
+                             __global const float* restrict i1c, const int cw, const int ch,
+                             __global const float2* restrict sparse_c,
                              const int wsc, const int hsc,
                              __global float2* sparse_out, const int ws, const int hs,
                              const int stride, const int iterations)
