@@ -325,33 +325,6 @@ def test_dis_densify_formulations_are_equal(runtime, h, w, patch, stride, scale)
                                   densify(runtime, 'gpu', i0, i1, sparse, patch, stride))
 
 
-@pytest.mark.parametrize('h, w, patch, stride', DENSIFY_CASES)
-def test_dis_densify_terms_is_densify_warp_then_terms(runtime, h, w, patch, stride):
-    """The GPU's fused launch: the same flow and terms bit for bit, any group size."""
-    rng = np.random.default_rng(h * stride + w)
-    i0, i1 = textured(rng, h, w), textured(rng, h, w)
-    ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
-    sparse = rng.normal(0, 3.0, (hs, ws, 2)).astype(np.float32)
-    images = (upload(runtime, i0), upload(runtime, i1), i32(w), i32(h))
-    grid = (upload(runtime, sparse), i32(ws), i32(hs), i32(stride))
-    built, _ = program(runtime, patch)
-    dense, warped = empty(runtime, (h, w, 2)), empty(runtime, (h, w, 2))
-    terms = empty(runtime, (dis.TERMS, h, w))
-    built.kernel('dis_densify')((w, h), (*images, *grid, dense), 'test')
-    built.kernel('dis_vr_warp')((w, h), (*images[:2], dense, *images[2:], warped), 'test')
-    built.kernel('dis_vr_terms')((w, h), (warped, i32(w), i32(h), terms), 'test')
-    want = download(runtime, dense, (h, w, 2)), download(runtime, terms, (dis.TERMS, h, w))
-    groups = [g for g in ((16, 16), (16, 4), (8, 8)) if runtime.limits.fits(g)]
-    for group in groups:  # a GPU's, PoCL at 64's, a smaller one: those the device allows
-        fused_program = dis.program(runtime, patch, group)
-        fused = empty(runtime, (h, w, 2)), empty(runtime, (dis.TERMS, h, w))
-        tiles = (-(-w // dis.TILE), -(-h // dis.TILE))
-        fused_program.kernel('dis_densify_terms')(
-            (tiles[0] * group[0], tiles[1] * group[1]), (*images, *grid, *fused), 'test', group)
-        np.testing.assert_array_equal(download(runtime, fused[0], (h, w, 2)), want[0])
-        np.testing.assert_array_equal(download(runtime, fused[1], (dis.TERMS, h, w)), want[1])
-
-
 def refinement_inputs(runtime, h: int, w: int, seed: int):
     rng = np.random.default_rng(seed)
     i0 = textured(rng, h, w)
@@ -407,23 +380,36 @@ def test_dis_vr_solve_matches_reference(runtime, h, w, offset, fresh):
     np.testing.assert_allclose(total, flow + got, atol=1e-6)
 
 
-@pytest.mark.parametrize('h, w', [(29, 37), (40, 33), (3, 5), (12, 12), (25, 13)])
+@pytest.mark.parametrize('h, w, patch, stride', [(29, 37, 8, 3), (40, 33, 12, 5), (5, 9, 4, 1),
+                                                  (12, 12, 8, 4), (25, 13, 8, 8)])
 @pytest.mark.parametrize('iterations', [1, 5])
-def test_dis_vr_solve_level_matches_reference(runtime, h, w, iterations):
-    """A level's iterations in one launch, each area alone (odd sizes, cores cut by the edge)."""
-    i0, i1, flow = refinement_inputs(runtime, h, w, 3 * h + w)
-    t1, t2 = ref.dis_vr_terms(i0, i1, flow)
-    built, group = program(runtime, 8, 'gpu')
+def test_dis_vr_solve_level_densifies_and_solves_as_the_reference(runtime, h, w, patch, stride,
+                                                                   iterations):
+    """
+    A level's densification, terms and iterations in one launch, each area alone.
+
+    Odd sizes, cores cut by the edge, the work-groups the device allows (a GPU's, PoCL's at 64,
+    a smaller one).
+    """
+    rng = np.random.default_rng(3 * h + w + patch)
+    i0 = textured(rng, h, w)
+    i1 = shifted(i0, 0.7, -0.4) + rng.normal(0, 2, (h, w)).astype(np.float32)
+    ws, hs = dis.grid_count(w, patch, stride), dis.grid_count(h, patch, stride)
+    sparse = (rng.normal(0, 0.3, (hs, ws, 2)) + [0.7, -0.4]).astype(np.float32)
+    dense = ref.dis_densify(i0, i1, sparse, patch, stride)
+    t1, t2 = ref.dis_vr_terms(i0, i1, dense)
+    want = ref.dis_vr_solve_level(t1, t2, dense, iterations, dis.TILE, dis.HALO, 10.0, 5.0, 2.5)
+    args = (upload(runtime, i0), upload(runtime, i1), i32(w), i32(h), upload(runtime, sparse),
+            i32(ws), i32(hs), i32(stride))
     areas = (-(-w // dis.CORE), -(-h // dis.CORE))
-    out = empty(runtime, (h, w, 2))
-    args = (upload(runtime, term_planes(t1, t2)), upload(runtime, flow), out, i32(w), i32(h),
-            i32(iterations), f32(10.0), f32(5.0), f32(2.5))
-    built.kernel('dis_vr_solve_level')((areas[0] * group[0], areas[1] * group[1]), args, 'test',
-                                       local=group)
-    want = ref.dis_vr_solve_level(t1, t2, flow, iterations, dis.TILE, dis.HALO, 10.0, 5.0, 2.5)
-    got = download(runtime, out, (h, w, 2))
-    np.testing.assert_allclose(got, want, atol=1e-3)
-    assert np.abs(got - flow).max() > 1e-3  # the refinement moved the flow
+    for group in [g for g in ((16, 16), (16, 4), (8, 8)) if runtime.limits.fits(g)]:
+        out = empty(runtime, (h, w, 2))
+        dis.program(runtime, patch, group).kernel('dis_vr_solve_level')(
+            (areas[0] * group[0], areas[1] * group[1]),
+            (*args, out, i32(iterations), f32(10.0), f32(5.0), f32(2.5)), 'test', local=group)
+        got = download(runtime, out, (h, w, 2))
+        np.testing.assert_allclose(got, want, atol=1e-3)
+        assert np.abs(got - dense).max() > 1e-3  # the refinement moved the flow
 
 
 def test_solve_groups_fit_the_device():

@@ -353,8 +353,8 @@ def test_a_gpu_dis_frame_fuses_its_launches(preset, fused):
     Levels 2-4 (1-4) read: each gradient comes with the next level, the coarsest's with itself.
 
     A level's two search passes are one launch where the device allows its work-group; so are
-    a refined level's fixed-point iterations. Unrefined levels are then never densified but at
-    the finest, straight to full resolution.
+    a refined level's densification, terms and fixed-point iterations. Unrefined levels are then
+    never densified but at the finest, straight to full resolution.
     """
     times = flow_speed.kernel_times(DEVICE, 'dis', (640, 480), 1, 'gpu', DIS_PRESETS[preset])
     assert times['pyr_down_gradient'].launches == fused - 1
@@ -367,6 +367,7 @@ def test_a_gpu_dis_frame_fuses_its_launches(preset, fused):
     assert 'pyr_down' not in launches
     if DIS_PRESETS[preset]['dis_refine_iterations']:
         assert times['dis_vr_solve_level'].launches == fused + 1  # one a level
+        assert 'dis_densify' not in times and 'dis_vr_terms' not in times
     assert 'dis_vr_solve_rows' not in times
     runtime = ClRuntime(DEVICE)
     group = dis.solve_group(runtime.limits, 'gpu')

@@ -34,10 +34,10 @@ the solver have two formulations, chosen by the ``formulation`` the estimator pa
 dis_search_both (a work-item per lane of a patch's 8, a block of patches a work-group, both
 passes in one launch, the block's ring of neighbours searched twice; dis_search_group, a pass
 a launch, where the device does not allow that work-group), dis_densify (a work-item per
-pixel; on refined levels dis_densify_terms, a work-group per tile, also warps and forms the
-refinement's terms: one launch where a CPU has three) and dis_vr_solve_level (all of a
-level's fixed-point iterations in one launch: a work-group solves an area, a core of CORE^2
-pixels and a HALO ring, the areas exchanging no dW), on a CPU dis_search (a work-item per
+pixel; on levels that are not refined) and dis_vr_solve_level (a refined level's
+densification, terms and fixed-point iterations in one launch, where a CPU has four or more: a
+work-group densifies and solves an area, a core of CORE^2 pixels and a HALO ring, the areas
+exchanging no dW), on a CPU dis_search (a work-item per
 patch), dis_densify_rows (a work-item votes for 8 pixels of a row at once, PoCL's vectors) then
 dis_vr_warp and dis_vr_terms, and dis_vr_solve_rows (a launch per fixed-point iteration, tile
 edges moving between them; a work-item walks a tile, a row's pixels of one colour as a float8).
@@ -165,7 +165,6 @@ class DenseInverseSearch:
         self._densify_upsample = {factor: built.kernel(f'dis_densify_upsample_by{factor}')
                                   for factor in VECTOR_FACTORS}
         self._densify = built.kernel('dis_densify')
-        self._densify_terms = built.kernel('dis_densify_terms')
         self._densify_rows = built.kernel('dis_densify_rows')
         self._warp = built.kernel('dis_vr_warp')
         self._terms = built.kernel('dis_vr_terms')
@@ -208,9 +207,9 @@ class DenseInverseSearch:
                                       prev.slot)
         named = {'flow_a': flow_a, 'flow_b': flow_b,
                  'sparse_a': self.buffers.get('dis_sparse_a', sparse),
-                 'sparse_b': self.buffers.get('dis_sparse_b', sparse),
-                 'terms': self.buffers.get('dis_terms', count * 4 * TERMS)}
-        if self.formulation == 'cpu':  # the warped pair (dis_vr_warp to dis_vr_terms) and dW
+                 'sparse_b': self.buffers.get('dis_sparse_b', sparse)}
+        if self.formulation == 'cpu':  # the terms, the warped pair they are made from, and dW
+            named['terms'] = self.buffers.get('dis_terms', count * 4 * TERMS)
             for name in ('averaged', 'dflow_a', 'dflow_b'):
                 named[name] = self.buffers.get(f'dis_{name}', count * 8)
         return named
@@ -347,34 +346,36 @@ class DenseInverseSearch:
         if self.formulation == 'cpu':
             steps.add(self._densify_rows, (-(-w // LANES), -(-h // DENSIFY_ROWS)), densify,
                       'dis_densify', local=(1, 1), swap=True)
-        elif settings.dis_refine_iterations > 0:  # the refinement's terms in the same launch
-            tiles = (-(-w // TILE), -(-h // TILE))
-            steps.add(self._densify_terms, (tiles[0] * self.group[0], tiles[1] * self.group[1]),
-                      (*densify, named['terms']), 'dis_densify', local=self.group, swap=True)
-        else:
+        elif settings.dis_refine_iterations == 0:  # else the GPU's solver densifies its areas
             steps.add(self._densify, (w, h), densify, 'dis_densify', swap=True)
 
     def _refine_level(self, prev: DevicePyramid, cur: DevicePyramid, level: int,
                       named: dict[str, cl.Buffer], steps: _Steps,
                       settings: FlowSettings) -> None:
-        """Refine the field's flow at ``level`` variationally, into the field."""
+        """
+        Refine the field's flow at ``level`` variationally, into the field.
+
+        On a GPU the field is the level's patch flows (sparse_b), which the solver densifies.
+        """
         h, w = prev.shapes[level]
-        terms = named['terms']
         wh = (np.int32(w), np.int32(h))
-        if self.formulation == 'cpu':  # on a GPU dis_densify_terms has formed the terms
-            averaged = named['averaged']
-            steps.add(self._warp, (w, h), (prev.levels[level], cur.levels[level], steps.current,
-                                           *wh, averaged), 'dis_refine')
-            steps.add(self._terms, (w, h), (averaged, *wh, terms), 'dis_refine')
         weights = (np.float32(settings.dis_alpha / 2), np.float32(settings.dis_gamma / 2),
                    np.float32(settings.dis_delta / 2))
         iterations = settings.dis_refine_iterations
-        if self.formulation == 'gpu':  # the level's iterations in one launch
+        if self.formulation == 'gpu':  # densification, terms and iterations in one launch
+            patch, stride = settings.dis_patch_size, settings.dis_patch_stride
+            grid = (np.int32(grid_count(w, patch, stride)), np.int32(grid_count(h, patch, stride)),
+                    np.int32(stride))
             areas = (-(-w // CORE), -(-h // CORE))
             steps.add(self._solve_level, (areas[0] * self.group[0], areas[1] * self.group[1]),
-                      (terms, steps.current, steps.spare, *wh, np.int32(iterations), *weights),
+                      (prev.levels[level], cur.levels[level], *wh, named['sparse_b'], *grid,
+                       steps.spare, np.int32(iterations), *weights),
                       'dis_refine', local=self.group, swap=True)
             return
+        terms, averaged = named['terms'], named['averaged']
+        steps.add(self._warp, (w, h), (prev.levels[level], cur.levels[level], steps.current, *wh,
+                                       averaged), 'dis_refine')
+        steps.add(self._terms, (w, h), (averaged, *wh, terms), 'dis_refine')
         dflow = named['dflow_a'], named['dflow_b']
         for index in range(iterations):
             offset = solve_offset(index)

@@ -526,7 +526,9 @@ def dis_vr_solve(t1: np.ndarray, t2: np.ndarray, flow: np.ndarray, dflow: np.nda
 def dis_vr_solve_level(t1: np.ndarray, t2: np.ndarray, flow: np.ndarray, iterations: int,
                        tile: int, halo: int, a2: float, g2: float, d2: float) -> np.ndarray:
     """
-    Kernel dis_vr_solve_level: W + dW after ``iterations`` fixed-point iterations.
+    Kernel dis_vr_solve_level's solver: W + dW after ``iterations`` fixed-point iterations.
+
+    The kernel densifies W and forms the terms itself (dis_densify, dis_vr_terms here).
 
     Each area (side ``tile``; its core, ``tile - 2 halo``, at k * core) is solved alone from
     dW = 0, dW outside it held at 0; an area gives its core's flow.

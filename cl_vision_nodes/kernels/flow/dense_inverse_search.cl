@@ -15,8 +15,8 @@
 // Dense inverse search (flow/dense_inverse_search.py); after common.cl and coarse_to_fine.cl.
 // Per level: the patch search twice (patches from the dense start, then from the best
 // neighbour), the densification, then the variational refinement: dis_vr_warp and dis_vr_terms
-// (on a GPU both within the densification, dis_densify_terms) and the solver: on a CPU a launch
-// per fixed-point iteration, on a GPU a level's iterations in one launch (dis_vr_solve_level).
+// and the solver, a launch per fixed-point iteration, on a CPU; on a GPU the densification, the
+// terms and a level's iterations in one launch (dis_vr_solve_level).
 // On a GPU, levels that are not refined are not densified: the next level's search densifies
 // its starts as it reads them (dis_search_both_patches), and the finest level's densification
 // writes the full-resolution field (dis_densify_upsample_byF).
@@ -918,9 +918,9 @@ __kernel void dis_vr_warp(__global const float* i0, __global const float* i1,
 #define DIS_TERMS 8
 
 // dis_diff2 (central difference (f[+1] - f[-1]) / 2 with replicated borders along (dx, dy), per
-// component) and dis_pixel_terms (pixel (x, y)'s 8 terms into `terms`), written once for `ai` in
-// SPACE memory with pixel (x, y) at index AT(x, y): the whole warped pair in global memory
-// (dis_vr_terms) and a tile's local copy (dis_densify_terms, origin (ox, oy)).
+// component) and dis_pixel_terms (pixel (x, y)'s 8 terms, plane k in lane k), written once for
+// `ai` in SPACE memory with pixel (x, y) at index AT(x, y): the whole warped pair in global
+// memory (dis_vr_terms) and an area's local copy (dis_vr_solve_level, origin (ox, oy)).
 #define DIS_TERMS_HELPERS(SPACE, suffix, AT) \
 inline float2 dis_diff2##suffix(SPACE const float2* ai, int w, int h, int ox, int oy, int x, \
                                 int y, int dx, int dy) \
@@ -930,28 +930,23 @@ inline float2 dis_diff2##suffix(SPACE const float2* ai, int w, int h, int ox, in
     return 0.5f * (ai[AT(xa, ya)] - ai[AT(xb, yb)]); \
 } \
 \
-inline void dis_pixel_terms##suffix(SPACE const float2* ai, int w, int h, int ox, int oy, \
-                                    int x, int y, __global float* terms) \
+inline float8 dis_pixel_terms##suffix(SPACE const float2* ai, int w, int h, int ox, int oy, \
+                                      int x, int y) \
 { \
-    const size_t i = (size_t)y * w + x, plane = (size_t)w * h; \
     const int xa = x + 1 < w ? x + 1 : w - 1, ya = y + 1 < h ? y + 1 : h - 1; \
     const int xb = x - 1 > 0 ? x - 1 : 0, yb = y - 1 > 0 ? y - 1 : 0; \
     const float2 dx = dis_diff2##suffix(ai, w, h, ox, oy, x, y, 1, 0); \
     const float2 dy = dis_diff2##suffix(ai, w, h, ox, oy, x, y, 0, 1); \
-    terms[i] = dx.x; \
-    terms[i + plane] = dy.x; \
-    terms[i + 2 * plane] = ai[AT(x, y)].y; \
-    terms[i + 3 * plane] = dx.y; \
-    terms[i + 4 * plane] = dy.y; \
-    terms[i + 5 * plane] = 0.5f * (dis_diff2##suffix(ai, w, h, ox, oy, xa, y, 1, 0).x \
-                                   - dis_diff2##suffix(ai, w, h, ox, oy, xb, y, 1, 0).x); \
-    terms[i + 6 * plane] = 0.5f * (dis_diff2##suffix(ai, w, h, ox, oy, x, ya, 1, 0).x \
-                                   - dis_diff2##suffix(ai, w, h, ox, oy, x, yb, 1, 0).x); \
-    terms[i + 7 * plane] = 0.5f * (dis_diff2##suffix(ai, w, h, ox, oy, x, ya, 0, 1).x \
-                                   - dis_diff2##suffix(ai, w, h, ox, oy, x, yb, 0, 1).x); \
+    return (float8)(dx.x, dy.x, ai[AT(x, y)].y, dx.y, dy.y, \
+                    0.5f * (dis_diff2##suffix(ai, w, h, ox, oy, xa, y, 1, 0).x \
+                            - dis_diff2##suffix(ai, w, h, ox, oy, xb, y, 1, 0).x), \
+                    0.5f * (dis_diff2##suffix(ai, w, h, ox, oy, x, ya, 1, 0).x \
+                            - dis_diff2##suffix(ai, w, h, ox, oy, x, yb, 1, 0).x), \
+                    0.5f * (dis_diff2##suffix(ai, w, h, ox, oy, x, ya, 0, 1).x \
+                            - dis_diff2##suffix(ai, w, h, ox, oy, x, yb, 0, 1).x)); \
 }
 
-// dis_densify_terms' local copy: the tile and a DIS_RING-pixel ring around it, DIS_WIDE wide.
+// dis_vr_solve_level's local copy: the area and a DIS_RING-pixel ring around it, DIS_WIDE wide.
 #define DIS_RING 2
 #define DIS_WIDE (DIS_TILE + 2 * DIS_RING)
 #define DIS_AT_IMAGE(x, y) ((size_t)(y) * w + (x))
@@ -963,7 +958,16 @@ __kernel void dis_vr_terms(__global const float2* ai, const int w, const int h,
                            __global float* terms)
 {
     const int2 p = item_pixel(w, h);
-    dis_pixel_terms(ai, w, h, 0, 0, p.x, p.y, terms);
+    const float8 v = dis_pixel_terms(ai, w, h, 0, 0, p.x, p.y);
+    const size_t i = (size_t)p.y * w + p.x, plane = (size_t)w * h;
+    terms[i] = v.s0;
+    terms[i + plane] = v.s1;
+    terms[i + 2 * plane] = v.s2;
+    terms[i + 3 * plane] = v.s3;
+    terms[i + 4 * plane] = v.s4;
+    terms[i + 5 * plane] = v.s5;
+    terms[i + 6 * plane] = v.s6;
+    terms[i + 7 * plane] = v.s7;
 }
 
 // One fixed-point iteration of the variational refinement of flow W by dW: energy
@@ -1038,59 +1042,31 @@ inline int dis_in_image(int gx, int gy, int w, int h)
     return gx >= 0 && gy >= 0 && gx < w && gy < h;
 }
 
-// Loops of dis_densify_terms over the tile pixels a work-item owns: rows ly, ly + DIS_GROUP_H,
-// ..., columns lx, lx + DIS_GROUP_W, ...
-#define DIS_TILE_ROWS(ty) \
-    for (int ty = (int)get_local_id(1); ty < DIS_TILE; ty += DIS_GROUP_H)
-#define DIS_TILE_COLS(tx) \
-    for (int tx = (int)get_local_id(0); tx < DIS_TILE; tx += DIS_GROUP_W)
-
-// dis_densify, dis_vr_warp and dis_vr_terms in one launch (GPUs, levels that are refined): a
-// work-group densifies and warps its DIS_TILE^2 tile and a 2-pixel ring into local memory
-// (the ring's pixels twice, by their own tile too), then forms the tile's 8 terms from there
-// (dis_pixel_terms_local: every neighbour it reads, clamped into the image, lies in the
-// ring). The warped pair is not stored: only the refinement's terms read it.
-__kernel __attribute__((reqd_work_group_size(DIS_GROUP_W, DIS_GROUP_H, 1)))
-void dis_densify_terms(__global const float* i0, __global const float* i1, const int w,
-                       const int h, __global const float2* sparse, const int ws, const int hs,
-                       const int stride, __global float2* dense, __global float* terms)
-{
-    __local float2 ai[DIS_WIDE * DIS_WIDE];
-    const int lid = get_local_id(1) * DIS_GROUP_W + get_local_id(0);
-    const int ox = (int)get_group_id(0) * DIS_TILE, oy = (int)get_group_id(1) * DIS_TILE;
-    for (int k = lid; k < DIS_WIDE * DIS_WIDE; k += DIS_ITEMS) {
-        const int x = ox - DIS_RING + k % DIS_WIDE, y = oy - DIS_RING + k / DIS_WIDE;
-        if (dis_in_image(x, y, w, h)) {  // the copy's cells outside the image are never read
-            const float2 f = dis_densify_pixel(i0, i1, w, h, sparse, ws, hs, stride, x, y);
-            ai[k] = dis_warp_pixel(i0, i1, w, h, x, y, f);
-            if (x >= ox && y >= oy && x < ox + DIS_TILE && y < oy + DIS_TILE)
-                dense[(size_t)y * w + x] = f;
-        }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    DIS_TILE_ROWS(ty) {
-        DIS_TILE_COLS(tx) {
-            if (dis_in_image(ox + tx, oy + ty, w, h))
-                dis_pixel_terms_local(ai, w, h, ox, oy, ox + tx, oy + ty, terms);
-        }
-    }
-}
-
-// A level's refinement in one launch (GPUs): a work-group solves a DIS_TILE^2 area, its core of
-// DIS_CORE^2 pixels and a DIS_HALO ring, for all `iterations` fixed-point iterations, with dW
-// in the 1-pixel span ring around the area held at 0 (dW's start value: areas never exchange
-// dW), and writes W + dW of the core to flow_out. Each iteration is dis_vr_solve_rows' on the
-// area: robust weights lagged at the iteration start, DIS_SWEEPS red-black SOR sweeps. The
-// halo keeps the cores' borders off the frozen ring: 5 launches of 16^2 tiles cost 5 x 9 us on
-// an H200, most of it a launch's fixed cost; this one about 27 us (Middlebury medium EPE
-// 0.342 against 0.338).
+// A level's densification and refinement in one launch (GPUs): a work-group densifies the
+// patch flows (sparse, of a ws x hs grid) on a DIS_TILE^2 area and a DIS_RING ring and warps
+// them there, into local memory (dis_densify, dis_vr_warp), forms the area's 8 terms from
+// there (dis_pixel_terms_local: every neighbour it reads, clamped into the image, lies in the
+// ring; each work-item holds its pixels' terms), then solves the area, its core of DIS_CORE^2
+// pixels and a DIS_HALO ring, for all `iterations` fixed-point iterations, with dW in the
+// 1-pixel span ring around the area held at 0 (dW's start value: areas never exchange dW), and
+// writes W + dW of the core to flow_out. Each iteration is dis_vr_solve_rows' on the area:
+// robust weights lagged at the iteration start, DIS_SWEEPS red-black SOR sweeps. The halo keeps
+// the cores' borders off the frozen ring: 5 launches of 16^2 tiles cost 5 x 9 us on an H200,
+// most of it a launch's fixed cost; one about 27 us (Middlebury medium EPE 0.342 against
+// 0.338). The densification in the same launch (overlapping areas densify their overlap each)
+// spares a launch a level: an H100's 640x480 frame, dis medium 363-366 -> 356 us, fast 261-263
+// -> 251-252.
 #define DIS_CORE (DIS_TILE - 2 * DIS_HALO)
 #define DIS_AREA_LOOP(a) for (int a = lid; a < DIS_TILE * DIS_TILE; a += DIS_ITEMS)
+#define DIS_AREA_ITEMS ((DIS_TILE * DIS_TILE + DIS_ITEMS - 1) / DIS_ITEMS)  // pixels an item
 __kernel __attribute__((reqd_work_group_size(DIS_GROUP_W, DIS_GROUP_H, 1)))
-void dis_vr_solve_level(__global const float* terms, __global const float2* flow,
-                        __global float2* flow_out, const int w, const int h,
-                        const int iterations, const float a2, const float g2, const float d2)
+void dis_vr_solve_level(__global const float* i0, __global const float* i1, const int w,
+                        const int h, __global const float2* sparse, const int ws, const int hs,
+                        const int stride, __global float2* flow_out, const int iterations,
+                        const float a2, const float g2, const float d2)
 {
+    __local float2 ai[DIS_WIDE * DIS_WIDE];       // the warped pair, the area and its ring
+    __local float2 dense[DIS_WIDE * DIS_WIDE];    // W there
     __local float2 base[DIS_SPAN * DIS_SPAN];     // W
     __local float2 total[DIS_SPAN * DIS_SPAN];    // W + dW at the iteration start
     __local float2 d[DIS_SPAN * DIS_SPAN];        // dW
@@ -1101,11 +1077,25 @@ void dis_vr_solve_level(__global const float* terms, __global const float2* flow
     const int lid = get_local_id(1) * DIS_GROUP_W + get_local_id(0);
     const int ox = (int)get_group_id(0) * DIS_CORE - DIS_HALO;  // the area's origin
     const int oy = (int)get_group_id(1) * DIS_CORE - DIS_HALO;
-    const size_t plane = (size_t)w * h;
+    for (int k = lid; k < DIS_WIDE * DIS_WIDE; k += DIS_ITEMS) {
+        const int x = ox - DIS_RING + k % DIS_WIDE, y = oy - DIS_RING + k / DIS_WIDE;
+        if (dis_in_image(x, y, w, h)) {  // the copy's cells outside the image are never read
+            const float2 f = dis_densify_pixel(i0, i1, w, h, sparse, ws, hs, stride, x, y);
+            ai[k] = dis_warp_pixel(i0, i1, w, h, x, y, f);
+            dense[k] = f;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float8 held[DIS_AREA_ITEMS];  // the terms of this item's pixels a, in order
+    DIS_AREA_LOOP(a) {
+        const int x = ox + a % DIS_TILE, y = oy + a / DIS_TILE;
+        held[a / DIS_ITEMS] = dis_in_image(x, y, w, h)
+                              ? dis_pixel_terms_local(ai, w, h, ox, oy, x, y) : (float8)(0.0f);
+    }
     for (int k = lid; k < DIS_SPAN * DIS_SPAN; k += DIS_ITEMS) {  // borders clamped
         const int gx = clamp_int(ox - 1 + k % DIS_SPAN, 0, w - 1);
         const int gy = clamp_int(oy - 1 + k / DIS_SPAN, 0, h - 1);
-        const float2 f = flow[(size_t)gy * w + gx];
+        const float2 f = dense[DIS_AT_TILE(gx, gy)];
         base[k] = f;
         total[k] = f;
         d[k] = (float2)(0.0f);
@@ -1128,12 +1118,10 @@ void dis_vr_solve_level(__global const float* terms, __global const float2* flow
             if (!dis_in_image(gx, gy, w, h))
                 continue;
             const int me = (a / DIS_TILE + 1) * DIS_SPAN + a % DIS_TILE + 1;
-            const size_t g = (size_t)gy * w + gx;
+            const float8 m = held[a / DIS_ITEMS];
             float a11, a12, a22, b1, b2;
-            dis_data_system(terms[g], terms[g + plane], terms[g + 2 * plane],
-                            terms[g + 3 * plane], terms[g + 4 * plane], terms[g + 5 * plane],
-                            terms[g + 6 * plane], terms[g + 7 * plane], d[me].x, d[me].y, g2, d2,
-                            &a11, &a12, &a22, &b1, &b2);
+            dis_data_system(m.s0, m.s1, m.s2, m.s3, m.s4, m.s5, m.s6, m.s7, d[me].x, d[me].y, g2,
+                            d2, &a11, &a12, &a22, &b1, &b2);
             const float4 wn = (float4)(gx > 0 ? smooth[me - 1] : 0.0f,
                                        gx < w - 1 ? smooth[me] : 0.0f,
                                        gy > 0 ? smooth[me - DIS_SPAN] : 0.0f,
@@ -1182,6 +1170,7 @@ void dis_vr_solve_level(__global const float* terms, __global const float2* flow
     }
 }
 #undef DIS_AREA_LOOP
+#undef DIS_AREA_ITEMS
 
 #if DIS_TILE == 16
 // dis_vr_solve_rows keeps W + dW and dW per component in two planes per span row, the span's
