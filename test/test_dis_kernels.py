@@ -380,11 +380,13 @@ def test_dis_vr_solve_matches_reference(runtime, h, w, offset, fresh):
     np.testing.assert_allclose(total, flow + got, atol=1e-6)
 
 
-@pytest.mark.parametrize('h, w, patch, stride', [(29, 37, 8, 3), (40, 33, 12, 5), (5, 9, 4, 1),
-                                                  (12, 12, 8, 4), (25, 13, 8, 8)])
+SOLVE_CASES = [(29, 37, 8, 3), (40, 33, 12, 5), (5, 9, 4, 1), (12, 12, 8, 4), (25, 13, 8, 8)]
+
+
+@pytest.mark.parametrize('h, w, patch, stride', SOLVE_CASES)
 @pytest.mark.parametrize('iterations', [1, 5])
-def test_dis_vr_solve_level_densifies_and_solves_as_the_reference(runtime, h, w, patch, stride,
-                                                                   iterations):
+def test_dis_vr_solve_level_densifies_and_solves_as_the_reference(
+        runtime, h, w, patch, stride, iterations):
     """
     A level's densification, terms and iterations in one launch, each area alone.
 
