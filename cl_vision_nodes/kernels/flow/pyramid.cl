@@ -14,8 +14,8 @@
 
 // Gaussian pyramid and gradients of one frame (flow/pyramid.py); after common.cl.
 // Build defines: PYR_RUN = coarse rows a work-item of the _rows kernels makes (ROW_RUN);
-// PYR_GW x PYR_GH = the work-group of pyr_down2_mono8 and pyr_down_gradients (AREA_GROUP as the
-// device allows).
+// PYR_GW x PYR_GH = the work-group of pyr_down2_mono8, pyr_down_gradients and
+// pyr_down2_gradients (AREA_GROUP as the device allows).
 
 // One pyramid step, identical to cv2.pyrDown: 5x5 binomial blur ([1 4 6 4 1]/16 per axis, the
 // anti-alias Gaussian of sigma ~1 that a factor-0.5 step needs) sampled at even pixels, so
@@ -201,6 +201,21 @@ inline float pyr_area_odd(__local const float* line, int a, int i, int n, int st
     return inner;
 }
 
+// The 5-point gradient at (x, y) of an area whose row y and column x start at pixels ax and
+// ay, odd-extended past the level's w x h as gradient5 does.
+inline float2 pyr_area_gradient(__local const float* row, __local const float* col, int ax,
+                                int ay, int x, int y, int w, int h, int pitch)
+{
+    const float gx = (pyr_area_odd(row, ax, x - 2, w, 1) - 8.0f * pyr_area_odd(row, ax, x - 1, w, 1)
+                      + 8.0f * pyr_area_odd(row, ax, x + 1, w, 1)
+                      - pyr_area_odd(row, ax, x + 2, w, 1)) * (1.0f / 12.0f);
+    const float gy = (pyr_area_odd(col, ay, y - 2, h, pitch)
+                      - 8.0f * pyr_area_odd(col, ay, y - 1, h, pitch)
+                      + 8.0f * pyr_area_odd(col, ay, y + 1, h, pitch)
+                      - pyr_area_odd(col, ay, y + 2, h, pitch)) * (1.0f / 12.0f);
+    return (float2)(gx, gy);
+}
+
 // pyr_down_gradient, and gradient5 of the level it makes (GPUs, for the coarsest level a method
 // reads: a launch fewer). A work-group makes its coarse pixels and a 2-pixel ring around them
 // (mirrored at the level's border) into local memory, then the stencil of each pixel from
@@ -233,17 +248,71 @@ void pyr_down_gradients(__global const float* src, const int sw, const int sh,
                 grad[(size_t)fy * sw + fx] = gradient5(src, sw, sh, fx, fy);
         }
     }
-    __local const float* row = area[ly + 2];  // the level's row y from pixel ax on
-    __local const float* col = &area[0][lx + 2];  // its column x from pixel ay on
-    const float gx = (pyr_area_odd(row, ax, x - 2, dw, 1)
-                      - 8.0f * pyr_area_odd(row, ax, x - 1, dw, 1)
-                      + 8.0f * pyr_area_odd(row, ax, x + 1, dw, 1)
-                      - pyr_area_odd(row, ax, x + 2, dw, 1)) * (1.0f / 12.0f);
-    const float gy = (pyr_area_odd(col, ay, y - 2, dh, PYR_RING_W)
-                      - 8.0f * pyr_area_odd(col, ay, y - 1, dh, PYR_RING_W)
-                      + 8.0f * pyr_area_odd(col, ay, y + 1, dh, PYR_RING_W)
-                      - pyr_area_odd(col, ay, y + 2, dh, PYR_RING_W)) * (1.0f / 12.0f);
-    dst_grad[(size_t)y * dw + x] = (float2)(gx, gy);
+    // the level's row y from pixel ax on, its column x from pixel ay on
+    dst_grad[(size_t)y * dw + x] = pyr_area_gradient(area[ly + 2], &area[0][lx + 2], ax, ay, x,
+                                                     y, dw, dh, PYR_RING_W);
+}
+
+// Two levels and three gradients in one launch (GPUs): a work-group makes its area of the
+// middle level (from 2 * ax - 2 on, each value at its mirrored pixel, as pyr_down makes it) in
+// local memory, the coarse level's core and 2-pixel ring from that, then writes both levels,
+// their gradients from local memory and the fine level's from global memory. Ring pixels past
+// dw + 1 (dh + 1) are read by no gradient and left 0.
+#define PYR_TILE_W (2 * PYR_GW + 11)
+#define PYR_TILE_H (2 * PYR_GH + 11)
+__kernel __attribute__((reqd_work_group_size(PYR_GW, PYR_GH, 1)))
+void pyr_down2_gradients(__global const float* src, const int sw, const int sh,
+                         __global float* mid, const int mw, const int mh,
+                         __global float* dst, const int dw, const int dh,
+                         __global float2* grad, __global float2* mid_grad,
+                         __global float2* dst_grad)
+{
+    __local float tile[PYR_TILE_H][PYR_TILE_W];
+    __local float area[PYR_RING_H][PYR_RING_W];
+    const int lx = get_local_id(0), ly = get_local_id(1), id = ly * PYR_GW + lx;
+    const int ax = PYR_GW * (int)get_group_id(0) - 2, ay = PYR_GH * (int)get_group_id(1) - 2;
+    const int tx0 = 2 * ax - 2, ty0 = 2 * ay - 2;
+    for (int i = id; i < PYR_TILE_W * PYR_TILE_H; i += PYR_GW * PYR_GH) {
+        const int tx = i % PYR_TILE_W, ty = i / PYR_TILE_W;
+        tile[ty][tx] = pyr_down_at(src, sw, sw, sh, mirror(tx0 + tx, mw), mirror(ty0 + ty, mh));
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int i = id; i < PYR_RING_W * PYR_RING_H; i += PYR_GW * PYR_GH) {
+        const int rx = i % PYR_RING_W, ry = i / PYR_RING_W;
+        float value = 0.0f;
+        if (ax + rx <= dw + 1 && ay + ry <= dh + 1) {
+            const int x = mirror(ax + rx, dw), y = mirror(ay + ry, dh);
+            __local const float* r = &tile[2 * y - 2 - ty0][2 * x - 2 - tx0];
+            value = (PYR_ROW(r) + 4.0f * PYR_ROW(r + PYR_TILE_W)
+                     + 6.0f * PYR_ROW(r + 2 * PYR_TILE_W) + 4.0f * PYR_ROW(r + 3 * PYR_TILE_W)
+                     + PYR_ROW(r + 4 * PYR_TILE_W)) * (1.0f / 256.0f);
+        }
+        area[ry][rx] = value;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int x = (int)get_global_id(0), y = (int)get_global_id(1);
+    if (x >= dw || y >= dh)
+        return;
+    dst[(size_t)y * dw + x] = area[ly + 2][lx + 2];
+    dst_grad[(size_t)y * dw + x] = pyr_area_gradient(area[ly + 2], &area[0][lx + 2], ax, ay, x,
+                                                     y, dw, dh, PYR_RING_W);
+    for (int j = 0; j < 2; ++j) {
+        for (int i = 0; i < 2; ++i) {
+            const int mx = 2 * x + i, my = 2 * y + j;
+            if (mx >= mw || my >= mh)
+                continue;
+            mid[(size_t)my * mw + mx] = tile[my - ty0][mx - tx0];
+            mid_grad[(size_t)my * mw + mx] = pyr_area_gradient(
+                tile[my - ty0], &tile[0][mx - tx0], tx0, ty0, mx, my, mw, mh, PYR_TILE_W);
+            for (int jj = 0; jj < 2; ++jj) {
+                for (int ii = 0; ii < 2; ++ii) {
+                    const int fx = 2 * mx + ii, fy = 2 * my + jj;
+                    if (fx < sw && fy < sh)
+                        grad[(size_t)fy * sw + fx] = gradient5(src, sw, sh, fx, fy);
+                }
+            }
+        }
+    }
 }
 
 // pyr_down on CPUs (pyr_down_rows8) and its mono8 form.
