@@ -156,6 +156,37 @@ def test_pyr_down2_mono8_is_two_steps_of_the_decoded_frame(runtime, h, w, group)
                                   want.view(np.uint32))
 
 
+@pytest.mark.parametrize('group', [(16, 16), (8, 8), (3, 2), (1, 1)])
+@pytest.mark.parametrize('h, w', SIZES + [(1, 5), (2, 9), (21, 70), (40, 161), (37, 17), (66, 9)])
+def test_pyr_down2_mono8_gradient_also_keeps_level_1_and_its_gradient(runtime, h, w, group):
+    """
+    Levels 1 and 2 and level 1's gradient from the bytes: pyr_down_mono8 + pyr_down_gradient's.
+
+    Bit for bit, work-groups of 256, 64, 6 and 1 items, sides of 1 and 2, padded rows.
+    """
+    built = area_program(runtime, group)
+    img = textured(np.random.default_rng(h * 3 + w), h, w)
+    step = w + 3
+    rows = np.full((h, step), 255, np.uint8)
+    rows[:, :w] = img
+    mh, mw = (h + 1) // 2, (w + 1) // 2
+    dh, dw = (mh + 1) // 2, (mw + 1) // 2
+    shapes = ((mh, mw), (mh, mw, 2), (dh, dw))
+    got = [empty(runtime, shape) for shape in shapes]
+    src = upload(runtime, rows, None)
+    built.kernel('pyr_down2_mono8_gradient')(
+        (dw, dh), (src, i32(step), i32(w), i32(h), got[0], got[1], got[2], i32(dw), i32(dh)),
+        'pyramid', local=group)
+    want = [empty(runtime, shape) for shape in shapes]
+    built.kernel('pyr_down_mono8')(
+        (mw, mh), (src, i32(step), i32(w), i32(h), want[0], i32(mw), i32(mh)), 'pyramid')
+    built.kernel('pyr_down_gradient')(
+        (dw, dh), (want[0], i32(mw), i32(mh), want[2], i32(dw), i32(dh), want[1]), 'pyramid')
+    for a, b, shape in zip(got, want, shapes):
+        np.testing.assert_array_equal(download(runtime, a, shape).view(np.uint32),
+                                      download(runtime, b, shape).view(np.uint32))
+
+
 def test_level_shapes_halve_like_pyrdown_and_stop_at_8_pixels():
     assert level_shapes(480, 640) == [(480, 640), (240, 320), (120, 160), (60, 80), (30, 40),
                                       (15, 20), (8, 10)]

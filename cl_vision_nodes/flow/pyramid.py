@@ -113,6 +113,7 @@ class DevicePyramid:
         self._pyr_down_mono8 = built.kernel('pyr_down_mono8')
         self._pyr_down_mono8_rows = built.kernel('pyr_down_mono8_rows')
         self._pyr_down2_mono8 = built.kernel('pyr_down2_mono8')
+        self._pyr_down2_mono8_gradient = built.kernel('pyr_down2_mono8_gradient')
         self._area_group = area_group(runtime)
         self._gradient = built.kernel('gradient')
         self._gradient_rows = built.kernel('gradient_rows')
@@ -147,10 +148,9 @@ class DevicePyramid:
             kept = self.buffers.get(self._role('i', 0), gray.nbytes)
             self.images.copy(gray, kept, 'pyramid')
             self.levels = [kept]
-        elif (first >= 2 and depth > 2 and self.formulation == 'gpu' and len(possible) > 2
-              and isinstance(gray.source, Mono8Frame)):
-            self.levels = [None, None]
-            self._down_twice(gray.source)
+        elif (depth > 2 and self.formulation == 'gpu' and len(possible) > 2
+              and isinstance(gray.source, Mono8Frame) and (first >= 2 or 1 in gradients)):
+            self._down_twice(gray.source, keep=first < 2)
         else:
             self.levels = [None]
             self._down(gray.source, 1)  # level 0 not kept: no gradient to make
@@ -232,15 +232,27 @@ class DevicePyramid:
         self.shapes.extend(shapes[1:])
         self._gradients.update(zip(range(level - 1, level + 2), grads))
 
-    def _down_twice(self, frame: Mono8Frame) -> None:
-        """Make level 2 from a mono8 frame's bytes, level 1 not kept (pyr_down2_mono8)."""
-        (h, w) = self._possible[2]
+    def _down_twice(self, frame: Mono8Frame, keep: bool) -> None:
+        """
+        Make level 2 from a mono8 frame's bytes in one launch (pyr_down2_mono8).
+
+        With ``keep`` also level 1 and its gradient (pyr_down2_mono8_gradient); else level 1 is
+        not kept.
+        """
+        (h1, w1), (h, w) = self._possible[1:3]
         dst = self.buffers.get(self._role('i', 2), h * w * 4)
-        self._launches(self._pyr_down2_mono8, (w, h),
-                       (frame.buffer, np.int32(frame.step), np.int32(frame.width),
-                        np.int32(frame.height), dst, np.int32(w), np.int32(h)), 'pyramid',
+        source = (frame.buffer, np.int32(frame.step), np.int32(frame.width),
+                  np.int32(frame.height))
+        mid: cl.Buffer | None = None
+        if keep:
+            mid = self.buffers.get(self._role('i', 1), h1 * w1 * 4)
+            self._gradients[1] = self.buffers.get(self._role('g', 1), h1 * w1 * 8)
+            kernel, args = self._pyr_down2_mono8_gradient, (*source, mid, self._gradients[1])
+        else:
+            kernel, args = self._pyr_down2_mono8, source
+        self._launches(kernel, (w, h), (*args, dst, np.int32(w), np.int32(h)), 'pyramid',
                        self._area_group)
-        self.levels.append(dst)
+        self.levels = [None, mid, dst]
         self.shapes.extend(self._possible[1:3])
 
     def gradient(self, level: int) -> cl.Buffer:

@@ -134,61 +134,6 @@ __kernel void pyr_down_mono8(__global const uchar* src, const int step, const in
     dst[(size_t)p.y * dw + p.x] = pyr_down_at_mono8(src, step, sw, sh, p.x, p.y);
 }
 
-// Level 2 from a mono8 frame's bytes in one launch (GPUs, for a method that reads no level 1):
-// a work-group makes the level-1 pixels its level-2 pixels read (an area of 2 PYR_GW + 3 by
-// 2 PYR_GH + 3, mirrored at level 1's border as pyr_down reads them) into local memory with
-// pyr_down_mono8's sum, then pyr_down's sum of them in its order: the two launches' level 2 bit
-// for bit, level 1 never written. Work-items past the level fill the area and store nothing.
-#define PYR_AREA_W (2 * PYR_GW + 3)
-#define PYR_AREA_H (2 * PYR_GH + 3)
-__kernel __attribute__((reqd_work_group_size(PYR_GW, PYR_GH, 1)))
-void pyr_down2_mono8(__global const uchar* src, const int step, const int sw, const int sh,
-                     __global float* dst, const int dw, const int dh)
-{
-    __local float area[PYR_AREA_H][PYR_AREA_W];
-    const int mw = (sw + 1) / 2, mh = (sh + 1) / 2;  // level 1
-    const int lx = get_local_id(0), ly = get_local_id(1);
-    const int ax = 2 * PYR_GW * (int)get_group_id(0) - 2;
-    const int ay = 2 * PYR_GH * (int)get_group_id(1) - 2;
-    for (int i = ly * PYR_GW + lx; i < PYR_AREA_W * PYR_AREA_H; i += PYR_GW * PYR_GH) {
-        const int tx = i % PYR_AREA_W, ty = i / PYR_AREA_W;
-        area[ty][tx] = pyr_down_at_mono8(src, step, sw, sh, mirror(ax + tx, mw),
-                                         mirror(ay + ty, mh));
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const int x = (int)get_global_id(0), y = (int)get_global_id(1);
-    if (x < dw && y < dh) {
-        __local const float* r = &area[2 * ly][2 * lx];
-        const float acc = PYR_ROW(r) + 4.0f * PYR_ROW(r + PYR_AREA_W)
-                          + 6.0f * PYR_ROW(r + 2 * PYR_AREA_W) + 4.0f * PYR_ROW(r + 3 * PYR_AREA_W)
-                          + PYR_ROW(r + 4 * PYR_AREA_W);
-        dst[(size_t)y * dw + x] = acc * (1.0f / 256.0f);
-    }
-}
-
-// pyr_down, and gradient5 of the source at the 2 x 2 pixels the coarse pixel sits on (GPUs: a
-// level and the finer level's gradient in one launch; dst's ceil-halves cover the source).
-inline void pyr_down_and_source_gradient(__global const float* src, int sw, int sh,
-                                         __global float* dst, int dw, __global float2* grad,
-                                         int2 p)
-{
-    dst[(size_t)p.y * dw + p.x] = pyr_down_at(src, sw, sw, sh, p.x, p.y);
-    for (int j = 0; j < 2; ++j) {
-        for (int i = 0; i < 2; ++i) {
-            const int x = 2 * p.x + i, y = 2 * p.y + j;
-            if (x < sw && y < sh)
-                grad[(size_t)y * sw + x] = gradient5(src, sw, sh, x, y);
-        }
-    }
-}
-
-__kernel void pyr_down_gradient(__global const float* src, const int sw, const int sh,
-                                __global float* dst, const int dw, const int dh,
-                                __global float2* grad)
-{
-    pyr_down_and_source_gradient(src, sw, sh, dst, dw, grad, item_pixel(dw, dh));
-}
-
 // Tap i of a line of n coarse pixels held mirrored in local memory from pixel a on (pixel j
 // at line[(j - a) * stride]), odd-extended as odd_extended extends a stored line.
 inline float pyr_area_odd(__local const float* line, int a, int i, int n, int stride)
@@ -214,6 +159,93 @@ inline float2 pyr_area_gradient(__local const float* row, __local const float* c
                       + 8.0f * pyr_area_odd(col, ay, y + 1, h, pitch)
                       - pyr_area_odd(col, ay, y + 2, h, pitch)) * (1.0f / 12.0f);
     return (float2)(gx, gy);
+}
+
+// Level 2 from a mono8 frame's bytes in one launch (GPUs): a work-group makes the level-1
+// pixels its level-2 pixels read (an area of 2 PYR_GW + 4 by 2 PYR_GH + 4 from 2 PYR_GW * group
+// - 2 on, mirrored at level 1's border as pyr_down reads them) into local memory with
+// pyr_down_mono8's sum, then pyr_down's sum of them in its order: the two launches' level 2 bit
+// for bit. For a method that reads no level 1 (pyr_down2_mono8) level 1 is never written; for
+// one that reads it and its gradient (pyr_down2_mono8_gradient) each work-item writes the 2 x 2
+// level-1 pixels its level-2 pixel sits on and their gradients, from the area (which reaches 2
+// pixels past them): pyr_down_mono8 and pyr_down_gradient's values bit for bit, a launch fewer.
+// Work-items past the level fill the area and store nothing.
+#define PYR_AREA_W (2 * PYR_GW + 4)
+#define PYR_AREA_H (2 * PYR_GH + 4)
+inline void pyr_down2_mono8_area(__local float* area, __global const uchar* src, int step,
+                                 int sw, int sh, __global float* dst, int dw, int dh,
+                                 __global float* mid, __global float2* mid_grad)
+{
+    const int mw = (sw + 1) / 2, mh = (sh + 1) / 2;  // level 1
+    const int lx = get_local_id(0), ly = get_local_id(1);
+    const int ax = 2 * PYR_GW * (int)get_group_id(0) - 2;
+    const int ay = 2 * PYR_GH * (int)get_group_id(1) - 2;
+    for (int i = ly * PYR_GW + lx; i < PYR_AREA_W * PYR_AREA_H; i += PYR_GW * PYR_GH) {
+        const int tx = i % PYR_AREA_W, ty = i / PYR_AREA_W;
+        area[i] = pyr_down_at_mono8(src, step, sw, sh, mirror(ax + tx, mw), mirror(ay + ty, mh));
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int x = (int)get_global_id(0), y = (int)get_global_id(1);
+    if (x >= dw || y >= dh)
+        return;
+    __local const float* r = area + 2 * ly * PYR_AREA_W + 2 * lx;
+    const float acc = PYR_ROW(r) + 4.0f * PYR_ROW(r + PYR_AREA_W)
+                      + 6.0f * PYR_ROW(r + 2 * PYR_AREA_W) + 4.0f * PYR_ROW(r + 3 * PYR_AREA_W)
+                      + PYR_ROW(r + 4 * PYR_AREA_W);
+    dst[(size_t)y * dw + x] = acc * (1.0f / 256.0f);
+    if (mid == 0)
+        return;
+    for (int j = 0; j < 2; ++j) {
+        for (int i = 0; i < 2; ++i) {
+            const int mx = 2 * x + i, my = 2 * y + j;
+            if (mx < mw && my < mh) {
+                __local const float* row = area + (my - ay) * PYR_AREA_W;
+                mid[(size_t)my * mw + mx] = row[mx - ax];
+                mid_grad[(size_t)my * mw + mx] = pyr_area_gradient(
+                    row, area + (mx - ax), ax, ay, mx, my, mw, mh, PYR_AREA_W);
+            }
+        }
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(PYR_GW, PYR_GH, 1)))
+void pyr_down2_mono8(__global const uchar* src, const int step, const int sw, const int sh,
+                     __global float* dst, const int dw, const int dh)
+{
+    __local float area[PYR_AREA_H * PYR_AREA_W];
+    pyr_down2_mono8_area(area, src, step, sw, sh, dst, dw, dh, 0, 0);
+}
+
+__kernel __attribute__((reqd_work_group_size(PYR_GW, PYR_GH, 1)))
+void pyr_down2_mono8_gradient(__global const uchar* src, const int step, const int sw,
+                              const int sh, __global float* mid, __global float2* mid_grad,
+                              __global float* dst, const int dw, const int dh)
+{
+    __local float area[PYR_AREA_H * PYR_AREA_W];
+    pyr_down2_mono8_area(area, src, step, sw, sh, dst, dw, dh, mid, mid_grad);
+}
+
+// pyr_down, and gradient5 of the source at the 2 x 2 pixels the coarse pixel sits on (GPUs: a
+// level and the finer level's gradient in one launch; dst's ceil-halves cover the source).
+inline void pyr_down_and_source_gradient(__global const float* src, int sw, int sh,
+                                         __global float* dst, int dw, __global float2* grad,
+                                         int2 p)
+{
+    dst[(size_t)p.y * dw + p.x] = pyr_down_at(src, sw, sw, sh, p.x, p.y);
+    for (int j = 0; j < 2; ++j) {
+        for (int i = 0; i < 2; ++i) {
+            const int x = 2 * p.x + i, y = 2 * p.y + j;
+            if (x < sw && y < sh)
+                grad[(size_t)y * sw + x] = gradient5(src, sw, sh, x, y);
+        }
+    }
+}
+
+__kernel void pyr_down_gradient(__global const float* src, const int sw, const int sh,
+                                __global float* dst, const int dw, const int dh,
+                                __global float2* grad)
+{
+    pyr_down_and_source_gradient(src, sw, sh, dst, dw, grad, item_pixel(dw, dh));
 }
 
 // pyr_down_gradient, and gradient5 of the level it makes (GPUs, for the coarsest level a method
