@@ -22,8 +22,9 @@ a size, reused afterwards. In the CPU formulation levels at least ROWS_MIN_WIDTH
 by pyr_down_rows (8 pixels of each of ROW_RUN rows a work-item, PoCL's vectors; the same values
 bit for bit), narrower ones by pyr_down, whose fewer work-groups cost less there; each has a
 _mono8 form that makes level 1 from a mono8 frame's bytes (the decode fused in); on GPUs
-pyr_down2_mono8 makes level 2 from them for a method that reads no level 1, and
-pyr_down2_gradients the last two levels with their gradients and the level above's. Gradients of
+pyr_down2_mono8 makes level 2 from them (pyr_down2_mono8_gradient with level 1 and its
+gradient), and pyr_down2_gradients the last two levels with their gradients and the level
+above's. Gradients of
 any level are made by gradient_rows (320 x 240: 0.26 -> 0.03 ms on 2 cores, as gradient's
 interleaved stores are scattered no longer), or by pyr_down_gradient_rows with the level below
 (a launch fewer).
@@ -56,8 +57,8 @@ Shape = tuple[int, int]
 
 AREA_GROUP = (16, 16)
 """Work-group of the GPU kernels that make an area of a level in local memory first
-(pyr_down2_mono8, pyr_down_gradients, pyr_down2_gradients: PYR_GW x PYR_GH), halved as the
-device needs."""
+(pyr_down2_mono8 and its _gradient form, pyr_down_gradients, pyr_down2_gradients: PYR_GW x
+PYR_GH), halved as the device needs."""
 
 
 def area_group(runtime: ClRuntime) -> tuple[int, int]:
@@ -129,14 +130,16 @@ class DevicePyramid:
         Fewer where the frame has fewer (``level_shapes``): the levels a method reads, no more.
         Level 0 is a copy of the frame; a method that does not read it (dis from level 1 on)
         has level 1 made from the frame itself, a full-resolution copy fewer, and from a mono8
-        frame's bytes where it has them (the decode fused in); on GPUs a method that reads
-        neither (dis ultrafast and fast) has level 2 made from the bytes in one launch
-        (pyr_down2_mono8). Levels not kept are None. The launch making a level also makes the
-        gradient of the level above where it is in ``gradients`` (the levels whose gradients
-        the method will read): a launch fewer each (pyr_down_gradient; pyr_down_gradient_rows
-        in the CPU formulation), and on GPUs the coarsest level's own (pyr_down_gradients),
-        the last two levels and the three gradients in one launch where all three are read
-        (pyr_down2_gradients). Other gradients are made at their first use (``gradient``).
+        frame's bytes where it has them (the decode fused in); on GPUs level 2 is made from
+        the bytes in one launch, for a method that reads neither (dis ultrafast and fast,
+        pyr_down2_mono8) or with level 1 and its gradient (dis medium,
+        pyr_down2_mono8_gradient). Levels not kept are None. The launch making a level also
+        makes the gradient of the level above where it is in ``gradients`` (the levels whose
+        gradients the method will read): a launch fewer each (pyr_down_gradient;
+        pyr_down_gradient_rows in the CPU formulation), and on GPUs the coarsest level's own
+        (pyr_down_gradients), the last two levels and the three gradients in one launch where
+        all three are read (pyr_down2_gradients). Other gradients are made at their first
+        use (``gradient``).
         """
         possible = level_shapes(gray.height, gray.width)
         if possible != self._possible:  # new buffers ahead
