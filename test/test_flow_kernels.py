@@ -278,7 +278,7 @@ def test_pyr_down2_gradients_is_the_two_launches_it_replaces(runtime, h, w, grou
     shapes = ((mh, mw), (dh, dw), (h, w, 2), (mh, mw, 2), (dh, dw, 2))
     got = [empty(runtime, shape) for shape in shapes]
     built.kernel('pyr_down2_gradients')(
-        (dw, dh), (upload(runtime, img), i32(w), i32(h), got[0], i32(mw), i32(mh), got[1],
+        (mw, mh), (upload(runtime, img), i32(w), i32(h), got[0], i32(mw), i32(mh), got[1],
                    i32(dw), i32(dh), *got[2:]), 'pyramid', local=group)
     want = [empty(runtime, shape) for shape in shapes]
     built.kernel('pyr_down_gradient')(

@@ -227,7 +227,7 @@ class DevicePyramid:
         grads = [self.buffers.get(self._role('g', k), h * w * 8)
                  for k, (h, w) in zip(range(level - 1, level + 2), shapes)]
         sizes = [(np.int32(w), np.int32(h)) for h, w in shapes]
-        (h, w) = shapes[2]
+        (h, w) = shapes[1]  # a work-item a pixel of the middle level
         self._launches(self._pyr_down2_gradients, (w, h),
                        (self.levels[-1], *sizes[0], levels[0], *sizes[1], levels[1], *sizes[2],
                         *grads), 'pyramid', self._area_group)
