@@ -352,7 +352,7 @@ def test_level_0_is_copied_only_for_a_method_that_reads_it(method, params, copie
 @pytest.mark.parametrize('preset, fused', [('ultrafast', 2), ('medium', 3)])
 def test_a_gpu_dis_frame_fuses_its_launches(preset, fused):
     """
-    Levels 2-4 (1-4) read: each gradient with the next level, the last two levels with three.
+    Levels 2-4 (1-4) read: each gradient comes with the next level, the coarsest's with itself.
 
     A level's two search passes are one launch where the device allows its work-group; so are
     a refined level's densification, terms and fixed-point iterations. Unrefined levels are then
@@ -363,9 +363,9 @@ def test_a_gpu_dis_frame_fuses_its_launches(preset, fused):
     # level 2 from the frame's bytes, with level 1 and its gradient where read (medium)
     assert launches.get('pyr_down2_mono8_gradient', 0) == fused - 2
     assert launches.get('pyr_down2_mono8', 0) == 3 - fused
-    assert launches['pyr_down2_gradients'] == 1  # levels 3 and 4, gradients of 2, 3 and 4
-    assert {'pyr_down', 'pyr_down_mono8', 'pyr_down_gradient', 'pyr_down_gradients',
-            'gradient'}.isdisjoint(launches)
+    assert launches['pyr_down_gradient'] == 1  # level 3, level 2's gradient
+    assert launches['pyr_down_gradients'] == 1  # and the coarsest level's own gradient
+    assert {'pyr_down', 'pyr_down_mono8', 'gradient'}.isdisjoint(launches)
     if DIS_PRESETS[preset]['dis_refine_iterations']:
         assert times['dis_vr_solve_level'].launches == fused + 1  # one a level
         assert 'dis_densify' not in times and 'dis_vr_terms' not in times

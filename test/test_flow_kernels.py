@@ -261,37 +261,6 @@ def test_pyr_down_gradients_also_make_the_coarse_levels_gradient(runtime, h, w, 
                                   gradient(runtime, 'gradient', coarse).view(np.uint32))
 
 
-@pytest.mark.parametrize('group', [(16, 16), (8, 8), (3, 2), (1, 1)])
-@pytest.mark.parametrize('h, w', SIZES + [(9, 10), (1, 5), (18, 48), (37, 17), (66, 9),
-                                          (120, 160), (61, 83)])
-def test_pyr_down2_gradients_is_the_two_launches_it_replaces(runtime, h, w, group):
-    """
-    The last two levels and three gradients in one launch on GPUs: the same values bit for bit.
-
-    pyr_down_gradient (the middle level, the fine level's gradient) then pyr_down_gradients (the
-    coarse level, both gradients); work-groups of 256, 64, 6 and 1 items, sides of 1 and 2.
-    """
-    built = area_program(runtime, group)
-    img = smooth_image(np.random.default_rng(h * 5 + w), h, w)
-    mh, mw = (h + 1) // 2, (w + 1) // 2
-    dh, dw = (mh + 1) // 2, (mw + 1) // 2
-    shapes = ((mh, mw), (dh, dw), (h, w, 2), (mh, mw, 2), (dh, dw, 2))
-    got = [empty(runtime, shape) for shape in shapes]
-    built.kernel('pyr_down2_gradients')(
-        (mw, mh), (upload(runtime, img), i32(w), i32(h), got[0], i32(mw), i32(mh), got[1],
-                   i32(dw), i32(dh), *got[2:]), 'pyramid', local=group)
-    want = [empty(runtime, shape) for shape in shapes]
-    built.kernel('pyr_down_gradient')(
-        (mw, mh), (upload(runtime, img), i32(w), i32(h), want[0], i32(mw), i32(mh), want[2]),
-        'pyramid')
-    built.kernel('pyr_down_gradients')(
-        (dw, dh), (want[0], i32(mw), i32(mh), want[1], i32(dw), i32(dh), want[3], want[4]),
-        'pyramid', local=group)
-    for a, b, shape in zip(got, want, shapes):
-        np.testing.assert_array_equal(download(runtime, a, shape).view(np.uint32),
-                                      download(runtime, b, shape).view(np.uint32))
-
-
 def test_gradient_is_exact_on_a_ramp_up_to_the_border(runtime):
     """Odd extension: a linear image has its true derivative at every pixel, borders included."""
     h, w = 11, 17

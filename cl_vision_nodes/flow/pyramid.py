@@ -23,11 +23,9 @@ by pyr_down_rows (8 pixels of each of ROW_RUN rows a work-item, PoCL's vectors; 
 bit for bit), narrower ones by pyr_down, whose fewer work-groups cost less there; each has a
 _mono8 form that makes level 1 from a mono8 frame's bytes (the decode fused in); on GPUs
 pyr_down2_mono8 makes level 2 from them (pyr_down2_mono8_gradient with level 1 and its
-gradient), and pyr_down2_gradients the last two levels with their gradients and the level
-above's. Gradients of
-any level are made by gradient_rows (320 x 240: 0.26 -> 0.03 ms on 2 cores, as gradient's
-interleaved stores are scattered no longer), or by pyr_down_gradient_rows with the level below
-(a launch fewer).
+gradient). Gradients of any level are made by gradient_rows (320 x 240: 0.26 -> 0.03 ms on 2
+cores, as gradient's interleaved stores are scattered no longer), or by pyr_down_gradient_rows
+with the level below (a launch fewer).
 """
 from __future__ import annotations
 
@@ -57,8 +55,8 @@ Shape = tuple[int, int]
 
 AREA_GROUP = (16, 16)
 """Work-group of the GPU kernels that make an area of a level in local memory first
-(pyr_down2_mono8 and its _gradient form, pyr_down_gradients, pyr_down2_gradients: PYR_GW x
-PYR_GH), halved as the device needs."""
+(pyr_down2_mono8 and its _gradient form, pyr_down_gradients: PYR_GW x PYR_GH), halved as the
+device needs."""
 
 
 def area_group(runtime: ClRuntime) -> tuple[int, int]:
@@ -110,7 +108,6 @@ class DevicePyramid:
         self._pyr_down_gradient = built.kernel('pyr_down_gradient')
         self._pyr_down_gradient_rows = built.kernel('pyr_down_gradient_rows')
         self._pyr_down_gradients = built.kernel('pyr_down_gradients')
-        self._pyr_down2_gradients = built.kernel('pyr_down2_gradients')
         self._pyr_down_mono8 = built.kernel('pyr_down_mono8')
         self._pyr_down_mono8_rows = built.kernel('pyr_down_mono8_rows')
         self._pyr_down2_mono8 = built.kernel('pyr_down2_mono8')
@@ -137,9 +134,7 @@ class DevicePyramid:
         makes the gradient of the level above where it is in ``gradients`` (the levels whose
         gradients the method will read): a launch fewer each (pyr_down_gradient;
         pyr_down_gradient_rows in the CPU formulation), and on GPUs the coarsest level's own
-        (pyr_down_gradients), the last two levels and the three gradients in one launch where
-        all three are read (pyr_down2_gradients). Other gradients are made at their first
-        use (``gradient``).
+        (pyr_down_gradients). Other gradients are made at their first use (``gradient``).
         """
         possible = level_shapes(gray.height, gray.width)
         if possible != self._possible:  # new buffers ahead
@@ -174,9 +169,6 @@ class DevicePyramid:
         self._fused = gradients
         last = min(depth, len(self._possible)) - 1
         for level in range(len(self.levels), last + 1):
-            if level == last - 1 and self._both_last(level):
-                self._down_last_two(level)
-                break
             self._down(self.levels[-1], level, level == last)
         self._fused = range(0)
 
@@ -213,27 +205,6 @@ class DevicePyramid:
         self._launches(kernel, row_items(w, h) if rows else (w, h), args, 'pyramid', local)
         self.levels.append(dst)
         self.shapes.append((h, w))
-
-    def _both_last(self, level: int) -> bool:
-        """Whether ``level`` and the coarsest take one launch: GPUs, three gradients read."""
-        return (self.formulation == 'gpu' and self.has(level - 1)
-                and all(k in self._fused for k in (level - 1, level, level + 1)))
-
-    def _down_last_two(self, level: int) -> None:
-        """Make ``level`` and the coarsest from the level above, and the three's gradients."""
-        shapes = self._possible[level - 1:level + 2]
-        levels = [self.buffers.get(self._role('i', k), h * w * 4)
-                  for k, (h, w) in zip((level, level + 1), shapes[1:])]
-        grads = [self.buffers.get(self._role('g', k), h * w * 8)
-                 for k, (h, w) in zip(range(level - 1, level + 2), shapes)]
-        sizes = [(np.int32(w), np.int32(h)) for h, w in shapes]
-        (h, w) = shapes[1]  # a work-item a pixel of the middle level
-        self._launches(self._pyr_down2_gradients, (w, h),
-                       (self.levels[-1], *sizes[0], levels[0], *sizes[1], levels[1], *sizes[2],
-                        *grads), 'pyramid', self._area_group)
-        self.levels.extend(levels)
-        self.shapes.extend(shapes[1:])
-        self._gradients.update(zip(range(level - 1, level + 2), grads))
 
     def _down_twice(self, frame: Mono8Frame, keep: bool) -> None:
         """

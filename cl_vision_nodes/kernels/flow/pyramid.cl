@@ -14,8 +14,8 @@
 
 // Gaussian pyramid and gradients of one frame (flow/pyramid.py); after common.cl.
 // Build defines: PYR_RUN = coarse rows a work-item of the _rows kernels makes (ROW_RUN);
-// PYR_GW x PYR_GH = the work-group of pyr_down2_mono8, pyr_down_gradients and
-// pyr_down2_gradients (AREA_GROUP as the device allows).
+// PYR_GW x PYR_GH = the work-group of pyr_down2_mono8(_gradient) and pyr_down_gradients
+// (AREA_GROUP as the device allows).
 
 // One pyramid step, identical to cv2.pyrDown: 5x5 binomial blur ([1 4 6 4 1]/16 per axis, the
 // anti-alias Gaussian of sigma ~1 that a factor-0.5 step needs) sampled at even pixels, so
@@ -151,7 +151,8 @@ inline float pyr_area_odd(__local const float* line, int a, int i, int n, int st
 inline float2 pyr_area_gradient(__local const float* row, __local const float* col, int ax,
                                 int ay, int x, int y, int w, int h, int pitch)
 {
-    const float gx = (pyr_area_odd(row, ax, x - 2, w, 1) - 8.0f * pyr_area_odd(row, ax, x - 1, w, 1)
+    const float gx = (pyr_area_odd(row, ax, x - 2, w, 1)
+                      - 8.0f * pyr_area_odd(row, ax, x - 1, w, 1)
                       + 8.0f * pyr_area_odd(row, ax, x + 1, w, 1)
                       - pyr_area_odd(row, ax, x + 2, w, 1)) * (1.0f / 12.0f);
     const float gy = (pyr_area_odd(col, ay, y - 2, h, pitch)
@@ -283,73 +284,6 @@ void pyr_down_gradients(__global const float* src, const int sw, const int sh,
     // the level's row y from pixel ax on, its column x from pixel ay on
     dst_grad[(size_t)y * dw + x] = pyr_area_gradient(area[ly + 2], &area[0][lx + 2], ax, ay, x,
                                                      y, dw, dh, PYR_RING_W);
-}
-
-// Two levels and three gradients in one launch (GPUs): a work-group takes PYR_GW x PYR_GH
-// pixels of the middle level from (gx, gy) on and the coarse pixels that sit on their even
-// ones (from (ax + 2, ay + 2), half as many). It makes the middle pixels those read, with their
-// 2-pixel ring (from 2 ax - 2 on, each value at its mirrored pixel, as pyr_down makes it), in
-// local memory, then the coarse pixels and their ring from there; it writes its middle pixels
-// and their gradients, the fine level's gradients at the 2 x 2 pixels each sits on (from
-// global memory), and its coarse pixels and their gradients. pyr_down_gradient and
-// pyr_down_gradients' values bit for bit. Ring pixels no gradient reads are left 0.
-#define PYR_TILE_W (PYR_GW + 12)
-#define PYR_TILE_H (PYR_GH + 12)
-#define PYR_HALF_W ((PYR_GW + 1) / 2 + 4)
-#define PYR_HALF_H ((PYR_GH + 1) / 2 + 4)
-__kernel __attribute__((reqd_work_group_size(PYR_GW, PYR_GH, 1)))
-void pyr_down2_gradients(__global const float* src, const int sw, const int sh,
-                         __global float* mid, const int mw, const int mh,
-                         __global float* dst, const int dw, const int dh,
-                         __global float2* grad, __global float2* mid_grad,
-                         __global float2* dst_grad)
-{
-    __local float tile[PYR_TILE_H][PYR_TILE_W];
-    __local float area[PYR_HALF_H][PYR_HALF_W];
-    const int lx = get_local_id(0), ly = get_local_id(1), id = ly * PYR_GW + lx;
-    const int gx = PYR_GW * (int)get_group_id(0), gy = PYR_GH * (int)get_group_id(1);
-    const int ax = (gx + 1) / 2 - 2, ay = (gy + 1) / 2 - 2;
-    const int tx0 = 2 * ax - 2, ty0 = 2 * ay - 2;
-    // coarse pixels of the group, per axis (none where it starts at the middle level's last)
-    const int nx = min(dw, (gx + PYR_GW + 1) / 2) - (ax + 2);
-    const int ny = min(dh, (gy + PYR_GH + 1) / 2) - (ay + 2);
-    for (int i = id; i < PYR_TILE_W * PYR_TILE_H; i += PYR_GW * PYR_GH) {
-        const int tx = i % PYR_TILE_W, ty = i / PYR_TILE_W;
-        tile[ty][tx] = pyr_down_at(src, sw, sw, sh, mirror(tx0 + tx, mw), mirror(ty0 + ty, mh));
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int i = id; i < PYR_HALF_W * PYR_HALF_H; i += PYR_GW * PYR_GH) {
-        const int rx = i % PYR_HALF_W, ry = i / PYR_HALF_W;
-        float value = 0.0f;
-        if (rx < nx + 4 && ry < ny + 4) {
-            const int x = mirror(ax + rx, dw), y = mirror(ay + ry, dh);
-            __local const float* r = &tile[2 * y - 2 - ty0][2 * x - 2 - tx0];
-            value = (PYR_ROW(r) + 4.0f * PYR_ROW(r + PYR_TILE_W)
-                     + 6.0f * PYR_ROW(r + 2 * PYR_TILE_W) + 4.0f * PYR_ROW(r + 3 * PYR_TILE_W)
-                     + PYR_ROW(r + 4 * PYR_TILE_W)) * (1.0f / 256.0f);
-        }
-        area[ry][rx] = value;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const int x = gx + lx, y = gy + ly;
-    if (x < mw && y < mh) {
-        mid[(size_t)y * mw + x] = tile[y - ty0][x - tx0];
-        mid_grad[(size_t)y * mw + x] = pyr_area_gradient(tile[y - ty0], &tile[0][x - tx0], tx0,
-                                                         ty0, x, y, mw, mh, PYR_TILE_W);
-        for (int j = 0; j < 2; ++j) {
-            for (int i = 0; i < 2; ++i) {
-                const int fx = 2 * x + i, fy = 2 * y + j;
-                if (fx < sw && fy < sh)
-                    grad[(size_t)fy * sw + fx] = gradient5(src, sw, sh, fx, fy);
-            }
-        }
-    }
-    if (lx < nx && ly < ny) {
-        const int cx = ax + 2 + lx, cy = ay + 2 + ly;
-        dst[(size_t)cy * dw + cx] = area[ly + 2][lx + 2];
-        dst_grad[(size_t)cy * dw + cx] = pyr_area_gradient(area[ly + 2], &area[0][lx + 2], ax,
-                                                           ay, cx, cy, dw, dh, PYR_HALF_W);
-    }
 }
 
 // pyr_down on CPUs (pyr_down_rows8) and its mono8 form.
