@@ -181,9 +181,13 @@ inline void pyr_down2_mono8_area(__local float* area, __global const uchar* src,
     const int lx = get_local_id(0), ly = get_local_id(1);
     const int ax = 2 * PYR_GW * (int)get_group_id(0) - 2;
     const int ay = 2 * PYR_GH * (int)get_group_id(1) - 2;
-    for (int i = ly * PYR_GW + lx; i < PYR_AREA_W * PYR_AREA_H; i += PYR_GW * PYR_GH) {
-        const int tx = i % PYR_AREA_W, ty = i / PYR_AREA_W;
-        area[i] = pyr_down_at_mono8(src, step, sw, sh, mirror(ax + tx, mw), mirror(ay + ty, mh));
+    // Level 2 alone reads 2 PYR_GW + 3 by 2 PYR_GH + 3 of it; the gradients one more each way.
+    const int fw = mid == 0 ? PYR_AREA_W - 1 : PYR_AREA_W;
+    const int fh = mid == 0 ? PYR_AREA_H - 1 : PYR_AREA_H;
+    for (int i = ly * PYR_GW + lx; i < fw * fh; i += PYR_GW * PYR_GH) {
+        const int tx = i % fw, ty = i / fw;
+        area[ty * PYR_AREA_W + tx] = pyr_down_at_mono8(src, step, sw, sh, mirror(ax + tx, mw),
+                                                       mirror(ay + ty, mh));
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     const int x = (int)get_global_id(0), y = (int)get_global_id(1);
