@@ -17,7 +17,9 @@ Ms per frame of lk/hs/bm/dis with OpenCV DIS and Farneback in one run (`cl-visio
 
 Our figure is the streaming cost a node pays per frame: upload of the new frame, its pyramid,
 the flow to the previous frame (whose pyramid stays on the device) and the download of the
-HxWx2 result into pinned memory (flow_node then copies it into its message). OpenCV runs on
+HxWx2 result into pinned memory (flow_node then copies it into its message), timed from the
+frame's bytes to its flow. As in the node, the next frame's launches are enqueued between
+frames (``FlowFrames.arm``), untimed: their host time is the row's ``ahead`` figure. OpenCV runs on
 the CPU, and through its own OpenCL path (T-API, UMat, download included) when the chosen
 device is a GPU. Our dis and OpenCV's DIS run with each of OpenCV's presets (ultrafast, fast,
 medium; ours with the values of flow/presets.py). Each case: mean, best, p50 and p95 ms (how
@@ -42,6 +44,7 @@ from cl_vision_nodes.opencl.profiling import KernelTime
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import Value
 import cv2
+import numpy as np
 
 
 SIZES = ((640, 480), (1280, 720))
@@ -138,9 +141,11 @@ def run(device: str, repeats: int, sizes=SIZES) -> list[FlowRow]:
         raws = [gray_to_raw(f) for f in frames]
         for method, preset, params in our_cases():
             step = streaming(method, raws, params)(runtime)
-            rows.append(FlowRow(method, preset, width, height, *time_ms(step, repeats),
-                                runtime.entry.name,
-                                stages=device_stages(device, streaming(method, raws, params))))
+            timing = time_ms(step, repeats, between=step.between)
+            ahead = f'ahead {1e3 * float(np.mean(step.between_s)):.3f} ms, '
+            rows.append(FlowRow(method, preset, width, height, *timing, runtime.entry.name,
+                                stages=ahead + device_stages(device, streaming(method, raws,
+                                                                               params))))
         cv2.ocl.setUseOpenCL(False)
         for case in opencv_cases():
             rows.append(FlowRow(case.method, case.preset, width, height,

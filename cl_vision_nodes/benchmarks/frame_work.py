@@ -21,6 +21,7 @@ Each function returns ``prepare(runtime) -> call``: what ``timing.device_stages`
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Callable, Mapping
 
 from cl_vision_nodes.capabilities.disparity import DisparityFrames
@@ -37,26 +38,38 @@ from cl_vision_nodes.params import Value
 from cl_vision_nodes.surf.schema import SURF_SCHEMA
 
 
-def streaming(method: str, raws: list, params: Mapping[str, Value] | None = None):
+class FlowStream:
     """
-    For a runtime: flow_node's frame work, fed the two frames in turn, one frame a call.
+    flow_node's frame work, fed the frames in turn: a frame a call, from its bytes to its flow.
 
-    Decode on the device, then ``capabilities.flow``'s frame (pyramid, flow, download).
+    Upload and decode on the device, then ``capabilities.flow``'s frame (pyramid, flow,
+    download). ``between`` is what the node does after publishing (``FlowFrames.arm``: the next
+    frame's launches enqueued ahead); the benches call it between the timed calls.
     """
-    def prepare(runtime: ClRuntime) -> Callable[[], object]:
+
+    def __init__(self, runtime: ClRuntime, method: str, raws: list,
+                 params: Mapping[str, Value] | None = None):
         values = FLOW_SCHEMA.validate(FLOW_SCHEMA.defaults(), {**(params or {}), 'method': method})
-        flow = FlowFrames(runtime, values, StageTimes())
-        images = DeviceImages(runtime)
-        frames = itertools.cycle(raws)
-        stamps = itertools.count(1)
+        self.flow = FlowFrames(runtime, values, StageTimes())
+        self.frames = itertools.cycle(raws)
+        self.stamps = itertools.count(1)
+        self.between_s: list[float] = []
+        self()
 
-        def step() -> object:
-            raw = next(frames)
-            return flow.start(images.decode(raw), next(stamps), (raw.encoding, raw.width,
-                                                                 raw.height))()
-        step()
-        return step
-    return prepare
+    def __call__(self) -> object:
+        return self.flow.start_frame(next(self.frames), next(self.stamps))()
+
+    def between(self) -> None:
+        """Enqueue the next frame ahead (``FlowFrames.arm``), timed into ``between_s``."""
+        start = time.perf_counter()
+        self.flow.arm()
+        self.between_s.append(time.perf_counter() - start)
+
+
+def streaming(method: str, raws: list,
+              params: Mapping[str, Value] | None = None) -> Callable[[ClRuntime], FlowStream]:
+    """For a runtime: flow_node's frame work (``FlowStream``)."""
+    return lambda runtime: FlowStream(runtime, method, raws, params)
 
 
 def matching(preset: str, left, right):

@@ -32,19 +32,23 @@ class Timing(NamedTuple):
     p95_ms: float
 
 
-def time_ms(fn: Callable[[], object], repeats: int, budget_s: float = 10.0) -> Timing:
+def time_ms(fn: Callable[[], object], repeats: int, budget_s: float = 10.0,
+            between: Callable[[], object] = lambda: None) -> Timing:
     """
     Return the Timing of ``fn`` over up to ``repeats`` calls after one warm-up call.
 
     Stops early once ``budget_s`` seconds are spent (slow baselines on slow devices).
+    ``between`` runs untimed after each call (a node's work between frames).
     """
     fn()
+    between()
     times: list[float] = []
     start = time.perf_counter()
     while len(times) < repeats and (not times or time.perf_counter() - start < budget_s):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
+        between()
     ms = 1e3 * np.array(times)
     return Timing(float(ms.mean()), float(ms.min()), float(np.percentile(ms, 50)),
                   float(np.percentile(ms, 95)))

@@ -21,7 +21,9 @@ Bayer, YUV) and decodes them to float gray on the device, so the host never conv
 ``floats``): flow's pyramid reads the bytes themselves. ``convert`` is the whole round trip used
 by ``convert_node`` and the tests. Each ``DeviceImages`` owns its buffers: an estimator that keeps
 two decoded frames asks for two roles, and a role's frame keeps its bytes until the next frame of
-that role.
+that role. A frame can also be decoded ahead of its bytes (``staged``): the upload reads the
+page-locked staging array when the queue reaches it, and ``stage`` fills it (behind a closed
+``QueueGate``, flow enqueues the next frame's work before it arrives).
 """
 from __future__ import annotations
 
@@ -93,8 +95,15 @@ class DeviceGray:
 class DeviceImages:
     """Uploads, decodes and downloads images with buffers reused across frames."""
 
-    def __init__(self, runtime: ClRuntime):
+    def __init__(self, runtime: ClRuntime, staging: bool | None = None):
+        """
+        Build the decode kernels on ``runtime``.
+
+        ``staging``: whether uploads go through the page-locked staging array (by default on
+        GPUs), which then holds the last frame's bytes.
+        """
         self.runtime = runtime
+        self.through_staging = runtime.limits.is_gpu if staging is None else staging
         self.buffers = runtime.buffers()
         self._staged: cl.Event | None = None
         self._launches = BoundLaunches()  # a stream's decodes repeat one launch
@@ -106,29 +115,46 @@ class DeviceImages:
         self._scale = program.kernel('scale_f32')
         self._repack_rows = program.kernel('repack_rows')
 
-    def upload_raw(self, raw: RawImage, role: str = 'raw') -> cl.Buffer:
+    def upload_raw(self, raw: RawImage, role: str = 'raw', staged: bool = False) -> cl.Buffer:
         """
         Copy the message bytes (step*height of them) into the device buffer of ``role``.
 
         On a GPU through a page-locked staging array: the transfer then starts at once, where
-        from the message's own (pageable) memory the driver first copied it aside.
+        from the message's own (pageable) memory the driver first copied it aside. ``staged``:
+        from the staging array as it is when the queue reaches the copy (``stage``).
         """
         validate(raw)
-        host = as_bytes(raw.data)[:raw.step * raw.height]
-        buf = self.buffers.get(role, host.nbytes, cl.mem_flags.READ_ONLY)
-        if self.runtime.limits.is_gpu:
+        nbytes = raw.step * raw.height
+        buf = self.buffers.get(role, nbytes, cl.mem_flags.READ_ONLY)
+        if staged:
+            host = self._staging(nbytes)
+        elif self.through_staging:
             if self._staged is not None:
                 self._staged.wait()  # the previous frame's transfer has read the array
-            staging = self.buffers.pinned('raw_host', (host.nbytes,), np.dtype(np.uint8))
-            np.copyto(staging, host)
-            host = staging
+            host = self.stage(raw)
+        else:
+            host = as_bytes(raw.data)[:nbytes]
         self._staged = self.runtime.upload(buf, host, 'upload')
         return buf
 
-    def upload_gray(self, raw: RawImage, role: str = 'gray') -> cl.Buffer:
+    def stage(self, raw: RawImage) -> np.ndarray:
+        """
+        Copy ``raw``'s bytes into the staging array, without waiting; return the array.
+
+        The caller knows that no transfer reads the array now: the last one has completed, or
+        waits behind a closed gate for these bytes.
+        """
+        staging = self._staging(raw.step * raw.height)
+        np.copyto(staging, as_bytes(raw.data)[:staging.nbytes])
+        return staging
+
+    def _staging(self, nbytes: int) -> np.ndarray:
+        return self.buffers.pinned('raw_host', (nbytes,), np.dtype(np.uint8))
+
+    def upload_gray(self, raw: RawImage, role: str = 'gray', staged: bool = False) -> cl.Buffer:
         """Decode ``raw`` into a float32 HxW device buffer of intensities on the 0..255 scale."""
         info = validate_intensity(raw)
-        src = self.upload_raw(raw)
+        src = self.upload_raw(raw, staged=staged)
         gray = self.buffers.get(role, raw.width * raw.height * 4)
         frame = (src, np.int32(raw.step), np.int32(raw.width), np.int32(raw.height))
         size = (raw.width, raw.height)
@@ -154,15 +180,15 @@ class DeviceImages:
             self.upload_gray(RawImage(encoding, height, width, width * channels, False,
                                       bytes(width * height * channels)), 'warm')
 
-    def decode(self, raw: RawImage, role: str = 'gray') -> DeviceGray:
+    def decode(self, raw: RawImage, role: str = 'gray', staged: bool = False) -> DeviceGray:
         """
-        Upload and decode ``raw`` (``upload_gray``), as a DeviceGray.
+        Upload and decode ``raw`` (``upload_gray``; ``staged`` as ``upload_raw``), as a DeviceGray.
 
         A mono8 frame is uploaded to bytes of its role and left for its consumers to decode.
         """
         if validate_intensity(raw).name != 'mono8':
-            return DeviceGray(self.upload_gray(raw, role), raw.height, raw.width)
-        frame = Mono8Frame(self.upload_raw(raw, f'{role}_mono8'), raw.step, raw.height,
+            return DeviceGray(self.upload_gray(raw, role, staged), raw.height, raw.width)
+        frame = Mono8Frame(self.upload_raw(raw, f'{role}_mono8', staged), raw.step, raw.height,
                            raw.width)
         return DeviceGray(None, raw.height, raw.width, frame)
 

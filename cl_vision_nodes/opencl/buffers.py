@@ -26,6 +26,7 @@ no copy at all (a 640x480 flow: 65-90 us copied, 20 us mapped on 2 cores).
 """
 from __future__ import annotations
 
+from cl_vision_nodes.opencl.gate import QueueGate
 import numpy as np
 import pyopencl as cl
 
@@ -35,9 +36,10 @@ PINNED_FLAGS = cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR
 class Buffers:
     """The device buffers of one owner, and its pinned host staging arrays."""
 
-    def __init__(self, context: cl.Context, queue: cl.CommandQueue):
+    def __init__(self, context: cl.Context, queue: cl.CommandQueue, gate: QueueGate):
         self.context = context
         self.queue = queue
+        self.gate = gate  # released before a blocking map
         self._buffers: dict[str, cl.Buffer] = {}
         self._mapped: dict[str, tuple[cl.Buffer, np.ndarray]] = {}
         self._views: list[np.ndarray] = []  # mapped since the last age_views
@@ -65,6 +67,7 @@ class Buffers:
         if found is None or found[0] is not buf or found[1].dtype != dtype:
             # READ | WRITE is valid OpenCL; pyopencl's stubs declare a single flag
             access: cl.map_flags = cl.map_flags.READ | cl.map_flags.WRITE  # type: ignore
+            self.gate.release()
             host, _ = cl.enqueue_map_buffer(self.queue, buf, access, 0, (max(count, 1),), dtype)
             found = self._mapped[role] = (buf, host)
         return found[1][:count].reshape(shape)
@@ -79,8 +82,8 @@ class Buffers:
         ``buf`` again.
         """
         dtype = np.dtype(dtype)
-        host, event = cl.enqueue_map_buffer(self.queue, buf, cl.map_flags.READ, 0, shape, dtype,
-                                            is_blocking=False)
+        host, event = cl.enqueue_map_buffer(self.gate.admit(), buf, cl.map_flags.READ, 0, shape,
+                                            dtype, is_blocking=False)
         self._views.append(host)
         return host, event
 
@@ -93,7 +96,7 @@ class Buffers:
         next, the first to write its buffer again.
         """
         for view in self._older:
-            view.base.release(self.queue)
+            view.base.release(self.gate.admit())
         self._older, self._views = self._views, []
 
     def handles(self) -> dict[str, cl.Buffer]:

@@ -34,6 +34,7 @@ from typing import Any, Sequence
 
 from cl_vision_nodes.errors import DeviceError
 from cl_vision_nodes.opencl.devices import DeviceEntry
+from cl_vision_nodes.opencl.gate import QueueGate
 from cl_vision_nodes.opencl.profiling import StageProfiler
 import numpy as np
 import pyopencl as cl
@@ -67,10 +68,10 @@ def spread_groups(items: Sequence[int]) -> tuple[int, ...]:
 class BoundLaunch:
     """One launch with its arguments set: ``launch()`` enqueues it again."""
 
-    def __init__(self, kernel: cl.Kernel, queue: cl.CommandQueue, size: tuple[int, ...],
+    def __init__(self, kernel: cl.Kernel, gate: QueueGate, size: tuple[int, ...],
                  local: tuple[int, ...] | None, stage: str, profiler: StageProfiler):
         self._kernel = kernel
-        self._queue = queue
+        self._gate = gate
         self._size = size
         self._local = local
         self._stage = stage
@@ -78,7 +79,8 @@ class BoundLaunch:
         self._name = kernel.function_name  # a driver query: once, not every launch
 
     def __call__(self) -> cl.Event:
-        event = cl.enqueue_nd_range_kernel(self._queue, self._kernel, self._size, self._local)
+        event = cl.enqueue_nd_range_kernel(self._gate.admit(), self._kernel, self._size,
+                                           self._local)
         self._profiler.record(self._stage, event, self._name)
         return event
 
@@ -92,12 +94,12 @@ def kernel_work_group(kernel: cl.Kernel, device: cl.Device) -> tuple[int, ...]:
 class Kernel:
     """A kernel of a built program on one queue."""
 
-    def __init__(self, program: cl.Program, name: str, queue: cl.CommandQueue,
+    def __init__(self, program: cl.Program, name: str, gate: QueueGate,
                  entry: DeviceEntry, profiler: StageProfiler):
         self.name = name
         self._program = program
         self._kernel = cl.Kernel(program, name)
-        self._queue = queue
+        self._gate = gate  # of the queue it runs on
         self._entry = entry
         self._profiler = profiler
         self._typed = False
@@ -153,7 +155,7 @@ class Kernel:
             self._kernel.set_scalar_arg_dtypes(
                 [a.dtype if isinstance(a, np.generic) else None for a in args])
             self._typed = True
-        event = self._kernel(self._queue, whole_groups(items, local), local, *args)
+        event = self._kernel(self._gate.admit(), whole_groups(items, local), local, *args)
         self._profiler.record(stage, event, self.name)
         return event
 
@@ -167,7 +169,7 @@ class Kernel:
         local = self._local(items, local)
         kernel = cl.Kernel(self._program, self.name)
         kernel.set_args(*args)
-        return BoundLaunch(kernel, self._queue, whole_groups(items, local), local, stage,
+        return BoundLaunch(kernel, self._gate, whole_groups(items, local), local, stage,
                            self._profiler)
 
 

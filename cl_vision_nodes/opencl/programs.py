@@ -32,6 +32,7 @@ from typing import Mapping, Sequence
 
 from cl_vision_nodes.errors import KernelBuildError
 from cl_vision_nodes.opencl.devices import DeviceEntry, first_line
+from cl_vision_nodes.opencl.gate import QueueGate
 from cl_vision_nodes.opencl.kernel import Kernel
 from cl_vision_nodes.opencl.profiling import StageProfiler
 import pyopencl as cl
@@ -66,11 +67,11 @@ def build_options(defines: Defines) -> tuple[str, ...]:
 class Program:
     """One built program and the kernels taken from it (each created once)."""
 
-    def __init__(self, program: cl.Program, files: tuple[str, ...], queue: cl.CommandQueue,
+    def __init__(self, program: cl.Program, files: tuple[str, ...], gate: QueueGate,
                  entry: DeviceEntry, profiler: StageProfiler):
         self.program = program
         self.files = files
-        self._queue = queue
+        self._gate = gate  # of the queue its kernels run on
         self._entry = entry
         self._profiler = profiler
         self._kernels: dict[str, Kernel] = {}
@@ -78,7 +79,7 @@ class Program:
     def kernel(self, name: str) -> Kernel:
         found = self._kernels.get(name)
         if found is None:
-            found = self._kernels[name] = Kernel(self.program, name, self._queue, self._entry,
+            found = self._kernels[name] = Kernel(self.program, name, self._gate, self._entry,
                                                  self._profiler)
         return found
 

@@ -17,7 +17,8 @@ ClRuntime: one device, context and in-order queue, with the programs built on it
 
 One ``ClRuntime`` per node (or CLI run); the algorithm objects on it each own their buffers
 (``Buffers``) and ask it for programs by value (kernel files + defines), building them when they
-are constructed, so a node compiles everything while it starts.
+are constructed, so a node compiles everything while it starts. Each queue has a gate
+(``QueueGate``) holding commands enqueued ahead of their data; every wait here releases it first.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from typing import Callable, Sequence, TypeVar
 
 from cl_vision_nodes.opencl.buffers import Buffers
 from cl_vision_nodes.opencl.devices import LOG, select_device
+from cl_vision_nodes.opencl.gate import QueueGate
 from cl_vision_nodes.opencl.limits import DeviceLimits
 from cl_vision_nodes.opencl.profiling import StageProfiler
 from cl_vision_nodes.opencl.programs import build, build_options, Defines, NO_DEFINES, Program
@@ -63,9 +65,11 @@ class PendingRead:
 
     host: np.ndarray
     event: cl.Event
+    gate: QueueGate
 
     def wait(self) -> np.ndarray:
-        """Return the array once the read has filled it."""
+        """Return the array once the read has filled it (releasing its queue's hold)."""
+        self.gate.release()
         self.event.wait()
         return self.host
 
@@ -82,6 +86,7 @@ class ClRuntime:
         self.limits = DeviceLimits.of(self.device)
         props = cl.command_queue_properties.PROFILING_ENABLE if profile else 0
         self.queue = cl.CommandQueue(self.context, properties=props)
+        self.gate = QueueGate(self.context, self.queue)
         self.profiler = StageProfiler(enabled=profile)
         self._programs: OrderedDict[ProgramKey, Program] = OrderedDict()
         self._built: OrderedDict[ProgramKey, cl.Program] = OrderedDict()  # shared by siblings
@@ -97,6 +102,7 @@ class ClRuntime:
         """
         twin = copy.copy(self)
         twin.queue = cl.CommandQueue(self.context, properties=self.queue.properties)
+        twin.gate = QueueGate(self.context, twin.queue)
         twin._programs = OrderedDict()
         return twin
 
@@ -114,20 +120,21 @@ class ClRuntime:
         key = (files, build_options(defines))
         return _cached(self._programs, key, lambda: Program(
             _cached(self._built, key, lambda: build(self.context, self.entry, files, defines)),
-            files, self.queue, self.entry, self.profiler))
+            files, self.gate, self.entry, self.profiler))
 
     def buffers(self) -> Buffers:
         """Return a new, empty buffer pool for one owner."""
-        return Buffers(self.context, self.queue)
+        return Buffers(self.context, self.queue, self.gate)
 
     def finish(self) -> None:
         """Wait until every command enqueued so far has completed (a timing boundary)."""
+        self.gate.release()
         self.queue.finish()
 
     def fill(self, buf: cl.Buffer, value: np.generic, stage: str,
              nbytes: int | None = None) -> cl.Event:
         """Set the first ``nbytes`` (default: all) of ``buf`` to ``value`` on the device."""
-        event = cl.enqueue_fill_buffer(self.queue, buf, np.array([value]), 0,
+        event = cl.enqueue_fill_buffer(self.gate.admit(), buf, np.array([value]), 0,
                                        buf.size if nbytes is None else nbytes)
         self.profiler.record(stage, event)
         return event
@@ -140,7 +147,9 @@ class ClRuntime:
         A non-blocking upload reads ``host`` later: pyopencl keeps the array alive until then,
         but the caller must not change it. ``blocking`` for arrays about to be reused.
         """
-        event = cl.enqueue_copy(self.queue, buf, host, is_blocking=blocking)
+        if blocking:
+            self.gate.release()
+        event = cl.enqueue_copy(self.gate.admit(), buf, host, is_blocking=blocking)
         self.profiler.record(stage, event)
         return event
 
@@ -151,6 +160,7 @@ class ClRuntime:
 
         Blocking: callers read ``host`` as soon as this returns.
         """
+        self.gate.release()
         event = cl.enqueue_copy(self.queue, host, buf, is_blocking=True,
                                 **{READ_OFFSET: src_offset})
         self.profiler.record(stage, event)
@@ -158,7 +168,7 @@ class ClRuntime:
 
     def marker(self) -> cl.Event:
         """Return an event that completes when every command enqueued so far has."""
-        return cl.enqueue_marker(self.queue)
+        return cl.enqueue_marker(self.gate.admit())
 
     def start_read(self, buffers: Buffers, role: str, buf: cl.Buffer, shape: tuple[int, ...],
                    dtype: np.dtype, stage: str) -> PendingRead:
@@ -175,14 +185,14 @@ class ClRuntime:
             host, event = buffers.map_read(buf, shape, dtype)
         else:
             host = buffers.pinned(role, shape, dtype)
-            event = cl.enqueue_copy(self.queue, host, buf, is_blocking=False)
+            event = cl.enqueue_copy(self.gate.admit(), host, buf, is_blocking=False)
         self.profiler.record(stage, event)
-        return PendingRead(host, event)
+        return PendingRead(host, event, self.gate)
 
     def copy(self, dst: cl.Buffer, src: cl.Buffer, stage: str,
              byte_count: int | None = None) -> cl.Event:
         """Copy the first ``byte_count`` (default: all) of ``src`` into ``dst`` on the device."""
-        event = cl.enqueue_copy(self.queue, dst, src,
+        event = cl.enqueue_copy(self.gate.admit(), dst, src,
                                 byte_count=-1 if byte_count is None else byte_count)
         self.profiler.record(stage, event)
         return event

@@ -29,10 +29,10 @@ hs on a GPU.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Callable, Mapping
 
 from builtin_interfaces.msg import Time
-from cl_vision_nodes.capabilities.flow import FlowFrames
+from cl_vision_nodes.capabilities.flow import FlowAnswer, FlowFrames
 from cl_vision_nodes.capabilities.flow_span import NS_PER_S
 from cl_vision_nodes.imaging.device_image import DeviceGray
 from cl_vision_nodes.opencl.runtime import ClRuntime
@@ -83,10 +83,6 @@ class FlowCapability:
         """Return the span counts of the diagnostics window, and start a new one."""
         return self.frames.diagnostic_values()
 
-    def process(self, frame: ImageFrame, gray: DeviceGray) -> Followup:
-        """Push a decoded frame and publish the flow from the previous one (``start``, finish)."""
-        return self.start(frame, gray)()
-
     def start(self, frame: ImageFrame, gray: DeviceGray) -> Finish:
         """
         Enqueue the flow from the previous frame on this capability's queue, without waiting.
@@ -95,7 +91,18 @@ class FlowCapability:
         picture, if subscribed).
         """
         raw = frame.raw
-        done = self.frames.start(gray, frame.stamp_ns, (raw.encoding, raw.width, raw.height))
+        return self._published(frame, self.frames.start(gray, frame.stamp_ns,
+                                                        (raw.encoding, raw.width, raw.height)))
+
+    def start_frame(self, frame: ImageFrame) -> Finish:
+        """``start`` for a frame uploaded on this queue (or opening what ``arm`` enqueued)."""
+        return self._published(frame, self.frames.start_frame(frame.raw, frame.stamp_ns))
+
+    def arm(self) -> None:
+        """Enqueue the next frame's work ahead, after this frame's picture (``FlowFrames.arm``)."""
+        self.frames.arm()
+
+    def _published(self, frame: ImageFrame, done: Callable[[], FlowAnswer | None]) -> Finish:
         port, stage = self.port, self.prefix + 'publish'
 
         def finish() -> Followup:

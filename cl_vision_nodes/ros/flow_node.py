@@ -60,8 +60,9 @@ class FlowNode(VisionNode):
         return self.flow.diagnostic_values()
 
     def on_image(self, frame: ImageFrame) -> None:
-        publish_picture = self.flow.process(frame, self.decode(frame))
+        publish_picture = self.flow.start_frame(frame)()
         publish_picture()
+        self.flow.arm()  # the next frame's launches, enqueued now, wait for its bytes
 
 
 def main(stop: StopSignals | None = None) -> None:

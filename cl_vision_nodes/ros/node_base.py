@@ -299,6 +299,8 @@ class VisionNode(Node):
             self.left_running = True
             self.get_logger().warning(
                 f'stopping: the frame in progress did not end within {FRAME_END_S:g} s')
+        for queue in getattr(self, '_queues', ()):
+            queue.gate.release()  # work enqueued ahead of a frame that will not come
         outputs = getattr(self, 'outputs', None)
         if outputs is not None and not outputs.close(PUBLISH_DRAIN_S):
             self.left_running = True
