@@ -269,7 +269,10 @@ def test_flows_across_dropped_frames_carry_their_span_and_max_span_resets(ros, n
         [sent[k].header.stamp for k in (1, 3, 4, 6)]
     first = span_of(1).time_ref
     assert first.sec * NS + first.nanosec == start_ns  # from g1, 0.1 s before
-    assert ros.wait_until(lambda: (total('flow_spans'), total('flow_spans_long')) == (5, 2),
+    # each of these frames continues the stream: its work was enqueued once the previous one's
+    # flow was out (flow_ran_ahead), as every frame's where frames come one after the other
+    assert ros.wait_until(lambda: (total('flow_spans'), total('flow_spans_long'),
+                                   total('flow_ran_ahead')) == (5, 2, 5),
                           timeout=10.0), diagnostics.messages[since:]
     assert max(map(float, node_values(diagnostics, 'flow_span_max_s', since))) == 0.2
     assert node_values(diagnostics, 'flow_period_s', since)[-1] == '0.100000'

@@ -115,6 +115,7 @@ class FlowFrames:
         self._armed: Armed | None = None
         self.ran_ahead = 0
         """Frames that ran from work enqueued ahead (the others took the ordinary path)."""
+        self._ran_ahead_reported = 0
         # pyopencl waits for a read's end when its event is freed: release before they are
         weakref.finalize(self, runtime.gate.release)
 
@@ -158,8 +159,13 @@ class FlowFrames:
         self.colorizer.draw(flow, gray.height, gray.width, self.max_flow)
 
     def diagnostic_values(self) -> dict[str, str]:
-        """Return the span counts of the diagnostics window, and start a new one."""
-        return self.spans.key_values()
+        """
+        Return the span counts of the diagnostics window, and start a new one.
+
+        With ``flow_ran_ahead``: the window's frames that ran from work enqueued ahead.
+        """
+        ran, self._ran_ahead_reported = self.ran_ahead - self._ran_ahead_reported, self.ran_ahead
+        return {**self.spans.key_values(), 'flow_ran_ahead': str(ran)}
 
     def start(self, gray: DeviceGray, stamp_ns: int,
               stream: Stream) -> Callable[[], FlowAnswer | None]:
