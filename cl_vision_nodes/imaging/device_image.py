@@ -22,8 +22,8 @@ Bayer, YUV) and decodes them to float gray on the device, so the host never conv
 by ``convert_node`` and the tests. Each ``DeviceImages`` owns its buffers: an estimator that keeps
 two decoded frames asks for two roles, and a role's frame keeps its bytes until the next frame of
 that role. A frame can also be decoded ahead of its bytes (``staged``): the upload reads the
-page-locked staging array when the queue reaches it, and ``stage`` fills it (behind a closed
-``QueueGate``, flow enqueues the next frame's work before it arrives).
+page-locked staging array when the queue reaches it, and ``stage`` fills it (behind a hold on
+the queue, ``QueueGate``, flow enqueues the next frame's work before it arrives).
 """
 from __future__ import annotations
 
@@ -142,7 +142,7 @@ class DeviceImages:
         Copy ``raw``'s bytes into the staging array, without waiting; return the array.
 
         The caller knows that no transfer reads the array now: the last one has completed, or
-        waits behind a closed gate for these bytes.
+        waits behind a hold for these bytes.
         """
         staging = self._staging(raw.step * raw.height)
         np.copyto(staging, as_bytes(raw.data)[:staging.nbytes])

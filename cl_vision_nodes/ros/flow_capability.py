@@ -95,7 +95,7 @@ class FlowCapability:
                                                         (raw.encoding, raw.width, raw.height)))
 
     def start_frame(self, frame: ImageFrame) -> Finish:
-        """``start`` for a frame uploaded on this queue (or opening what ``arm`` enqueued)."""
+        """``start`` for a frame uploaded on this queue (or releasing what ``arm`` enqueued)."""
         return self._published(frame, self.frames.start_frame(frame.raw, frame.stamp_ns))
 
     def arm(self) -> None:
