@@ -65,7 +65,7 @@ from typing import Callable
 
 from cl_vision_nodes.bags import layout
 from cl_vision_nodes.bags.datasets import Frame
-from cl_vision_nodes.benchmarks.frame_work import extraction, matching, streaming
+from cl_vision_nodes.benchmarks.frame_work import extraction, FlowStream, matching, streaming
 from cl_vision_nodes.benchmarks.scene import Scene
 from cl_vision_nodes.benchmarks.timing import time_ms
 from cl_vision_nodes.errors import CLVisionError, ParameterError
@@ -457,13 +457,18 @@ def node_param_values(spec: NodeSpec, node_params: tuple[str, ...]) -> dict[str,
 
 def measure_compute(bench: BenchNode, scenes: list[Scene], rows: list[NodeRow],
                     runtime: ClRuntime, node_params: tuple[str, ...]) -> None:
-    """Time the node's algorithm in this process, as the node ran (``node_params`` too)."""
+    """
+    Time the node's algorithm in this process, as the node ran (``node_params`` too).
+
+    Flow's frame from its bytes to its flow, the next one enqueued between frames as in flow_node.
+    """
     spec = bench.node_spec
     parameters = {**spec.schema.defaults(), **bench.parameters,
                   **node_param_values(spec, node_params)}
     for scene in scenes:
         call = bench.compute(parameters, scene.frames)(runtime)
-        mean_ms = time_ms(call, COMPUTE_REPEATS).mean_ms
+        between = call.between if isinstance(call, FlowStream) else lambda: None
+        mean_ms = time_ms(call, COMPUTE_REPEATS, between=between).mean_ms
         for row in rows:
             if row.size == scene.size:
                 row.compute_ms = mean_ms
