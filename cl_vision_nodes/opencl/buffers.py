@@ -36,10 +36,9 @@ PINNED_FLAGS = cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR
 class Buffers:
     """The device buffers of one owner, and its pinned host staging arrays."""
 
-    def __init__(self, context: cl.Context, queue: cl.CommandQueue, gate: QueueGate):
+    def __init__(self, context: cl.Context, gate: QueueGate):
         self.context = context
-        self.queue = queue
-        self.gate = gate  # released before a blocking map
+        self.gate = gate  # its queue's: released before a blocking map
         self._buffers: dict[str, cl.Buffer] = {}
         self._mapped: dict[str, tuple[cl.Buffer, np.ndarray]] = {}
         self._views: list[np.ndarray] = []  # mapped since the last age_views
@@ -68,7 +67,8 @@ class Buffers:
             # READ | WRITE is valid OpenCL; pyopencl's stubs declare a single flag
             access: cl.map_flags = cl.map_flags.READ | cl.map_flags.WRITE  # type: ignore
             self.gate.release()
-            host, _ = cl.enqueue_map_buffer(self.queue, buf, access, 0, (max(count, 1),), dtype)
+            host, _ = cl.enqueue_map_buffer(self.gate.queue, buf, access, 0, (max(count, 1),),
+                                            dtype)
             found = self._mapped[role] = (buf, host)
         return found[1][:count].reshape(shape)
 

@@ -124,7 +124,7 @@ class ClRuntime:
 
     def buffers(self) -> Buffers:
         """Return a new, empty buffer pool for one owner."""
-        return Buffers(self.context, self.queue, self.gate)
+        return Buffers(self.context, self.gate)
 
     def finish(self) -> None:
         """Wait until every command enqueued so far has completed (a timing boundary)."""
