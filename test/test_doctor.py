@@ -37,6 +37,9 @@ def test_doctor_text_marks_the_chosen_device_and_names_each_finding():
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert sum(line.startswith('* ') for line in lines) == 1
+    for entry in list_devices():  # two PoCLs share a name; their versions tell them apart
+        assert any(line[2:].startswith(f'{entry.index}  ')
+                   and line.endswith(f'[{entry.platform_name} {entry.driver}]') for line in lines)
     for words in ('builds kernels: yes', 'fp64: ', 'max work-group: ', 'local memory: ',
                   '640x480 bgr8 upload + decode + download: ', 'elas: yes'):
         assert any(words in line for line in lines), words

@@ -67,6 +67,7 @@ class DeviceReport:
     name: str
     kind: str
     platform: str
+    driver: str
     builds: bool
     problem: str | None = None
     fp64: bool = False
@@ -98,7 +99,7 @@ def frame_round_trip_ms(images: DeviceImages) -> float:
 def examine(entry: DeviceEntry) -> DeviceReport:
     """Probe one device, then build every capability on it and time a frame."""
     report = DeviceReport(index=entry.index, name=entry.name, kind=entry.kind,
-                          platform=entry.platform_name, builds=False)
+                          platform=entry.platform_name, driver=entry.driver, builds=False)
     report.problem = probe(entry)
     if report.problem is not None:
         return report

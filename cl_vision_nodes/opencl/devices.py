@@ -69,6 +69,11 @@ class DeviceEntry:
         return f'{self.platform_index}:{self.device_index}'
 
     @property
+    def driver(self) -> str:
+        """Return the driver's version: two PoCLs (a distribution's, a wheel's) share names."""
+        return self.device.driver_version.strip()
+
+    @property
     def is_gpu(self) -> bool:
         return bool(self.device.type & cl.device_type.GPU)
 
@@ -79,7 +84,7 @@ class DeviceEntry:
         return 'CPU' if self.device.type & cl.device_type.CPU else 'other'
 
     def describe(self) -> str:
-        return f'{self.name} ({self.kind}, {self.platform_name}, {self.index})'
+        return f'{self.name} ({self.kind}, {self.platform_name} {self.driver}, {self.index})'
 
 
 def pin_cpu_workers() -> None:

@@ -41,9 +41,13 @@ Defines = Mapping[str, 'int | float | str']
 NO_DEFINES: Defines = MappingProxyType({})
 NO_FP64_PRELUDE = ''.join(f'#define double{n} fp64_is_not_used_by_cl_vision_nodes\n'
                           for n in ('', '2', '3', '4', '8', '16'))
-CPU_DEVICE_PRELUDE = '#define CL_VISION_CPU_DEVICE 1\n'
+CPU_DEVICE_PRELUDE = ('#define CL_VISION_CPU_DEVICE 1\n'
+                      '#pragma clang diagnostic ignored "-Wpsabi"\n')
 """Added to every build for a CPU device: kernels may then spell a value so PoCL computes it
-fast (its built-in functions are calls), without changing the value."""
+fast (its built-in functions are calls), without changing the value. Without AVX-512, clang
+warns at each float16 a function takes or returns (vload16 among them) that its ABI differs
+from AVX-512's: true, harmless inside one program, and PoCL prints "N warnings generated." on
+the process's stderr, a stray line in a node's log."""
 BUILD_FIX = ('choose another device (`device` parameter, --device or CL_VISION_DEVICE) or '
              'install a working OpenCL driver; `cl-vision doctor` checks each device')
 

@@ -32,7 +32,8 @@ from cl_vision_nodes.tools.cli_common import add_device_option
 
 def print_report(report: DeviceReport, chosen: str | None) -> None:
     mark = '*' if report.index == chosen else ' '
-    print(f'{mark} {report.index}  {report.kind}  {report.name}  [{report.platform}]')
+    print(f'{mark} {report.index}  {report.kind}  {report.name}  '
+          f'[{report.platform} {report.driver}]')
     print(f'    builds kernels: {"yes" if report.builds else "no: " + str(report.problem)}')
     if not report.builds:
         return
