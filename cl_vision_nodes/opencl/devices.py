@@ -74,6 +74,11 @@ class DeviceEntry:
         return self.device.driver_version.strip()
 
     @property
+    def platform(self) -> str:
+        """Return the platform's name and the driver's version, as logs and listings show it."""
+        return f'{self.platform_name} {self.driver}'
+
+    @property
     def is_gpu(self) -> bool:
         return bool(self.device.type & cl.device_type.GPU)
 
@@ -84,7 +89,7 @@ class DeviceEntry:
         return 'CPU' if self.device.type & cl.device_type.CPU else 'other'
 
     def describe(self) -> str:
-        return f'{self.name} ({self.kind}, {self.platform_name} {self.driver}, {self.index})'
+        return f'{self.name} ({self.kind}, {self.platform}, {self.index})'
 
 
 def pin_cpu_workers() -> None:

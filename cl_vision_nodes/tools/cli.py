@@ -48,8 +48,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
     for entry in list_devices():
         mark = '*' if entry == chosen else ' '
         print(f'{mark} {entry.platform_index}:{entry.device_index}  {entry.kind:5s} '
-              f'{entry.name}  [{entry.platform_name} {entry.driver}, '
-              f'{entry.device.max_compute_units} units, '
+              f'{entry.name}  [{entry.platform}, {entry.device.max_compute_units} units, '
               f'{entry.device.global_mem_size // 2**20} MiB]')
     print(f'* = chosen by --device {args.device!r}')
     return 0
