@@ -564,6 +564,22 @@ def test_flow_params_apply_to_the_pipeline_started_by_the_mono_launch(ros, tmp_p
         assert got == {'flow.method': 'hs', 'flow.alpha': 7.0}, proc.output()
         assert proc.wait_for_output(f"flow.method='hs' (--flow-params {mine})"), proc.output()
         assert "no parameter 'metod', ignored (did you mean method?)" in proc.output()
+        assert 'nothing in it' not in proc.output()  # its /** files are its own
+    finally:
+        assert proc.stop() == 0, proc.output()
+
+
+def test_a_file_keyed_for_other_nodes_is_named_with_how_to_key_it(tmp_path):
+    """A file keyed ``flow_node:`` (``/flow_node``): rcl passes over it for /front/flow_node."""
+    mine = tmp_path / 'my_flow.yaml'
+    mine.write_text(yaml.safe_dump({'flow_node': {'ros__parameters': {'method': 'hs'}}}))
+    nodes = started(MONO, {'camera': 'front', 'surf': 'false', 'flow_params': str(mine)})
+    assert [n.exe for n in nodes] == ['flow_node']
+    proc = start_as_launched(nodes[0], tmp_path)
+    try:
+        assert proc.wait_for_output(f'{mine}: nothing in it for /front/flow_node (its node keys '
+                                    'name other nodes: key it /**: or /**/flow_node:)'), \
+            proc.output()
     finally:
         assert proc.stop() == 0, proc.output()
 

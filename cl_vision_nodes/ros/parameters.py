@@ -21,7 +21,8 @@ from typing import Any, Callable, Mapping, MutableMapping, Sequence
 from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.params import COMMON_NAMES, ParameterSchema, ParamSpec, Value
 from cl_vision_nodes.ros.rclpy_compat import add_set_parameters_callbacks
-from cl_vision_nodes.ros.start_parameters import (file_parameters, override_sources, section_files,
+from cl_vision_nodes.ros.start_parameters import (file_parameters, files_for_other_nodes,
+                                                  nothing_for, override_sources, section_files,
                                                   SectionFile, split_arguments)
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType, SetParametersResult)
@@ -93,13 +94,17 @@ class ParameterBinding:
         rcl merges the ``--params-file`` and ``-p`` values (``Node._parameter_overrides``, also
         on Humble) and rclpy refuses an int for a double there, where ``ros2 param set`` takes
         it: each override is checked and widened by its spec before it is declared, a misspelt
-        key gets a warning naming the closest parameter, and ``start_lines`` say what the
-        files set (logged with 'ready': a start that fails is one FATAL line).
+        key gets a warning naming the closest parameter, a file keyed for other nodes only one
+        saying how to key it, and ``start_lines`` say what the files set (logged with 'ready':
+        a start that fails is one FATAL line).
         """
         node: Node = self.node
         overrides: MutableMapping[str, Parameter] = node._parameter_overrides
         own, ros_args = split_arguments(argv)
-        sources = override_sources(ros_args, node.get_fully_qualified_name())
+        fqn = node.get_fully_qualified_name()
+        sources = override_sources(ros_args, fqn)
+        for path in files_for_other_nodes(ros_args, fqn):
+            node.get_logger().warning(nothing_for(path, fqn))
         for file in section_files(own, list(self.sections)) if self.sections else []:
             self._take_section_file(file, overrides, sources)
         for name in list(overrides):
@@ -156,8 +161,7 @@ class ParameterBinding:
                 sources[spec.name] = source
         log = self.node.get_logger()
         if not values:
-            log.warning(f'{source}: nothing in it for {node_name} (its node keys match '
-                        'no node of that name: use /**:)')
+            log.warning(nothing_for(source, node_name))
         elif not_taken:
             log.info(f"{source}: {', '.join(not_taken)} left to {self.schema.node_name}'s own "
                      'parameters')

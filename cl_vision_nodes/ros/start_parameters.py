@@ -17,10 +17,11 @@ Where a node's start-up parameters come from: its parameter files, ``-p`` and se
 
 rcl merges the ``--params-file`` and ``-p`` arguments into one set of overrides and forgets
 where each value came from; reading the same arguments again lets the node say which file set
-what, and name the file of a misspelt key. The pipeline also takes a separate node's file for
-one of its sections (``--flow-params FILE``: a flat ``method: hs`` becomes ``flow.method``), which
-rcl cannot do. Files are matched to a node by rcl's rules for their node keys (``/**``,
-``/**/flow_node``, ``flow_node`` = ``/flow_node``, ``*`` for one namespace token).
+what, name the file of a misspelt key and a file keyed for other nodes only. The pipeline also
+takes a separate node's file for one of its sections (``--flow-params FILE``: a flat
+``method: hs`` becomes ``flow.method``), which rcl cannot do. Files are matched to a node by
+rcl's rules for their node keys (``/**``, ``/**/flow_node``, ``flow_node`` = ``/flow_node``,
+``*`` for one namespace token).
 """
 from __future__ import annotations
 
@@ -99,9 +100,9 @@ def flatten(params: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
     return flat
 
 
-def file_parameters(path: str, fqn: str) -> dict[str, Any]:
+def read_parameter_file(path: str) -> dict[str, dict[str, Any]]:
     """
-    Return the parameters a file sets for the node ``fqn``, later entries over earlier ones.
+    Return a parameter file's entries: node key -> its ``ros__parameters``.
 
     Raises ParameterError naming the file when it cannot be read or is no parameter file.
     """
@@ -119,11 +120,48 @@ def file_parameters(path: str, fqn: str) -> dict[str, Any]:
             for entry in document.values()):
         raise ParameterError(f'{path}: not a parameter file (expected NODE: ros__parameters: '
                              '{...}, e.g. /**: ros__parameters: {...})')
+    return {str(key): entry['ros__parameters'] or {} for key, entry in document.items()}
+
+
+def file_parameters(path: str, fqn: str) -> dict[str, Any]:
+    """
+    Return the parameters a file sets for the node ``fqn``, later entries over earlier ones.
+
+    Raises ParameterError naming the file when it cannot be read or is no parameter file.
+    """
     values: dict[str, Any] = {}
-    for key, entry in document.items():
-        if node_key_matches(str(key), fqn):
-            values.update(flatten(entry['ros__parameters'] or {}))
+    for key, params in read_parameter_file(path).items():
+        if node_key_matches(key, fqn):
+            values.update(flatten(params))
     return values
+
+
+def nothing_for(source: str, fqn: str) -> str:
+    """Return the warning for a parameter file none of whose node keys names ``fqn``."""
+    name = fqn.rsplit('/', 1)[-1]
+    return (f'{source}: nothing in it for {fqn} (its node keys name other nodes: key it /**: '
+            f'or /**/{name}:)')
+
+
+def files_for_other_nodes(ros_args: Sequence[tuple[str, str]], fqn: str) -> list[str]:
+    """
+    Return the ``--params-file`` files with entries, none of them for the node ``fqn``.
+
+    rcl passes over them without a word: a file keyed ``flow_node:`` (that is ``/flow_node``)
+    given to ``/camera/flow_node`` leaves it on its defaults. Unreadable files are left to rcl,
+    which refuses them at start; launch_ros' own temporary files are not the user's.
+    """
+    found: list[str] = []
+    for option, value in ros_args:
+        if option != '--params-file' or Path(value).name.startswith(LAUNCH_FILE_PREFIX):
+            continue
+        try:
+            keys = read_parameter_file(value)
+        except ParameterError:
+            continue
+        if keys and not any(node_key_matches(key, fqn) for key in keys):
+            found.append(value)
+    return found
 
 
 def describe_source(source: str) -> str:
