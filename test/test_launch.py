@@ -577,9 +577,8 @@ def test_a_file_keyed_for_other_nodes_is_named_with_how_to_key_it(tmp_path):
     assert [n.exe for n in nodes] == ['flow_node']
     proc = start_as_launched(nodes[0], tmp_path)
     try:
-        assert proc.wait_for_output(f'{mine}: nothing in it for /front/flow_node (its node keys '
-                                    'name other nodes: key it /**: or /**/flow_node:)'), \
-            proc.output()
+        assert proc.wait_for_output(f'{mine}: nothing in it for /front/flow_node (a file for '
+                                    'it is keyed /**: or /**/flow_node:)'), proc.output()
     finally:
         assert proc.stop() == 0, proc.output()
 

@@ -137,10 +137,9 @@ def file_parameters(path: str, fqn: str) -> dict[str, Any]:
 
 
 def nothing_for(source: str, fqn: str) -> str:
-    """Return the warning for a parameter file none of whose node keys names ``fqn``."""
+    """Return the warning for a parameter file that sets nothing for the node ``fqn``."""
     name = fqn.rsplit('/', 1)[-1]
-    return (f'{source}: nothing in it for {fqn} (its node keys name other nodes: key it /**: '
-            f'or /**/{name}:)')
+    return f'{source}: nothing in it for {fqn} (a file for it is keyed /**: or /**/{name}:)'
 
 
 def files_for_other_nodes(ros_args: Sequence[tuple[str, str]], fqn: str) -> list[str]:
