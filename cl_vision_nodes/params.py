@@ -43,6 +43,7 @@ class ParamSpec:
     min: float | int | None = None  # noqa: A003 (the schemas' keyword, a field only)
     max: float | int | None = None  # noqa: A003
     choices: tuple[str, ...] = ()
+    aliases: tuple[tuple[str, str], ...] = ()  # (other spelling, choice): image_proc's numbers
     read_only: bool = False
     step: int = 1  # int parameters: valid values are min + k * step (e.g. odd sizes: 3, 2)
 
@@ -59,6 +60,10 @@ class ParamSpec:
         expected = self.type
         if expected is float and type(value) is int:
             value = float(value)  # CLI and YAML may write 2 for 2.0; ROS itself is stricter
+        if expected is str and type(value) is int:
+            value = str(value)  # YAML, -p and ros2 param set read device: 3090 as an int
+        if self.aliases and type(value) is str:
+            value = dict(self.aliases).get(value, value)
         if type(value) is not expected:
             raise ParameterError(
                 f'{self.name}: expected {expected.__name__}, got {type(value).__name__} {value!r}')
@@ -73,13 +78,14 @@ class ParamSpec:
             raise ParameterError(f'{self.name}: {value!r} is not {self.min} plus a multiple of '
                                  f'{self.step}{odd_or_even}')
         if self.choices and value not in self.choices:
-            raise ParameterError(
-                f"{self.name}: {value!r} is not one of {', '.join(self.choices)}")
+            raise ParameterError(f'{self.name}: {value!r} is not one of {self.range_text()}')
         return value
 
     def range_text(self) -> str:
         if self.choices:
-            return ', '.join(self.choices)
+            spellings = {choice: other for other, choice in self.aliases}
+            return ', '.join(choice + (f' ({spellings[choice]})' if choice in spellings else '')
+                             for choice in self.choices)
         if self.min is not None or self.max is not None:
             return f'[{self.min}, {self.max}]' + (f' step {self.step}' if self.step > 1 else '')
         return ''

@@ -21,6 +21,7 @@ Humble's (``HumbleNode``), where ``rclpy_compat`` runs them.
 """
 from pathlib import Path
 
+from cl_vision_nodes.camera.schema import RECTIFY_SCHEMA
 from cl_vision_nodes.errors import KernelBuildError, ParameterError
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.ros.parameters import ParameterBinding
@@ -113,6 +114,22 @@ def test_an_int_for_a_float_and_for_a_string_are_taken_at_start(start_node, node
     assert binding.values['alpha'] == 7.0 and binding.values['device'] == '3090'
     assert node.get_parameter('alpha').value == 7.0
     assert node.get_parameter('device').value == '3090'
+
+
+@pytest.mark.parametrize('node_class', [Node, HumbleNode])
+def test_image_procs_interpolation_numbers_at_start_and_by_param_set(start_node, node_class):
+    # an image_proc parameter file's `interpolation: 1`, `ros2 param set .. interpolation 2`
+    node = start_node('rectify_node', {'interpolation': 0}, node_class)
+    binding = ParameterBinding(node, RECTIFY_SCHEMA)
+    assert binding.values['interpolation'] == 'nearest'
+    assert node.get_parameter('interpolation').value == 'nearest'
+    taken = node.set_parameters([Parameter('interpolation', value=2)])[0]
+    assert taken.successful, taken.reason
+    assert binding.values['interpolation'] == 'cubic'
+    assert node.get_parameter('interpolation').value == 'cubic'
+    refused = node.set_parameters([Parameter('interpolation', value=4)])[0]  # INTER_LANCZOS4
+    assert not refused.successful and 'one of nearest (0), linear (1)' in refused.reason
+    assert node.get_parameter('interpolation').value == 'cubic'
 
 
 def test_a_value_of_the_wrong_type_at_start_names_the_parameter(start_node):

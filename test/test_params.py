@@ -15,9 +15,10 @@
 """ParameterSchema: validation reasons, CLI parsing like `ros2 param set`, YAML and docs."""
 import math
 
+from cl_vision_nodes.camera.schema import RECTIFY_SCHEMA
 from cl_vision_nodes.errors import ParameterError
 from cl_vision_nodes.params import ParameterSchema, ParamSpec
-from cl_vision_nodes.schemas import NODE_SCHEMAS
+from cl_vision_nodes.schemas import NODE_SCHEMAS, PIPELINE_SCHEMA
 import pytest
 
 
@@ -62,6 +63,18 @@ def test_read_only_may_be_set_at_start_up_and_unchanged_values_pass():
     assert SCHEMA.validate(SCHEMA.defaults(), {'device': 'gpu'},
                            allow_read_only=True)['device'] == 'gpu'
     assert SCHEMA.validate(SCHEMA.defaults(), {'device': 'auto'})['device'] == 'auto'
+
+
+@pytest.mark.parametrize('value, taken', [(0, 'nearest'), ('1', 'linear'), (2, 'cubic'),
+                                          ('cubic', 'cubic')])
+def test_image_procs_interpolation_numbers_are_taken_for_their_names(value, taken):
+    for schema, name in ((RECTIFY_SCHEMA, 'interpolation'),
+                         (PIPELINE_SCHEMA, 'disparity.interpolation')):
+        assert schema.validate(schema.defaults(), {name: value})[name] == taken
+    with pytest.raises(ParameterError, match=r"'3' is not one of nearest \(0\), linear \(1\), "
+                                             r'cubic \(2\)'):
+        RECTIFY_SCHEMA.validate(RECTIFY_SCHEMA.defaults(), {'interpolation': 3})  # INTER_AREA
+    assert RECTIFY_SCHEMA.parse_assignments(['interpolation=0'])['interpolation'] == 'nearest'
 
 
 def test_cli_assignments_parse_like_ros2_param_set():

@@ -126,8 +126,10 @@ def test_image_rect_is_the_librarys_rectification_in_the_raw_encoding(ros, camer
 def test_interpolation_is_set_live_and_checked(ros, cameras, runtime):
     left = cameras['left']
     with ros.changed_parameters(RECTIFY_NODE, interpolation='lanczos') as bad:
-        assert not bad[0].successful and 'not one of nearest, linear, cubic' in bad[0].reason
-    with ros.changed_parameters(RECTIFY_NODE, interpolation='nearest') as results:
+        assert not bad[0].successful and 'not one of nearest (0), linear (1), cubic (2)' \
+            in bad[0].reason
+    # image_proc's number for nearest, as its parameter files and `ros2 param set` give it
+    with ros.changed_parameters(RECTIFY_NODE, interpolation=0) as results:
         assert all(r.successful for r in results), results
         got = left.ask('nearest', raw_view('left'), 'mono8', camera_info('left', 'info', 0))
     np.testing.assert_array_equal(image_to_numpy(got), library_rectification(

@@ -281,3 +281,45 @@ def test_approximate_output_depends_on_the_stamps_not_on_the_arrival_order(seed)
         assert used == sorted(set(used))  # each message once, sets never cross
     assert all(s[0] == s[2] and s[1] == s[3] for s in sets)  # each image with its own info
     assert dropped + 4 * len(sets) <= sum(map(len, per_stream))
+
+
+def given_up_and_stamps(frames, *, right_offset_ns=0, late=(), lost=(), approximate=False,
+                        tolerance_ns=0):
+    """Feed a 10 Hz stereo camera's four streams; return what ``stamps_differ`` is given."""
+    sync = StereoSynchronizer(4, lambda *msgs: None, queue_size=5, approximate=approximate,
+                              tolerance_ns=tolerance_ns)
+    stamps = [[], [], [], []]
+    for frame in range(frames):
+        stamp = frame * 100 * MS + (58 * MS if frame in late else 0)
+        for stream in range(4):
+            if (frame, stream) not in lost:
+                stamps[stream].append(stamp + (right_offset_ns if stream == 1 else 0))
+                sync.add(stream, stamps[stream][-1], None)
+    return sync.take_given_up(), stamps
+
+
+RIGHTS_LOST = {(frame, 1) for frame in range(0, 60, 4)}
+
+
+@pytest.mark.parametrize('approximate, tolerance_ns', [(False, None), (True, 5 * MS)])
+def test_lost_partners_beside_a_late_camera_timer_are_not_a_stamp_mismatch(
+        approximate, tolerance_ns):
+    # A loaded host: the camera's timer fires 58 ms late every 7th frame, so frames 3 -> 4 are
+    # 42 ms apart, less than half a period; the node loses every 4th right image. Frame 4's left
+    # image then has a near stamp of another frame (3's right), most lost partners none.
+    late = set(range(3, 60, 7))
+    given_up, stamps = given_up_and_stamps(60, late=late, lost=RIGHTS_LOST,
+                                           approximate=approximate, tolerance_ns=tolerance_ns or 0)
+    assert given_up
+    assert not stereo_sync.stamps_differ(given_up, stamps, tolerance_ns)
+
+
+@pytest.mark.parametrize('approximate, tolerance_ns, offset', [
+    (False, None, 1 * MS), (True, 5 * MS, 20 * MS)])
+def test_a_camera_stamping_each_side_on_its_own_is_a_stamp_mismatch(
+        approximate, tolerance_ns, offset):
+    given_up, stamps = given_up_and_stamps(60, right_offset_ns=offset, lost=RIGHTS_LOST,
+                                           approximate=approximate, tolerance_ns=tolerance_ns or 0)
+    assert stereo_sync.stamps_differ(given_up, stamps, tolerance_ns)
+    if approximate:  # without a tolerance any spread pairs up
+        assert not stereo_sync.stamps_differ(given_up, stamps, 0)

@@ -41,6 +41,8 @@ import pyopencl as cl
 KERNELS = ('imaging/device_image.cl', 'camera/rectify.cl')
 INTERPOLATIONS: dict[str, int] = {'nearest': 0, 'linear': 1, 'cubic': 2}
 """Interpolation names and their ids in the kernel (OpenCV's INTER_* numbers)."""
+INTERPOLATION_NUMBERS = tuple((str(number), name) for name, number in INTERPOLATIONS.items())
+"""The numbers image_proc's integer ``interpolation`` takes for them, as parameter aliases."""
 GRAY_KINDS = ('bayer', 'yuv')  # rectified as their decoded gray, returned as mono8
 PREFERRED_GROUP = (16, 8)
 RAW_GRAY_ROLE = 'raw_gray'  # the DeviceImages buffer a decoded gray lands in before rectifying

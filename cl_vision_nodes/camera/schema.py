@@ -13,12 +13,13 @@
 # limitations under the License.
 
 """Parameters of rectify_node (and ``cl-vision rectify --param``)."""
-from cl_vision_nodes.camera.rectify import INTERPOLATIONS
+from cl_vision_nodes.camera.rectify import INTERPOLATION_NUMBERS, INTERPOLATIONS
 from cl_vision_nodes.params import common_specs, ParameterSchema, ParamSpec
 
 RECTIFY_SCHEMA = ParameterSchema('rectify_node', [
     *common_specs(),
     ParamSpec('interpolation', 'linear',
-              "How a rectified pixel samples the raw image, as cv2.remap (image_proc's "
-              'interpolation 0, 1, 2): nearest, linear or cubic', choices=tuple(INTERPOLATIONS)),
+              "How a rectified pixel samples the raw image, as cv2.remap (image_proc's numbers "
+              'are taken too)',
+              choices=tuple(INTERPOLATIONS), aliases=INTERPOLATION_NUMBERS),
 ])

@@ -32,11 +32,11 @@ so a narrower range is refused instead of silently producing an empty map.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import math
 from typing import Mapping
 
-from cl_vision_nodes.camera.rectify import INTERPOLATIONS
+from cl_vision_nodes.camera.schema import RECTIFY_SCHEMA
 from cl_vision_nodes.errors import ParameterError
 from cl_vision_nodes.params import (COMMON_NAMES, common_specs, ParameterSchema, ParamSpec,
                                     settings_from_values, Value)
@@ -126,9 +126,9 @@ ELAS_SCHEMA = ParameterSchema('disparity_node', [
               'Subscribe left/image_raw and right/image_raw instead of image_rect and rectify '
               'them on the device with their camera_infos (K, D, R, P), as image_proc would: '
               'raw pair to disparity in one process, one upload per image', read_only=True),
-    ParamSpec('interpolation', 'linear',
-              "With rectify: how a rectified pixel samples the raw image, as image_proc's "
-              'interpolation', choices=tuple(INTERPOLATIONS)),
+    replace(RECTIFY_SCHEMA.specs['interpolation'],
+            description='With rectify: how a rectified pixel samples the raw image, as '
+                        "rectify_node's interpolation"),
     ParamSpec('use_color', True,
               "points: add the rgb field (float32 holding 0x00RRGGBB, stereo_image_proc's "
               'packing) with the colours of the left image (its gray level if mono)'),

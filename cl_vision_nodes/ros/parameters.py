@@ -43,7 +43,7 @@ def descriptor(spec: ParamSpec) -> ParameterDescriptor:
     desc = ParameterDescriptor(name=spec.name, type=ROS_TYPES[spec.type],
                                description=spec.description, read_only=spec.read_only)
     if spec.choices:
-        desc.additional_constraints = f"one of: {', '.join(spec.choices)}"
+        desc.additional_constraints = f'one of: {spec.range_text()}'
     if spec.type is int and spec.min is not None and spec.max is not None:
         desc.integer_range = [IntegerRange(from_value=int(spec.min), to_value=int(spec.max),
                                            step=spec.step)]
@@ -221,10 +221,8 @@ def start_value(spec: ParamSpec, value: Any, source: str | None) -> Value:
     Return a start value as the spec takes it, or raise ParameterError naming its source.
 
     As at run time, an int is widened for a float; an int for a string is its digits (a YAML
-    ``device: 3090``, ``-p device:=3090``).
+    ``device: 3090``, ``-p device:=3090``, image_proc's ``interpolation: 1``).
     """
-    if spec.type is str and type(value) is int:
-        value = str(value)
     try:
         return spec.validate(value)
     except ParameterError as exc:

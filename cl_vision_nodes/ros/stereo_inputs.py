@@ -30,9 +30,8 @@ before the first complete set: while DDS discovery matches the four topics one b
 first messages of one stream can arrive before its partners' subscriptions are matched.
 
 Messages given up are reported every ``UNMATCHED_REPORT_PERIOD_S``: with the stamp hint
-(identical stamps? approximate_sync?) only when their stamps really differ, that is when another
-stream has a message closer than half a frame period but not at the same stamp (beyond the
-tolerance with approximate_sync); otherwise their partners were lost before the node.
+(identical stamps? approximate_sync?) only when their stamps really differ (``stamps_differ``);
+otherwise their partners were lost before the node.
 """
 from __future__ import annotations
 
@@ -44,9 +43,8 @@ from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.frame_stats import FrameTiming, receive_seconds
 from cl_vision_nodes.ros.node_base import VisionNode
 from cl_vision_nodes.ros.node_port import ImageFrame
-from cl_vision_nodes.ros.stereo_sync import StereoSynchronizer
+from cl_vision_nodes.ros.stereo_sync import stamps_differ, StereoSynchronizer
 from cl_vision_nodes.ros.topics import image_input, Topic
-import numpy as np
 from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, Image
 
@@ -129,7 +127,8 @@ class StereoInputs:
     def _report_unmatched(self) -> None:
         dropped = [self.sync.dropped_of(stream) for stream in range(4)]
         new = sum(now - before for now, before in zip(dropped, self._unmatched))
-        differ = self._stamps_differ(self.sync.take_given_up())
+        differ = stamps_differ(self.sync.take_given_up(), self._stamps,
+                               self.tolerance_ns if self.approximate else None)
         log = self.node.get_logger()
         if not self._matched_any:
             if differ:
@@ -151,24 +150,3 @@ class StereoInputs:
                     'approximate_sync_tolerance_seconds: raise it')
         return ('are left/right images and camera_infos published with identical stamps? '
                 '(else set approximate_sync)')
-
-    def _stamps_differ(self, given_up: list[tuple[int, int]]) -> bool:
-        """
-        Whether a message given up had a near partner of another stamp on another stream.
-
-        Near: within half a frame period (the median step of the left stamps). A lost partner
-        leaves no message near the stamp; a camera that stamps each side on its own leaves one.
-        """
-        if self.approximate and not self.tolerance_ns:
-            return False  # any spread pairs up: what is given up was passed over or lost
-        steps = np.diff(np.unique(np.asarray(self._stamps[0], dtype=np.int64)))
-        half_period = float(np.median(steps)) / 2 if steps.size else float('inf')
-        for stream, stamp in given_up:
-            for other, stamps in enumerate(self._stamps):
-                if other == stream or stamp in stamps:
-                    continue
-                if any(min(self.tolerance_ns, half_period) < abs(t - stamp) < half_period
-                       if self.approximate else 0 < abs(t - stamp) < half_period
-                       for t in stamps):
-                    return True
-        return False

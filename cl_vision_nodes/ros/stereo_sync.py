@@ -43,7 +43,8 @@ from __future__ import annotations
 from bisect import insort
 from collections import deque
 from fractions import Fraction
-from typing import Any, Callable, Sequence
+from statistics import median
+from typing import Any, Callable, Iterable, Sequence
 
 Stamped = tuple[int, Any]  # (stamp in ns, message)
 Emit = Callable[..., None]
@@ -283,3 +284,31 @@ class _ApproximateTime(_Policy):
         self._drop(stream, stamp)
         previous = self._given_up[stream]
         self._given_up[stream] = stamp if previous is None else max(previous, stamp)
+
+
+def stamps_differ(given_up: Sequence[tuple[int, int]], stamps: Sequence[Iterable[int]],
+                  tolerance_ns: int | None) -> bool:
+    """
+    Whether most of the messages given up had a near partner of another stamp on another stream.
+
+    ``stamps``: each stream's recent stamps, the left image's first; ``tolerance_ns``: None for
+    the exact policy, else the approximate one's. Near: within half a frame period (the median
+    step of the left stamps), and beyond the tolerance. A camera that stamps each side on its own
+    leaves such a partner beside every message given up; a lost partner leaves none, and a
+    camera's timer running late now and then (a loaded host) brings two frames' stamps within
+    half a period for a few of them only: so most, not one.
+    """
+    if not given_up or tolerance_ns == 0:
+        return False  # any spread pairs up: what is given up was passed over or lost
+    kept = [set(stream_stamps) for stream_stamps in stamps]
+    left = sorted(kept[0])
+    half_period = median(b - a for a, b in zip(left, left[1:])) / 2 if len(left) > 1 \
+        else float('inf')
+    low = min(tolerance_ns or 0, half_period)
+
+    def has_near_partner(stream: int, stamp: int) -> bool:
+        return any(low < abs(t - stamp) < half_period
+                   for other, others in enumerate(kept)
+                   if other != stream and stamp not in others for t in others)
+    near = sum(has_near_partner(stream, stamp) for stream, stamp in given_up)
+    return 2 * near > len(given_up)
