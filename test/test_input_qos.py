@@ -30,13 +30,14 @@ from typing import Callable
 from cl_vision_nodes.benchmarks.scene import make_scene
 from cl_vision_nodes.processes.transport_link import Link, Message
 from cl_vision_nodes.ros.executor_choice import EventsExecutor
+from cl_vision_nodes.ros.input_qos import InputQos
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 import numpy as np
 import pytest
 from rclpy.qos import qos_profile_sensor_data
 from rclpy.serialization import serialize_message
 from rosutil import NodeProcess, numpy_to_image, publish_each, publish_until_answered
-from sensor_msgs.msg import CameraInfo, Image
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from stereo_msgs.msg import DisparityImage
 from test_disparity_node import stereo_msgs, TOPICS
 
@@ -187,6 +188,24 @@ def withheld_status(proc: NodeProcess, diagnostics, publishers, right_offset_ns:
         if found:  # a warning of the window before: wait for the next window's
             seen = len(diagnostics.messages)
     raise AssertionError(f'no WARN diagnostics (or not what until waits for):\n{proc.output()}')
+
+
+def test_silence_names_the_image_transport_a_camera_publishes_on(ros):
+    """A camera on image_raw/compressed only, a node on raw (and the reverse): what to set."""
+    inputs = InputQos(ros.node, message_info=True)
+    raw = inputs.subscribe(Image, '/transport_c/image_raw', lambda *_: None, 1, raw=True)
+    compressed = inputs.subscribe(CompressedImage, '/transport_r/image_raw/compressed',
+                                  lambda *_: None, 1, raw=True)
+    assert raw.describe() == '/transport_c/image_raw: no publisher'
+    ros.publisher(CompressedImage, '/transport_c/image_raw/compressed', 10)
+    ros.publisher(Image, '/transport_r/image_raw', 10)
+    assert ros.wait_until(lambda: '(' in raw.describe() and '(' in compressed.describe())
+    assert raw.describe() == (
+        '/transport_c/image_raw: no publisher (/transport_c/image_raw/compressed has a '
+        'sensor_msgs/msg/CompressedImage publisher: set image_transport: compressed)')
+    assert compressed.describe() == (
+        '/transport_r/image_raw/compressed: no publisher (/transport_r/image_raw has a '
+        'sensor_msgs/msg/Image publisher: set image_transport: raw)')
 
 
 def test_frames_withheld_put_diagnostics_at_warn(ros):

@@ -555,7 +555,7 @@ def test_flow_params_apply_to_the_pipeline_started_by_the_mono_launch(ros, tmp_p
     """A flow_node file's flat values land in flow.*, read back through the services."""
     mine = tmp_path / 'my_flow.yaml'
     mine.write_text(yaml.safe_dump({'/**': {'ros__parameters': {
-        'method': 'hs', 'alpha': 7, 'metod': 'lk'}}}))
+        'method': 'hs', 'alpha': 7, 'metod': 'lk', 'image_transport': 'compressed'}}}))
     nodes = started(MONO, {'camera': 'front', 'flow_params': str(mine)})
     assert [n.exe for n in nodes] == ['vision_pipeline']
     proc = start_as_launched(nodes[0], tmp_path)
@@ -565,6 +565,10 @@ def test_flow_params_apply_to_the_pipeline_started_by_the_mono_launch(ros, tmp_p
         assert proc.wait_for_output(f"flow.method='hs' (--flow-params {mine})"), proc.output()
         assert "no parameter 'metod', ignored (did you mean method?)" in proc.output()
         assert 'nothing in it' not in proc.output()  # its /** files are its own
+        # the pipeline's one input: a node file's transport is not taken, and the log says where
+        assert f"{mine}: image_transport='compressed' not taken: vision_pipeline's own, one " \
+            'for all its capabilities (its file: pipeline_params in the launch files)' \
+            in proc.output()
     finally:
         assert proc.stop() == 0, proc.output()
 

@@ -39,6 +39,7 @@ from typing import Any, Callable
 
 from cl_vision_nodes.errors import ParameterError
 from cl_vision_nodes.ros.rclpy_compat import with_message_info
+from cl_vision_nodes.ros.topics import other_transport, Topic
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import InvalidParameterTypeException
 from rclpy.node import Node, SubscriptionEventCallbacks
@@ -185,7 +186,7 @@ class Input:
         """Say what publishes on the topic, for a node that receives nothing."""
         everyone = self.node.get_publishers_info_by_topic(self.topic)
         if not everyone:
-            return f'{self.topic}: no publisher'
+            return f'{self.topic}: no publisher{self._other_transport()}'
         other = [p for p in everyone if p.topic_type != type_name(self.msg_type)]
         if other:
             return f'{self.topic}: publisher of {other[0].topic_type} (the node takes ' \
@@ -197,6 +198,18 @@ class Input:
             return f'{self.topic}: {names} publishes best_effort, incompatible with the ' \
                    'reliable override (qos_overrides)'
         return f'{self.topic}: {names}, nothing arrived'
+
+    def _other_transport(self) -> str:
+        """Name the image_transport that hears the camera, where it publishes the other way."""
+        found = other_transport(Topic(self.topic, self.msg_type))
+        if found is None:
+            return ''
+        topic, transport = found
+        if not any(p.topic_type == topic.type_name
+                   for p in self.node.get_publishers_info_by_topic(topic.name)):
+            return ''
+        return f' ({topic.name} has a {topic.type_name} publisher: set image_transport: ' \
+               f'{transport})'
 
 
 class InputQos:

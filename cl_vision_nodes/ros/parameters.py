@@ -163,8 +163,9 @@ class ParameterBinding:
         if not values:
             log.warning(nothing_for(source, node_name))
         elif not_taken:
-            log.info(f"{source}: {', '.join(not_taken)} left to {self.schema.node_name}'s own "
-                     'parameters')
+            log.warning(f"{source}: {', '.join(not_taken)} not taken: {self.schema.node_name}'s "
+                        'own, one for all its capabilities (its file: pipeline_params in the '
+                        'launch files)')
 
     def _warn_unknown(self, name: str, schema: ParameterSchema, source: str | None) -> None:
         """Warn about a key no parameter has, naming the closest (a misspelling, a section)."""

@@ -29,6 +29,9 @@ from typing import Mapping
 from cl_vision_nodes.params import Value
 from sensor_msgs.msg import CompressedImage, Image
 
+COMPRESSED_SUFFIX = '/compressed'
+"""image_transport's compressed topic of an image topic: its name plus this."""
+
 
 @dataclass(frozen=True)
 class Topic:
@@ -60,8 +63,17 @@ def image_input(name: str, values: Mapping[str, Value]) -> Topic:
     ``<name>/compressed``, image_transport's convention.
     """
     if values.get('image_transport') == 'compressed':
-        return Topic(f'{name}/compressed', CompressedImage)
+        return Topic(f'{name}{COMPRESSED_SUFFIX}', CompressedImage)
     return Topic(name, Image)
+
+
+def other_transport(topic: Topic) -> tuple[Topic, str] | None:
+    """Return where an image input's camera would publish the other way, and that transport."""
+    if topic.msg_type is Image:
+        return Topic(f'{topic.name}{COMPRESSED_SUFFIX}', CompressedImage), 'compressed'
+    if topic.msg_type is CompressedImage and topic.name.endswith(COMPRESSED_SUFFIX):
+        return Topic(topic.name[:-len(COMPRESSED_SUFFIX)], Image), 'raw'
+    return None
 
 
 def node_topics(executable: str, values: Mapping[str, Value]) -> NodeTopics:
