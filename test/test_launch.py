@@ -554,8 +554,11 @@ def start_as_launched(node: Started, tmp_path: Path):
 def test_flow_params_apply_to_the_pipeline_started_by_the_mono_launch(ros, tmp_path):
     """A flow_node file's flat values land in flow.*, read back through the services."""
     mine = tmp_path / 'my_flow.yaml'
+    dumped_qos = {'/front/image_raw': {'subscription': {  # as ros2 param dump lists them
+        'depth': 1, 'history': 'keep_last', 'reliability': 'best_available'}}}
     mine.write_text(yaml.safe_dump({'/**': {'ros__parameters': {
-        'method': 'hs', 'alpha': 7, 'metod': 'lk', 'image_transport': 'compressed'}}}))
+        'method': 'hs', 'alpha': 7, 'metod': 'lk', 'image_transport': 'compressed',
+        'qos_overrides': dumped_qos, 'use_sim_time': False}}}))
     nodes = started(MONO, {'camera': 'front', 'flow_params': str(mine)})
     assert [n.exe for n in nodes] == ['vision_pipeline']
     proc = start_as_launched(nodes[0], tmp_path)
@@ -566,6 +569,7 @@ def test_flow_params_apply_to_the_pipeline_started_by_the_mono_launch(ros, tmp_p
         assert "no parameter 'metod', ignored (did you mean method?)" in proc.output()
         assert 'nothing in it' not in proc.output()  # its /** files are its own
         # the pipeline's one input: a node file's transport is not taken, and the log says where
+        # (not the ROS parameters a dump lists as the pipeline has them)
         assert f"{mine}: image_transport='compressed' not taken: vision_pipeline's own, one " \
             'for all its capabilities (its file: pipeline_params in the launch files)' \
             in proc.output()

@@ -56,6 +56,8 @@ POLL_PERIOD_S = 0.5
 SILENT_AFTER_S = 10.0
 LOSS_LOG_PERIOD_S = 30.0
 OVERRIDES = (QoSPolicyKind.HISTORY, QoSPolicyKind.DEPTH)  # reliability: ``Input.fixed``
+ADAPTED_OVERRIDES = {'reliability': ADAPT, 'history': 'keep_last'}
+"""An input's QoS overrides as ``ros2 param dump`` lists them untouched (depth: the node's)."""
 
 Callback = Callable[[Any, Any], None]
 

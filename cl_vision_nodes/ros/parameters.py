@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping, MutableMapping, Sequence
 
 from cl_vision_nodes.errors import CLVisionError, ParameterError
 from cl_vision_nodes.params import COMMON_NAMES, ParameterSchema, ParamSpec, Value
+from cl_vision_nodes.ros.input_qos import ADAPTED_OVERRIDES
 from cl_vision_nodes.ros.rclpy_compat import add_set_parameters_callbacks
 from cl_vision_nodes.ros.start_parameters import (file_parameters, files_for_other_nodes,
                                                   nothing_for, override_sources, section_files,
@@ -151,8 +152,7 @@ class ParameterBinding:
         for name, value in values.items():
             spec = self.schema.specs.get(f'{file.section}.{name}')
             if name in COMMON_NAMES or self._ros_own(name):
-                common = self.schema.specs.get(name)
-                if common is None or value != common.default:
+                if self._not_own_value(name, value):
                     not_taken.append(f'{name}={value!r}')
             elif spec is None:
                 self._warn_unknown(name, schema, source)
@@ -166,6 +166,21 @@ class ParameterBinding:
             log.warning(f"{source}: {', '.join(not_taken)} not taken: {self.schema.node_name}'s "
                         'own, one for all its capabilities (its file: pipeline_params in the '
                         'launch files)')
+
+    def _not_own_value(self, name: str, value: Value) -> bool:
+        """
+        Whether a shared or ROS parameter in a node's file says other than the node has.
+
+        A dumped file (``ros2 param dump``) lists ROS's own too: use_sim_time, the input
+        subscriptions' QoS overrides as they adapted (their depth follows the node's own
+        parameters), which are noise unless changed.
+        """
+        if self.node.has_parameter(name):
+            return value != self.node.get_parameter(name).value
+        if name.startswith('qos_overrides.'):
+            return value != ADAPTED_OVERRIDES.get(name.rsplit('.', 1)[-1], value)
+        common = self.schema.specs.get(name)
+        return common is None or value != common.default
 
     def _warn_unknown(self, name: str, schema: ParameterSchema, source: str | None) -> None:
         """Warn about a key no parameter has, naming the closest (a misspelling, a section)."""
