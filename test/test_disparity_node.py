@@ -451,8 +451,9 @@ def test_dense_unpadded_cloud_without_colour(ros, raw_node, raw_outputs):
 
 
 def test_rectify_and_point_parameters_are_checked(ros, raw_node):
-    with ros.changed_parameters(RAW_NODE, interpolation='area') as bad:
-        assert not bad[0].successful and 'not one of nearest, linear, cubic' in bad[0].reason
+    with ros.changed_parameters(RAW_NODE, interpolation=3) as bad:  # image_proc's INTER_AREA
+        assert not bad[0].successful \
+            and "'3' is not one of nearest (0), linear (1), cubic (2)" in bad[0].reason
     with ros.changed_parameters(RAW_NODE, rectify=False) as ro:
         assert not ro[0].successful and 'read-only' in ro[0].reason
 

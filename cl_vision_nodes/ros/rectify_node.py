@@ -15,12 +15,13 @@
 """
 rectify_node: image_proc's rectify on the OpenCL device (image_raw + camera_info -> image_rect).
 
-Subscribes ``image_raw`` and ``camera_info`` (best effort); publishes ``image_rect`` with the
-raw image's header, in its encoding (mono8, mono16, bgr8, rgb8, bgra8, rgba8; 32FC1 with a NaN
-border), Bayer and YUV rectified as their gray (mono8). ``interpolation`` is image_proc's
-(nearest, linear, cubic). The maps come from the camera_info's K, D, R and P (plumb_bob,
-rational_polynomial, equidistant) and are built on the host and uploaded once per calibration:
-per frame one upload, one kernel, one download.
+Subscribes ``image_raw`` and ``camera_info`` (with their publishers' reliability); publishes
+``image_rect`` with the raw image's header, in its encoding (mono8, mono16, bgr8, rgb8, bgra8,
+rgba8; 32FC1 with a NaN border), Bayer and YUV rectified as their gray (mono8).
+``interpolation`` is image_proc's (nearest, linear, cubic, or its numbers 0, 1, 2). The maps
+come from the camera_info's K, D, R and P (plumb_bob, rational_polynomial, equidistant) and are
+built on the host and uploaded once per calibration: per frame one upload, one kernel, one
+download.
 
 Each image is rectified with the newest camera_info received, whatever its stamp: a calibration
 is static, and a driver that publishes its camera_info late, or a static camera_info publisher
