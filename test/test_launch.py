@@ -558,8 +558,12 @@ def test_flow_params_apply_to_the_pipeline_started_by_the_mono_launch(ros, tmp_p
         'depth': 1, 'history': 'keep_last', 'reliability': 'best_available'}}}
     mine.write_text(yaml.safe_dump({'/**': {'ros__parameters': {
         'method': 'hs', 'alpha': 7, 'metod': 'lk', 'image_transport': 'compressed',
-        'qos_overrides': dumped_qos, 'use_sim_time': False}}}))
-    nodes = started(MONO, {'camera': 'front', 'flow_params': str(mine)})
+        'warm_up_width': 800, 'qos_overrides': dumped_qos, 'use_sim_time': False}}}))
+    pipeline_file = tmp_path / 'my_pipeline.yaml'
+    pipeline_file.write_text(yaml.safe_dump({'/**': {'ros__parameters': {
+        'image_transport': 'compressed', 'warm_up_width': 320}}}))
+    nodes = started(MONO, {'camera': 'front', 'flow_params': str(mine),
+                           'pipeline_params': str(pipeline_file)})
     assert [n.exe for n in nodes] == ['vision_pipeline']
     proc = start_as_launched(nodes[0], tmp_path)
     try:
@@ -568,11 +572,12 @@ def test_flow_params_apply_to_the_pipeline_started_by_the_mono_launch(ros, tmp_p
         assert proc.wait_for_output(f"flow.method='hs' (--flow-params {mine})"), proc.output()
         assert "no parameter 'metod', ignored (did you mean method?)" in proc.output()
         assert 'nothing in it' not in proc.output()  # its /** files are its own
-        # the pipeline's one input: a node file's transport is not taken, and the log says where
-        # (not the ROS parameters a dump lists as the pipeline has them)
-        assert f"{mine}: image_transport='compressed' not taken: vision_pipeline's own, one " \
-            'for all its capabilities (its file: pipeline_params in the launch files)' \
-            in proc.output()
+        # the pipeline's one input and warm-up: a node file's other value is not taken, and the
+        # log says where it goes; not the same value, nor the shipped surf file's defaults, nor
+        # the ROS parameters a dump lists as the pipeline has them
+        assert f"{mine}: warm_up_width=800 not taken: vision_pipeline's own, one for all its " \
+            'capabilities (its file: pipeline_params in the launch files)' in proc.output()
+        assert proc.output().count('not taken') == 1, proc.output()
     finally:
         assert proc.stop() == 0, proc.output()
 

@@ -152,7 +152,7 @@ class ParameterBinding:
         for name, value in values.items():
             spec = self.schema.specs.get(f'{file.section}.{name}')
             if name in COMMON_NAMES or self._ros_own(name):
-                if self._not_own_value(name, value):
+                if self._not_own_value(name, value, overrides):
                     not_taken.append(f'{name}={value!r}')
             elif spec is None:
                 self._warn_unknown(name, schema, source)
@@ -167,20 +167,30 @@ class ParameterBinding:
                         'own, one for all its capabilities (its file: pipeline_params in the '
                         'launch files)')
 
-    def _not_own_value(self, name: str, value: Value) -> bool:
+    def _not_own_value(self, name: str, value: Value,
+                       overrides: Mapping[str, Parameter]) -> bool:
         """
         Whether a shared or ROS parameter in a node's file says other than the node has.
 
-        A dumped file (``ros2 param dump``) lists ROS's own too: use_sim_time, the input
-        subscriptions' QoS overrides as they adapted (their depth follows the node's own
-        parameters), which are noise unless changed.
+        The node has its own file's value, or ROS's, or its default; a default in the file
+        undoes nothing (a shipped or dumped file lists every parameter). A dumped file (``ros2
+        param dump``) lists ROS's own too: use_sim_time, the input subscriptions' QoS overrides as
+        they adapted (their depth follows the node's own parameters), noise unless changed.
         """
-        if self.node.has_parameter(name):
-            return value != self.node.get_parameter(name).value
-        if name.startswith('qos_overrides.'):
-            return value != ADAPTED_OVERRIDES.get(name.rsplit('.', 1)[-1], value)
-        common = self.schema.specs.get(name)
-        return common is None or value != common.default
+        spec = self.schema.specs.get(name)
+        if spec is not None and value == spec.default:
+            return False
+        if name in overrides:
+            own = overrides[name].value
+        elif self.node.has_parameter(name):
+            own = self.node.get_parameter(name).value
+        elif name.startswith('qos_overrides.'):
+            own = ADAPTED_OVERRIDES.get(name.rsplit('.', 1)[-1], value)
+        elif spec is not None:
+            own = spec.default
+        else:
+            return True
+        return value != own
 
     def _warn_unknown(self, name: str, schema: ParameterSchema, source: str | None) -> None:
         """Warn about a key no parameter has, naming the closest (a misspelling, a section)."""
