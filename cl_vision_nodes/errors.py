@@ -28,6 +28,14 @@ class ImageFormatError(CLVisionError):
     """An image (message or array) cannot be interpreted: unknown encoding, bad size or step."""
 
 
+class PartnerPending(CLVisionError):
+    """
+    A frame came before a message it needs (a camera_info, a moment after a driver's first image).
+
+    A node counts the frame as without a partner and logs it at debug level: not bad input.
+    """
+
+
 class DataFormatError(CLVisionError):
     """A data file (.flo, .pfm, KITTI PNG, homography, ...) is missing, unreadable or malformed."""
 

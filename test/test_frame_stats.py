@@ -50,10 +50,10 @@ def test_report_summarises_a_window_and_starts_the_next():
     assert report.latency_p95_ms > 38.0 and 20.0 <= report.latency_p50_ms <= 30.0
     assert report.device_mean_ms == {'decode': 1.0, 'scale': 2.5}
     assert report.line() == '4 frames, ' + f'{report.fps:.1f}' + ' fps, latency p50 ' + \
-        f'{report.latency_p50_ms:.1f}' + ' ms, dropped 4 (2 without a stereo partner, 2 other)'
+        f'{report.latency_p50_ms:.1f}' + ' ms, dropped 4 (2 without a partner, 2 other)'
     line = report.detail_line()
     assert 'receive 12.50, upload 1.00, compute 6.25, publish 5.25 ms' in line
-    assert 'device ms: decode 1.00, scale 2.50' in line and '2 without a stereo partner' in line
+    assert 'device ms: decode 1.00, scale 2.50' in line and '2 without a partner' in line
     assert '1 skipped for a newer one' in line
     values = report.key_values()
     assert values['device_scale_ms'] == '2.500' and values['stage_compute_ms'] == '6.250'
@@ -121,5 +121,5 @@ def test_the_info_line_stays_short_for_any_counts():
     line = stats.report().line()
     assert len(line) <= SHORT_LINE_CHARS, line
     assert line.startswith('999999 frames, ') and ' fps, latency p50 199998.0 ms, ' in line
-    assert line.endswith(', dropped 3999997 (1000000 without a stereo partner, 2999997 other)')
+    assert line.endswith(', dropped 3999997 (1000000 without a partner, 2999997 other)')
     assert 'receive' not in line and 'device' not in line

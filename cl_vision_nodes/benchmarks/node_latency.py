@@ -39,7 +39,7 @@ The node's keep-last-1 input drops what it cannot take, so answered/sent is the 
 camera at that rate the node keeps up with. Where the others went, in the nodes' own words: the
 nodes publish /diagnostics every ``DIAGNOSTICS_PERIOD_S`` here, and the subscriber sums the
 windows that arrive during the run (every node process: frames taken, lost before the node,
-skipped for a newer one, without a stereo partner, bad input).
+skipped for a newer one, without a partner (stereo side, camera_info), bad input).
 
 Nodes are data: BENCH_NODES names evaluation.nodes.NODE_SPECS entries (or ``pipeline``:
 vision_pipeline on the stereo inputs, its flow and keypoints remapped to where flow_node and

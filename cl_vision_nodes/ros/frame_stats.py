@@ -112,7 +112,7 @@ class FrameReport:
     def drop_causes(self) -> dict[str, int]:
         """Return the dropped frames by cause, as the log lines name them."""
         return {'bad input': self.rejected, 'lost before the node': self.lost_in_transport,
-                'without a stereo partner': self.unmatched,
+                'without a partner': self.unmatched,
                 'skipped for a newer one': self.skipped}
 
     def line(self) -> str:
@@ -158,8 +158,9 @@ class FrameStats:
 
     Transport losses come from gaps in the publisher's sequence numbers (rmw MessageInfo); with
     keep-last subscriptions they are the frames overwritten before the node took them. Frames
-    the stereo synchroniser gave up (no partner, or passed over) count as ``unmatched``, frames
-    that waited for the frame thread until a newer one came as ``skipped``.
+    the stereo synchroniser gave up (no partner, or passed over) and images before their
+    camera_info (``PartnerPending``) count as ``unmatched``, frames that waited for the frame
+    thread until a newer one came as ``skipped``.
     """
 
     def __init__(self) -> None:

@@ -34,7 +34,7 @@ import time
 from typing import Any, Callable, ClassVar, Mapping
 
 from cl_vision_nodes.dataio.compressed import decode_compressed
-from cl_vision_nodes.errors import CLVisionError
+from cl_vision_nodes.errors import CLVisionError, PartnerPending
 from cl_vision_nodes.imaging.device_image import DeviceGray, DeviceImages
 from cl_vision_nodes.opencl.runtime import ClRuntime
 from cl_vision_nodes.params import ParameterSchema, Value
@@ -272,9 +272,13 @@ class VisionNode(Node):
         self.outputs.submit(lambda: self.stats.frame_done(timing, device_ms))  # after publishing
 
     def reject_frame(self, exc: CLVisionError) -> None:
-        """Count a frame skipped for bad input and say why (throttled)."""
-        self.stats.frame_rejected()
+        """Count a frame skipped for bad input and say why (throttled); PartnerPending quietly."""
         self.runtime.profiler.collect()  # its device events, if any, belong to no frame
+        if isinstance(exc, PartnerPending):
+            self.stats.frames_unmatched(1)
+            self.get_logger().debug(f'frame skipped: {exc}')
+            return
+        self.stats.frame_rejected()
         self.get_logger().warning(f'frame skipped: {exc}',
                                   throttle_duration_sec=BAD_INPUT_LOG_PERIOD_S)
 

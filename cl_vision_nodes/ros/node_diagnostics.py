@@ -96,7 +96,7 @@ def diagnostic_status(report: FrameReport) -> tuple[bytes, str]:
     parts = []
     if share > MISSED_WARN_SHARE:
         parts.append(f'{missed} of {due} frames missed ({report.lost_in_transport} lost before '
-                     f'the node, {report.unmatched} without a stereo partner, {report.skipped} '
+                     f'the node, {report.unmatched} without a partner, {report.skipped} '
                      'skipped for a newer one)')
     if report.rejected:
         parts.append(f'{report.rejected} bad input frames skipped')

@@ -27,17 +27,21 @@ Each image is rectified with the newest camera_info received, whatever its stamp
 is static, and a driver that publishes its camera_info late, or a static camera_info publisher
 stamped differently, still works. Unlike image_proc, zero distortion is no shortcut: R and P are
 applied (a stereo camera's rectification rotates even an undistorted image). Images before the
-first camera_info, of another size than it, or with an unusable calibration (uncalibrated,
-binning, ROI) are skipped with a throttled warning.
+first camera_info are skipped, quietly for ``CAMERA_INFO_GRACE_S`` (a driver's first camera_info
+may come a moment after its first image), then with a throttled warning that says what publishes
+camera_info; images of another size than it, or with an unusable calibration (uncalibrated,
+binning, ROI), with a throttled warning.
 """
 from __future__ import annotations
 
+import time
 from typing import Mapping
 
 from cl_vision_nodes.camera.calibration import CalibrationError
 from cl_vision_nodes.camera.camera_info import calibration_from_msg
 from cl_vision_nodes.camera.rectify import Rectifier
 from cl_vision_nodes.camera.schema import RECTIFY_SCHEMA
+from cl_vision_nodes.errors import CLVisionError, PartnerPending
 from cl_vision_nodes.params import Value
 from cl_vision_nodes.ros.node_base import VisionNode
 from cl_vision_nodes.ros.node_port import ImageFrame
@@ -46,6 +50,8 @@ from cl_vision_nodes.ros.stop_signals import StopSignals
 from cl_vision_nodes.ros.topics import image_input, NodeTopics, Topic
 from cl_vision_nodes.ros.warm_up import warm_camera_infos, warm_pair
 from sensor_msgs.msg import CameraInfo, Image
+
+CAMERA_INFO_GRACE_S = 2.0
 
 
 class RectifyNode(VisionNode):
@@ -63,7 +69,8 @@ class RectifyNode(VisionNode):
     def connect(self) -> None:
         self.rect_pub, = (self.port.output(t) for t in self.OUTPUTS)
         self._info: CameraInfo | None = None
-        self.subscribe_stream(CameraInfo, 'camera_info', self.on_camera_info)
+        self._uncalibrated_since: float | None = None
+        self.info_input = self.subscribe_stream(CameraInfo, 'camera_info', self.on_camera_info)
         self.subscribe_images('image_raw', self.on_image)
 
     def warm(self, width: int, height: int, values: Mapping[str, Value]) -> None:
@@ -77,15 +84,25 @@ class RectifyNode(VisionNode):
 
     def on_image(self, frame: ImageFrame) -> None:
         if self._info is None:
-            raise CalibrationError(
-                f'no camera_info yet on {self.resolve_topic_name("camera_info")}: the image '
-                "is rectified with its camera's calibration")
+            raise self._no_camera_info()
         calibration = calibration_from_msg(self._info)
         if self.rectifier.set_calibration(calibration):
             self.get_logger().info(f'rectification maps of {calibration.describe()}')
         with self.port.device_stage('compute'):
             rectified = self.rectifier.rectify(frame.raw, str(self.params['interpolation']))
         self.port.publish_raw(self.rect_pub, frame.header, rectified)
+
+    def _no_camera_info(self) -> CLVisionError:
+        """Wait quietly for a camera_info that comes a moment after the images, then say why."""
+        now = time.monotonic()
+        if self._uncalibrated_since is None:
+            self._uncalibrated_since = now
+        if now - self._uncalibrated_since < CAMERA_INFO_GRACE_S:
+            return PartnerPending('no camera_info yet')
+        return CalibrationError(
+            f'no camera_info {CAMERA_INFO_GRACE_S:g} s into the images '
+            f"({self.info_input.describe()}): the image is rectified with its camera's "
+            'calibration')
 
 
 def main(stop: StopSignals | None = None) -> None:
