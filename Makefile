@@ -7,11 +7,14 @@
 #                         pocl-opencl-icd (scripts/apt_stack.sh), the rest from requirements/apt.txt
 #   STACK=oldest          Python 3.10 with the oldest supported numpy/OpenCV/pyopencl/scipy
 #                         (requirements/oldest.txt); no ROS wheels exist for it: tests not marked ros
+#   PYTEST_JOBS=2 (default)  test modules run in this many pytest-xdist workers, each module whole
+#                         in one and each worker on a ROS domain of its own; 0 runs them in order
 #
 # Each combination has its own venv (.venv for the default, else .venv-<distro>-<stack>).
 ROS_DISTRO ?= jazzy
 STACK ?= pip
 PYTEST_ARGS ?=
+PYTEST_JOBS ?= 2
 
 DISTROS := jazzy kilted
 STACKS := pip apt oldest
@@ -107,7 +110,7 @@ $(VENV)/.oracles: $(VENV)/.requirements
 	touch $@
 
 test: $(STAMP) $(VENV)/.opencl $(VENV)/.oracles
-	$(PY) -m pytest -q $(PYTEST_MARKS) $(PYTEST_ARGS) test
+	$(PY) -m pytest -q -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_MARKS) $(PYTEST_ARGS) test
 
 bench: $(STAMP) $(VENV)/.opencl $(VENV)/.oracles
 	$(VENV)/bin/cl-vision bench all

@@ -31,7 +31,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / 'shared' / 'data'
 
-os.environ['ROS_DOMAIN_ID'] = str(random.Random().randint(1, 101))
+# A domain of its own per run, and per pytest-xdist worker of one run (its id: gw0, gw1, ...).
+_worker = int(os.environ.get('PYTEST_XDIST_WORKER', 'gw0')[2:])
+_run = os.environ.get('PYTEST_XDIST_TESTRUNUID')
+os.environ['ROS_DOMAIN_ID'] = str(1 + (random.Random(_run).randrange(101) + 17 * _worker) % 101)
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ.setdefault('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
 os.environ['AMENT_PREFIX_PATH'] = os.pathsep.join(
