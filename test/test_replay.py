@@ -20,6 +20,7 @@ import sys
 
 from bagutil import (IMAGE_BAG_FRAMES, IMAGE_BAG_SPACING_NS, IMAGE_BAG_START_NS, TS,
                      write_image_bag, write_truncated_bag)
+from cl_vision_nodes.bags.replay import REPLAY_DEPTH
 from cl_vision_nodes.dataio.synthetic import texture
 from cliutil import assert_one_line_error, cl_vision
 import cv2
@@ -38,8 +39,14 @@ LAST_NS = IMAGE_BAG_START_NS + (N - 1) * SPACING_NS  # the bag time of the last 
 
 
 def replay(ros, bag, *args):
-    """Run the replay to completion; messages received on /cam/image and /clock."""
-    images = ros.collect(Image, '/cam/image', qos_profile_sensor_data)
+    """
+    Run the replay to completion; messages received on /cam/image and /clock.
+
+    Reliable, as the nodes' inputs subscribe: each frame sent after the replay saw this
+    subscription arrives. A best-effort one loses a frame sent before its own side of the
+    match completed (DDS discovery on a loaded machine; issue 31's CI).
+    """
+    images = ros.collect(Image, '/cam/image', REPLAY_DEPTH)
     clock = ros.collect(Clock, '/clock')
     result = subprocess.run([sys.executable, '-m', 'cl_vision_nodes.tools.cli', 'replay',
                              str(bag), '--wait-subscribers', '10', *args],

@@ -16,11 +16,12 @@
 Publish a rosbag2 (mcap or sqlite3) for machines without ros2 bag (`cl-vision replay BAG`).
 
 Messages go out as their stored CDR bytes (``Publisher.publish(bytes)``), so nothing is
-deserialised, at their recorded pace divided by the rate. Publishers are reliable, which best-
-effort subscribers (the nodes' image subscriptions) accept. With ``clock`` it also publishes the
-bag time on /clock for nodes running with use_sim_time. The replay node is spun in a thread while
-the main thread publishes, so it answers parameter and graph queries (``ros2 param list`` waits on
-every node), and a progress line is printed every second.
+deserialised, at their recorded pace divided by the rate. Publishers are reliable: a reliable
+subscriber (the nodes' inputs) gets every message sent after the replay matched it, a best-effort
+one takes them too but loses those sent before its own side matched. With ``clock`` it also
+publishes the bag time on /clock for nodes running with use_sim_time. The replay node is spun in
+a thread while the main thread publishes, so it answers parameter and graph queries (``ros2 param
+list`` waits on every node), and a progress line is printed every second.
 
 sensor_msgs/CompressedImage topics go out as recorded, JPEG or PNG bytes unchanged; the replay
 says how a node takes each one (``compressed_hint``): image_transport's convention, the
