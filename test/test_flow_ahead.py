@@ -174,3 +174,15 @@ def test_release_with_releases_its_own_hold_only():
     gate.hold()
     ends(made.finish)  # as does a wait
     assert not gate.held
+
+
+@pytest.mark.parametrize('is_gpu', [False, True])
+def test_frames_are_enqueued_ahead_by_default_only_where_held_commands_wait_idle(is_gpu):
+    """On a GPU a hold costs a host core spinning in NVIDIA's driver: no hold by default."""
+    made = ClRuntime('auto')
+    made.limits = dataclasses.replace(made.limits, is_gpu=is_gpu, host_memory=True)
+    frames = FlowFrames(made, FLOW_SCHEMA.defaults(), StageTimes())
+    ends(lambda: play(frames, [('frame', (raw, k + 1)) for k, raw in enumerate(raws(29, 31, 3))]))
+    assert frames.ahead == (not is_gpu) and frames.runtime.gate.held == (not is_gpu)
+    assert frames.ran_ahead == (0 if is_gpu else 2)
+    made.finish()
