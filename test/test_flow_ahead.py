@@ -33,9 +33,12 @@ from cl_vision_nodes.flow.presets import DIS_PRESETS
 from cl_vision_nodes.flow.schema import FLOW_SCHEMA
 from cl_vision_nodes.imaging.device_image import DeviceImages
 from cl_vision_nodes.imaging.encodings import gray_to_raw, RawImage
-from cl_vision_nodes.opencl.gate import QueueGate
+from cl_vision_nodes.opencl.gate import gate_for, QueueGate
 from cl_vision_nodes.opencl.runtime import ClRuntime
+from cl_vision_nodes.opencl.semaphores import BinarySemaphore, EXTENSION, extension_function, \
+    SemaphoresUnavailable
 import numpy as np
+import pyopencl as cl
 import pytest
 
 pytestmark = pytest.mark.kernels
@@ -157,7 +160,11 @@ def test_a_dropped_stream_with_work_enqueued_ahead_ends():
 
 
 def test_release_with_releases_its_own_hold_only():
-    made = ClRuntime('auto')
+    check_holds(ClRuntime('auto'))
+
+
+def check_holds(made: ClRuntime) -> None:
+    """Check that a hold opens at its own release_with, a later hold, another command, a wait."""
     gate: QueueGate = made.gate
     first = gate.hold()
     second = gate.hold()  # the first hold's commands run now
@@ -178,11 +185,36 @@ def test_release_with_releases_its_own_hold_only():
 
 @pytest.mark.parametrize('is_gpu', [False, True])
 def test_frames_are_enqueued_ahead_by_default_only_where_held_commands_wait_idle(is_gpu):
-    """On a GPU a hold costs a host core spinning in NVIDIA's driver: no hold by default."""
+    """A GPU without semaphores holds on user events, after which NVIDIA's driver spins a core."""
     made = ClRuntime('auto')
-    made.limits = dataclasses.replace(made.limits, is_gpu=is_gpu, host_memory=True)
+    if EXTENSION in made.device.extensions.split():
+        pytest.skip('the device offers semaphores: test_a_semaphore_gate_holds_and_releases')
+    made.gate = gate_for(made.context, made.queue, is_gpu)
     frames = FlowFrames(made, FLOW_SCHEMA.defaults(), StageTimes())
     ends(lambda: play(frames, [('frame', (raw, k + 1)) for k, raw in enumerate(raws(29, 31, 3))]))
     assert frames.ahead == (not is_gpu) and frames.runtime.gate.held == (not is_gpu)
     assert frames.ran_ahead == (0 if is_gpu else 2)
+    made.finish()
+
+
+def test_semaphore_functions_are_looked_up_through_the_loader_pyopencl_uses():
+    """The ICD functions of PoCL 3 resolve; its semaphore functions do not (it has none)."""
+    device = ClRuntime('auto').device
+    assert extension_function(device.platform, 'clIcdGetPlatformIDsKHR')
+    if EXTENSION not in device.extensions.split():
+        with pytest.raises(SemaphoresUnavailable, match=EXTENSION):
+            BinarySemaphore(cl.Context([device]))
+
+
+def test_a_semaphore_gate_holds_and_releases():
+    """Where the device offers cl_khr_semaphore (NVIDIA's OpenCL), a GPU's gate waits on one."""
+    made = ClRuntime('auto')
+    if EXTENSION not in made.device.extensions.split():
+        pytest.skip(f'{made.device.name} offers no {EXTENSION} (PoCL 3)')
+    made.gate = gate_for(made.context, made.queue, True)
+    assert made.gate.idle
+    check_holds(made)
+    frames = FlowFrames(made, FLOW_SCHEMA.defaults(), StageTimes())
+    ends(lambda: play(frames, [('frame', (raw, k + 1)) for k, raw in enumerate(raws(29, 31, 3))]))
+    assert frames.ahead and frames.runtime.gate.held and frames.ran_ahead == 2
     made.finish()

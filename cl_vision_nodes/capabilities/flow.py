@@ -29,8 +29,8 @@ arrive. The staging array holds the last frame's bytes until then, so where the 
 released otherwise (a wait or another command on the queue, a parameter change) or the next
 frame does not continue the stream, the work enqueued ahead runs on them: the last frame again,
 after which the history is what it was, and the frame takes the ordinary path. By default only
-where held commands wait idle (PoCL): on a GPU the enqueue calls' 0.06-0.15 ms would cost a core
-spinning in NVIDIA's driver between frames (``DeviceLimits.idle_hold``).
+where held commands wait idle (``QueueGate.idle``: PoCL, and GPUs whose gate is a semaphore):
+NVIDIA's driver spins a core for 100 ms after each user event, a core at any camera rate.
 """
 from __future__ import annotations
 
@@ -96,12 +96,12 @@ class FlowFrames:
         """
         Build the estimator and colour wheel on ``runtime``; stages named ``prefix*``.
 
-        ``ahead``: whether ``arm`` enqueues the next frame (by default where the device's held
-        commands wait idle, ``DeviceLimits.idle_hold``, and ``runtime`` is not profiled: a
-        profile is collected by waiting on a frame's events).
+        ``ahead``: whether ``arm`` enqueues the next frame (by default where the queue's held
+        commands wait idle, ``QueueGate.idle``, and ``runtime`` is not profiled: a profile is
+        collected by waiting on a frame's events).
         """
         self.runtime = runtime
-        self.ahead = (runtime.limits.idle_hold and not runtime.profiler.enabled
+        self.ahead = (runtime.gate.idle and not runtime.profiler.enabled
                       if ahead is None else ahead)
         self.clock = clock
         self.log = log

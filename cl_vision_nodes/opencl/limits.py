@@ -69,17 +69,6 @@ class DeviceLimits:
         """
         return 'gpu' if self.is_gpu else 'cpu'
 
-    @property
-    def idle_hold(self) -> bool:
-        """
-        Whether commands held behind a user event (``QueueGate``) wait without host work.
-
-        Not on GPUs: while a frame's kernels wait behind one, NVIDIA's OpenCL keeps a host
-        thread busy (an H100, frames at 30 Hz: 1.03 cores enqueued ahead, 0.13 without). PoCL's
-        wait idle.
-        """
-        return not self.is_gpu
-
     def fits(self, local: tuple[int, ...]) -> bool:
         """Whether a work-group of shape ``local`` may be launched on this device."""
         total = 1

@@ -29,7 +29,7 @@ from typing import Callable, Sequence, TypeVar
 
 from cl_vision_nodes.opencl.buffers import Buffers
 from cl_vision_nodes.opencl.devices import LOG, select_device
-from cl_vision_nodes.opencl.gate import QueueGate
+from cl_vision_nodes.opencl.gate import gate_for, QueueGate
 from cl_vision_nodes.opencl.limits import DeviceLimits
 from cl_vision_nodes.opencl.profiling import StageProfiler
 from cl_vision_nodes.opencl.programs import build, build_options, Defines, NO_DEFINES, Program
@@ -86,7 +86,7 @@ class ClRuntime:
         self.limits = DeviceLimits.of(self.device)
         props = cl.command_queue_properties.PROFILING_ENABLE if profile else 0
         self.queue = cl.CommandQueue(self.context, properties=props)
-        self.gate = QueueGate(self.context, self.queue)
+        self.gate = gate_for(self.context, self.queue, self.limits.is_gpu)
         self.profiler = StageProfiler(enabled=profile)
         self._programs: OrderedDict[ProgramKey, Program] = OrderedDict()
         self._built: OrderedDict[ProgramKey, cl.Program] = OrderedDict()  # shared by siblings
@@ -102,7 +102,7 @@ class ClRuntime:
         """
         twin = copy.copy(self)
         twin.queue = cl.CommandQueue(self.context, properties=self.queue.properties)
-        twin.gate = QueueGate(self.context, twin.queue)
+        twin.gate = gate_for(self.context, twin.queue, self.limits.is_gpu)
         twin._programs = OrderedDict()
         return twin
 

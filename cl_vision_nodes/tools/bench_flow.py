@@ -50,8 +50,8 @@ def main(args: argparse.Namespace) -> None:
         print_kernels(args.device, args.sizes, args.kernels, min(args.repeats, 5))
         return
     print('Dense optical flow, ms per frame (ours: from its bytes to its flow, upload + pyramid '
-          '+ flow + download; as in flow_node, on a CPU device the next frame enqueued between '
-          'frames, "ahead")')
+          '+ flow + download; as in flow_node, where the queue holds idle (a CPU device, a GPU '
+          'with semaphores) the next frame enqueued between frames, "ahead")')
     rows = run(args.device, args.repeats, args.sizes)
     print(format_rows([r.table_row() for r in rows], 'DIS MEDIUM cpu',
                       lambda r: r.method == 'DIS MEDIUM' and r.where.startswith('OpenCV CPU')))
