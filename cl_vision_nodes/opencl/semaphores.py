@@ -88,6 +88,11 @@ def _entry_points(platform: cl.Platform) -> _EntryPoints:
         entry('clReleaseSemaphoreKHR', ctypes.CFUNCTYPE(ctypes.c_int32, _handle)))
 
 
+def offers_semaphores(device: cl.Device) -> bool:
+    """Return whether ``device`` lists ``cl_khr_semaphore`` among its extensions."""
+    return EXTENSION in device.extensions.split()
+
+
 def _check(code: int, call: str) -> None:
     if code != 0:
         raise DeviceError(f'{call} failed with OpenCL error {code}')
@@ -98,7 +103,7 @@ class BinarySemaphore:
 
     def __init__(self, context: cl.Context):
         device = context.devices[0]
-        if EXTENSION not in device.extensions.split():
+        if not offers_semaphores(device):
             raise SemaphoresUnavailable(f'{device.name} offers no {EXTENSION}')
         self._calls = _entry_points(device.platform)
         properties = (ctypes.c_uint64 * 3)(_SEMAPHORE_TYPE, _BINARY, 0)
